@@ -1,0 +1,43 @@
+# vramtrace: `make` builds build/libvramtrace.so and build/vramtrace.
+# `make test` runs every suite on the simulated GPU; `make demo` runs the
+# main scenario under the shim and prints its report.
+#
+# Each directory owns a fragment (preload/preload.mk, analyzer/analyzer.mk,
+# tests/sim/sim.mk, tests/tests.mk, examples/examples.mk); this file holds
+# only what they share.
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+DESTDIR ?=
+B := build
+VERSION := 0.1.0
+
+CC ?= cc
+OPT ?= -O2
+# SANITIZE=address,undefined or SANITIZE=thread builds everything instrumented.
+SANITIZE ?=
+SANFLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer,)
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CPPFLAGS_COMMON := -Iinclude -I$(CUDA_HOME)/include -DVT_VERSION='"$(VERSION)"' -D_GNU_SOURCE
+CFLAGS_COMMON := -std=gnu11 $(OPT) -g $(WARN) $(SANFLAGS) -fno-omit-frame-pointer
+LDFLAGS_COMMON := $(SANFLAGS)
+
+.PHONY: all test demo bench fuzz clean install deps
+all: $(B)/.deps-ok
+
+# Dependencies: installed with apt-get when run as root on Debian/Ubuntu,
+# otherwise the one command to run is printed (scripts/deps.sh).
+$(B)/.deps-ok: scripts/deps.sh
+	@mkdir -p $(B)
+	@CUDA_HOME=$(CUDA_HOME) sh scripts/deps.sh
+	@touch $@
+deps: $(B)/.deps-ok
+
+include preload/preload.mk
+include analyzer/analyzer.mk
+include tests/sim/sim.mk
+-include examples/examples.mk
+include tests/tests.mk
+
+clean:
+	rm -rf $(B)

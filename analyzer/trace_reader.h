@@ -1,0 +1,116 @@
+/* Streaming reader for vramtrace trace files (include/vramtrace/trace_format.h).
+ *
+ * Contract:
+ *  - Every trace is hostile. Every length, count and index read from the file
+ *    is checked against the VT_MAX_* bounds and the bytes actually present
+ *    before use; no allocation is sized by an unchecked length.
+ *  - Memory is bounded by one chunk (VT_MAX_CHUNK_RAW + VT_MAX_CHUNK_ZSIZE),
+ *    never by the number of records in the file.
+ *  - Records are returned in file order. Pointers inside a record (strings,
+ *    argv, build ids) point into the reader's buffers and stay valid only
+ *    until the next vt_reader_next() call or vt_reader_close().
+ *  - Unknown record types are skipped. Unknown event api ids are returned as
+ *    they are: the caller checks them with vt_api_info().
+ *  - A file cut short (SIGKILL, disk full) yields every record of its complete
+ *    chunks, then VT_E_TRUNCATED with the offset of the partial chunk.
+ */
+#ifndef VT_TRACE_READER_H
+#define VT_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "vramtrace/trace_format.h"
+
+typedef struct vt_bytes {
+    const char *data;  /* not NUL-terminated, may hold any byte */
+    uint32_t len;
+} vt_bytes_t;
+
+typedef struct vt_rec_process {
+    uint64_t pid, ppid, mono_start_ns, wall_start_ns;
+    vt_bytes_t shim_version, exe, hostname;
+    uint32_t argc;
+    const vt_bytes_t *argv;   /* argc entries */
+} vt_rec_process_t;
+
+typedef struct vt_rec_device {
+    int32_t ordinal;
+    uint64_t time_ns, total_bytes, free_bytes;
+    uint8_t uuid[16];
+    vt_bytes_t name;
+} vt_rec_device_t;
+
+typedef struct vt_rec_module {
+    uint64_t module_id, base, size;
+    vt_bytes_t build_id, path;
+} vt_rec_module_t;
+
+typedef struct vt_rec_frame {
+    uint64_t ip, module_id, sym_offset;
+    vt_bytes_t function;
+} vt_rec_frame_t;
+
+typedef struct vt_rec_stack {
+    uint64_t node_id, parent_id, ip;
+} vt_rec_stack_t;
+
+typedef struct vt_rec_dropped {
+    uint64_t time_ns, dropped_total, stacks_lost_total;
+} vt_rec_dropped_t;
+
+typedef struct vt_rec_note {
+    uint64_t time_ns;
+    vt_bytes_t text;
+} vt_rec_note_t;
+
+typedef struct vt_rec_end {
+    uint64_t time_ns, events_total, dropped_total;
+} vt_rec_end_t;
+
+typedef struct vt_rec_range {
+    uint64_t time_ns, tid, depth;
+    uint8_t push;
+    vt_bytes_t name;
+} vt_rec_range_t;
+
+typedef struct vt_record {
+    uint8_t type;          /* enum vt_record_type */
+    uint64_t file_offset;  /* offset of the chunk (or header) holding it */
+    uint32_t chunk_seq;    /* UINT32_MAX for the header */
+    union {
+        vt_rec_process_t process;
+        vt_rec_device_t device;
+        vt_rec_module_t module;
+        vt_rec_frame_t frame;
+        vt_rec_stack_t stack;
+        vt_event_t event;     /* time_ns already absolute (delta undone) */
+        vt_rec_dropped_t dropped;
+        vt_rec_note_t note;
+        vt_rec_end_t end;
+        vt_rec_range_t range;
+    } u;
+} vt_record_t;
+
+typedef struct vt_reader vt_reader_t;
+
+/* Opens PATH, checks the prelude and reads the PROCESS header.
+ * @return 0, or a negative VT_E_* with err filled (path and offset). */
+int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err);
+
+/* The PROCESS record from the header; valid until vt_reader_close(). */
+const vt_rec_process_t *vt_reader_process(const vt_reader_t *r);
+
+/* @return 1 with *rec filled, 0 at a clean end of file, or a negative
+ * VT_E_* (VT_E_TRUNCATED for a partial last chunk) with err filled. After an
+ * error, further calls return the same error. */
+int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err);
+
+/* Bytes of the file consumed so far and its total size (for progress). */
+uint64_t vt_reader_offset(const vt_reader_t *r);
+uint64_t vt_reader_file_size(const vt_reader_t *r);
+
+void vt_reader_close(vt_reader_t *r);
+
+#endif

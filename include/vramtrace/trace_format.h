@@ -1,0 +1,178 @@
+/* vramtrace trace format, version 1: the contract between preload/ (writer)
+ * and analyzer/ (reader). Both sides compile against this header; nothing
+ * else about the format exists anywhere.
+ *
+ * FILE LAYOUT (all integers little-endian)
+ *
+ *   file    := prelude header_body chunk*
+ *   prelude := 16 bytes, vt_file_prelude_t:
+ *                magic[8]     = "VRAMTRC\0"
+ *                version u16  = VT_FORMAT_VERSION (readers refuse newer)
+ *                flags   u16  = 0 (reserved; readers ignore unknown bits)
+ *                header_len u32 = bytes of header_body that follow, <= VT_MAX_HEADER
+ *   header_body := a record stream (see RECORDS) holding exactly one
+ *                VT_REC_PROCESS record, uncompressed so `file`/`head` tools
+ *                and a half-written trace still show who wrote it.
+ *   chunk   := vt_chunk_header_t (16 bytes) + zsize bytes of ONE zstd frame
+ *                magic u32    = VT_CHUNK_MAGIC ("VTCK")
+ *                zsize u32    <= VT_MAX_CHUNK_ZSIZE
+ *                rawsize u32  <= VT_MAX_CHUNK_RAW, exact decompressed size
+ *                seq u32      = 0,1,2,... per file; a gap means corruption
+ *              The zstd frame carries its content checksum. The decompressed
+ *              bytes are a record stream.
+ *
+ * Every chunk is self-contained: delta state (see EVENT) restarts at each
+ * chunk, so a reader can report everything in complete chunks of a file that
+ * was cut short by SIGKILL or a full disk. The writer emits one chunk at
+ * least every VRAMTRACE_FLUSH_MS while events flow.
+ *
+ * RECORDS
+ *
+ *   record := type u8, len varint, payload[len]
+ *
+ * A reader skips types it does not know (len tells it how far), so new
+ * record types do not need a version bump; changing an existing payload
+ * does. A payload may be longer than the fields a reader knows: trailing
+ * bytes are ignored, so fields can be appended.
+ *
+ * varint: unsigned LEB128, at most 10 bytes. zz: zigzag-mapped signed varint.
+ * str: varint length (<= VT_MAX_STRING) then that many bytes, not NUL
+ * terminated, not trusted to be UTF-8.
+ *
+ *   VT_REC_PROCESS  pid varint, ppid varint, mono_start_ns varint,
+ *                   wall_start_ns varint (Unix epoch), shim_version str,
+ *                   exe str, hostname str, argc varint (<= VT_MAX_ARGC),
+ *                   argv str * argc
+ *   VT_REC_DEVICE   ordinal zz, time_ns varint (monotonic, absolute),
+ *                   total_bytes varint, free_bytes varint (cuMemGetInfo when
+ *                   first seen: total - free is the context reserve plus
+ *                   whatever else holds the card), uuid 16 raw bytes, name str
+ *   VT_REC_MODULE   module_id varint (dense from 1), base varint (load bias),
+ *                   size varint, build_id str (raw bytes), path str
+ *   VT_REC_FRAME    ip varint, module_id varint (0 = unknown),
+ *                   sym_offset varint (ip - symbol start), function str
+ *                   (mangled as in the symbol table; empty = unresolved)
+ *   VT_REC_STACK    node_id varint, parent_id varint, ip varint
+ *                   One node of the calling-context tree (heaptrack's
+ *                   "trace tree"). Ids are dense from 1 in the order written,
+ *                   parent_id < node_id, 0 is the root (empty stack). The
+ *                   stack of an event is the path leaf -> root, innermost
+ *                   frame first. Every node is written before any event or
+ *                   node that refers to it.
+ *   VT_REC_EVENT    see vt_event_t below; fields in this order:
+ *                   api varint, dt zz (time - previous EVENT's time in this
+ *                   chunk; the first EVENT of a chunk is relative to the
+ *                   PROCESS record's mono_start_ns), tid varint, device zz
+ *                   (-1 = host / not applicable), ptr varint, size varint,
+ *                   reserved varint, aux varint, flags varint, result
+ *                   varint, stack varint
+ *   VT_REC_DROPPED  time_ns varint, dropped_total varint (cumulative count of
+ *                   events lost to a full buffer), stacks_lost_total varint
+ *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)
+ *   VT_REC_END      time_ns varint, events_total varint, dropped_total varint
+ *                   Written once at clean process exit. Its absence means the
+ *                   process died (SIGKILL, crash) or is still running.
+ *   VT_REC_RANGE    time_ns varint, tid varint, depth varint, push u8,
+ *                   name str (annotation/NVTX ranges: phase tags)
+ *
+ * EVENT FIELD MEANING BY KIND (kind and space come from the entry point,
+ * see entrypoints.def; "api" is the entry point id, stable within a format
+ * version, and is the name the program called: a cudaMalloc that reaches
+ * cuMemAlloc_v2 is one event, api = cudaMalloc).
+ *
+ *   ALLOC   ptr = returned address (0 on failure), size = requested bytes,
+ *           reserved = bytes the driver set aside when knowable (pitch *
+ *           height, VMM granularity), else 0; aux = pool handle / stream /
+ *           flags argument as the entry point's table line says.
+ *   FREE    ptr = address released; size = 0 (the reader knows it from the
+ *           matching ALLOC); aux = stream for stream-ordered frees.
+ *   VMM_CREATE   ptr = handle, size = bytes, device = prop->location.id
+ *   VMM_RELEASE  ptr = handle
+ *   VMM_MAP      ptr = va, size = bytes, aux = handle
+ *   VMM_UNMAP    ptr = va, size = bytes
+ *   VA_RESERVE   ptr = va, size = bytes;  VA_FREE ptr = va, size = bytes
+ *   REGISTER     ptr = host address, size = bytes (pinned, not allocated)
+ *   UNREGISTER   ptr = host address
+ *   POOL_*       ptr = pool handle, size = trim target for POOL_TRIM
+ *   MEMINFO      size = free bytes, aux = total bytes (what the program was
+ *                told, or a sample the shim took: flag VT_EF_SAMPLE)
+ *
+ * result is the CUresult / cudaError_t the program got back. A failed
+ * request is an event like any other, with its size: it is usually the most
+ * important one in the file.
+ */
+#ifndef VRAMTRACE_TRACE_FORMAT_H
+#define VRAMTRACE_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define VT_FORMAT_VERSION 1u
+#define VT_FILE_MAGIC "VRAMTRC"     /* 7 chars + NUL = 8 bytes on disk */
+#define VT_CHUNK_MAGIC 0x4b435456u  /* "VTCK" little-endian */
+
+/* Hard bounds a reader enforces before trusting any length. */
+#define VT_MAX_HEADER (1u << 20)
+#define VT_MAX_CHUNK_ZSIZE (64u << 20)
+#define VT_MAX_CHUNK_RAW (64u << 20)
+#define VT_MAX_STRING (64u << 10)
+#define VT_MAX_ARGC 4096u
+#define VT_MAX_STACK_DEPTH 256u
+
+typedef struct vt_file_prelude {
+    char magic[8];
+    uint16_t version;
+    uint16_t flags;
+    uint32_t header_len;
+} vt_file_prelude_t;
+
+typedef struct vt_chunk_header {
+    uint32_t magic;
+    uint32_t zsize;
+    uint32_t rawsize;
+    uint32_t seq;
+} vt_chunk_header_t;
+
+_Static_assert(sizeof(vt_file_prelude_t) == 16, "prelude is 16 bytes on disk");
+_Static_assert(sizeof(vt_chunk_header_t) == 16, "chunk header is 16 bytes on disk");
+
+enum vt_record_type {
+    VT_REC_PROCESS = 1,
+    VT_REC_DEVICE = 2,
+    VT_REC_MODULE = 3,
+    VT_REC_FRAME = 4,
+    VT_REC_STACK = 5,
+    VT_REC_EVENT = 6,
+    VT_REC_DROPPED = 7,
+    VT_REC_NOTE = 8,
+    VT_REC_END = 9,
+    VT_REC_RANGE = 10,
+};
+
+/* Event flags. */
+enum vt_event_flags {
+    VT_EF_SAMPLE = 1u << 0,   /* MEMINFO taken by the shim, not the program */
+    VT_EF_RUNTIME = 1u << 1,  /* recorded at the runtime API (cuda*) level */
+    VT_EF_PTSZ = 1u << 2,     /* per-thread default stream flavour */
+    VT_EF_VIA_PROCADDR = 1u << 3, /* reached through cuGetProcAddress */
+    VT_EF_VIA_DLSYM = 1u << 4,    /* reached through an intercepted dlsym */
+    VT_EF_FIRST_ON_DEVICE = 1u << 5, /* MEMINFO sample at first use of device */
+    VT_EF_AFTER_FAILURE = 1u << 6,   /* MEMINFO sample after a failed request */
+    VT_EF_AT_PEAK = 1u << 7,         /* MEMINFO sample at a new tracked peak */
+};
+
+/* One decoded event, as both sides see it in memory. */
+typedef struct vt_event {
+    uint64_t time_ns;   /* CLOCK_MONOTONIC */
+    uint64_t ptr;
+    uint64_t size;
+    uint64_t reserved;
+    uint64_t aux;
+    uint32_t tid;
+    uint32_t stack;     /* leaf node id, 0 = no stack */
+    uint32_t flags;     /* vt_event_flags */
+    uint32_t result;
+    uint16_t api;       /* vt_api_id */
+    int16_t device;     /* -1 = host / unknown */
+} vt_event_t;
+
+#endif
