@@ -1,0 +1,49 @@
+/* symbols.c: the module map and ip -> function name lookup for the shim.
+ *
+ * Contract:
+ *  - Called only from the shim's writer thread, never from a wrapped CUDA
+ *    call (the hot path): it reads ELF files from disk and allocates.
+ *  - Not thread-safe; one caller at a time.
+ *  - Names come from .symtab when the file has one (ggml's allocators are
+ *    static functions, invisible in .dynsym), else .dynsym. Names are
+ *    returned mangled, exactly as in the symbol table.
+ *  - The module list comes from dl_iterate_phdr and is refreshed when an ip
+ *    falls outside every known module (no dlopen hook: interposing dlopen
+ *    breaks callers' RPATH/RUNPATH lookups).
+ *  - Never crashes on a malformed, truncated or vanished ELF file: such a
+ *    module simply resolves no names.
+ */
+#ifndef VT_PRELOAD_SYMBOLS_H
+#define VT_PRELOAD_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vt_module_info {
+    uint32_t id;              /* dense from 1, stable for the process */
+    uint64_t base;            /* load bias (dlpi_addr) */
+    uint64_t size;            /* extent of the PT_LOAD segments from base */
+    const uint8_t *build_id;  /* NT_GNU_BUILD_ID bytes, or NULL */
+    size_t build_id_len;
+    const char *path;         /* absolute path; the main program's real path */
+} vt_module_info_t;
+
+/* Receives each module the first time it is reported (and again after
+ * vt_symbols_reset_reported()). */
+typedef void (*vt_module_sink_t)(void *ctx, const vt_module_info_t *module);
+
+/* Resolves ip (the caller passes return address - 1 for non-leaf frames).
+ * Modules not yet reported are passed to sink first.
+ * @return 1 if ip lies in a known module (*module_id set; *function is the
+ * enclosing symbol's name or "" and *sym_offset = ip - symbol start), else 0
+ * with *module_id = 0 and *function = "". *function stays valid until
+ * vt_symbols_fini(). */
+int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx,
+                      uint32_t *module_id, const char **function, uint64_t *sym_offset);
+
+/* In a forked child: report every module again to the new trace file. */
+void vt_symbols_reset_reported(void);
+
+void vt_symbols_fini(void);
+
+#endif
