@@ -1,0 +1,43 @@
+/* Minimal streaming JSON writer for the report's --json output.
+ *
+ * Contract:
+ *  - The caller nests begin/end calls correctly; the writer inserts commas,
+ *    indentation and key quoting, so output is always syntactically valid
+ *    for a correctly nested call sequence.
+ *  - key is NULL inside arrays and at the top level, a C string inside
+ *    objects.
+ *  - Strings from traces are untrusted bytes: they are escaped, and bytes
+ *    that are not valid UTF-8 are replaced by U+FFFD, so the output is
+ *    always valid JSON text.
+ *  - Integers are written exactly (bytes are never floats).
+ */
+#ifndef VT_JSON_H
+#define VT_JSON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define VT_JSON_MAX_DEPTH 32
+
+typedef struct vt_json {
+    FILE *f;
+    int depth;
+    unsigned char has_items[VT_JSON_MAX_DEPTH];
+} vt_json_t;
+
+void vt_json_init(vt_json_t *j, FILE *f);
+void vt_json_obj(vt_json_t *j, const char *key);
+void vt_json_obj_end(vt_json_t *j);
+void vt_json_arr(vt_json_t *j, const char *key);
+void vt_json_arr_end(vt_json_t *j);
+void vt_json_u64(vt_json_t *j, const char *key, uint64_t v);
+void vt_json_i64(vt_json_t *j, const char *key, int64_t v);
+void vt_json_num(vt_json_t *j, const char *key, double v);
+void vt_json_bool(vt_json_t *j, const char *key, int v);
+void vt_json_null(vt_json_t *j, const char *key);
+void vt_json_str(vt_json_t *j, const char *key, const char *s);
+void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len);
+/* Ends the document with a newline. */
+void vt_json_finish(vt_json_t *j);
+
+#endif

@@ -1,0 +1,40 @@
+/* Byte and time formatting for the text report (see sizes.h). GiB is used
+ * from 1 GiB up because LLM memory is discussed in GiB; below it MiB keeps
+ * KV and scratch buffers readable. */
+#include "sizes.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+char *vt_fmt_bytes(char buf[VT_SIZE_BUF], uint64_t b)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, VT_SIZE_BUF, "%.2f GiB", (double)b / VT_GIB);
+    else if (b >= (1ull << 20))
+        snprintf(buf, VT_SIZE_BUF, "%.1f MiB", (double)b / VT_MIB);
+    else if (b >= (1ull << 10))
+        snprintf(buf, VT_SIZE_BUF, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(buf, VT_SIZE_BUF, "%" PRIu64 " B", b);
+    return buf;
+}
+
+char *vt_fmt_sbytes(char buf[VT_SIZE_BUF], int64_t b)
+{
+    if (b >= 0)
+        return vt_fmt_bytes(buf, (uint64_t)b);
+    char tmp[VT_SIZE_BUF];
+    snprintf(buf, VT_SIZE_BUF, "-%s", vt_fmt_bytes(tmp, (uint64_t)(-(b + 1)) + 1));
+    return buf;
+}
+
+char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns)
+{
+    if (ns >= 1000000000ull)
+        snprintf(buf, VT_SIZE_BUF, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, VT_SIZE_BUF, "%.1f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, VT_SIZE_BUF, "%.1f us", (double)ns / 1e3);
+    return buf;
+}

@@ -1,0 +1,50 @@
+/* The calling-context tree of one trace (STACK, FRAME and MODULE records)
+ * and the symbolized frames of any stack in it.
+ *
+ * Contract:
+ *  - One vt_stacks_t per trace file: ips and node ids are per process.
+ *  - Memory is bounded by unique stack nodes, frames and modules, never by
+ *    events. Names are demangled once, when their FRAME record arrives.
+ *  - Hostile input is tolerated: a node whose parent is not older than
+ *    itself, or whose id is far beyond the dense sequence, is ignored
+ *    (counted in bad_nodes) and events pointing at it get a shorter stack;
+ *    a walk never loops (parent < id) and stops at VT_MAX_STACK_DEPTH.
+ *  - An ip without a FRAME record is shown by address, with the module
+ *    whose [base, base+size) holds it when known.
+ *  - Functions returning int return 0 or a negative VT_E_*.
+ */
+#ifndef VT_STACKS_H
+#define VT_STACKS_H
+
+#include <stdint.h>
+
+#include "trace_reader.h"
+
+typedef struct vt_frame {
+    uint64_t ip;
+    uint64_t sym_offset;
+    uint32_t module_id;    /* 0 = unknown */
+    const char *display;   /* demangled, "" when unresolved */
+    const char *name;      /* qualified name rules match, "" when unresolved */
+    const char *module;    /* module path, "" when unknown */
+    const char *module_base; /* basename of module, "" when unknown */
+} vt_frame_t;
+
+typedef struct vt_stacks vt_stacks_t;
+
+vt_stacks_t *vt_stacks_new(void);
+void vt_stacks_free(vt_stacks_t *s);
+
+int vt_stacks_add_module(vt_stacks_t *s, const vt_rec_module_t *m);
+int vt_stacks_add_frame(vt_stacks_t *s, const vt_rec_frame_t *f);
+int vt_stacks_add_node(vt_stacks_t *s, const vt_rec_stack_t *n);
+
+/* Frames of the stack whose leaf is node `leaf`, innermost first, at most
+ * max. @return the number written (0 for leaf 0 or an unknown node). The
+ * strings stay valid until vt_stacks_free(). */
+int vt_stacks_get(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max);
+
+/* Nodes ignored because they were malformed. */
+uint64_t vt_stacks_bad_nodes(const vt_stacks_t *s);
+
+#endif
