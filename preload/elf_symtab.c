@@ -1,0 +1,292 @@
+/* elf_symtab.c: bounds-checked ELF64 section/symbol/note reading for the
+ * shim's symbolizer. Contract: see elf_symtab.h. Every length read from the
+ * image is checked by subtraction against what is left, never by adding to
+ * an offset, so hostile values near UINT64_MAX cannot wrap.
+ */
+#include "elf_symtab.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VT_HOST_ELFDATA ELFDATA2LSB
+#else
+#define VT_HOST_ELFDATA ELFDATA2MSB
+#endif
+
+/* 1 if [off, off + size) lies within a buffer of len bytes. */
+static int in_bounds(uint64_t off, uint64_t size, size_t len)
+{
+    return off <= len && size <= len - off;
+}
+
+/* Headers are copied out rather than cast in place: the image may be a
+ * caller's unaligned buffer. */
+static int read_shdr(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_t idx,
+                     Elf64_Shdr *sh)
+{
+    uint64_t off = eh->e_shoff + idx * sizeof(Elf64_Shdr);
+    if (!in_bounds(off, sizeof *sh, len))
+        return -1;
+    memcpy(sh, img + off, sizeof *sh);
+    return 0;
+}
+
+typedef struct sym_cand {
+    uint64_t addr;
+    uint32_t size;
+    uint32_t name;
+    uint32_t rank;
+} sym_cand_t;
+
+/* Several names often share an address (aliases, C1/C2 constructors,
+ * __GI_ wrappers); prefer the one with an extent, then the most public. */
+static uint32_t sym_rank(const Elf64_Sym *s)
+{
+    uint32_t r = s->st_size ? 4 : 0;
+    switch (ELF64_ST_BIND(s->st_info)) {
+    case STB_GLOBAL: r += 2; break;
+    case STB_WEAK: r += 1; break;
+    default: break;
+    }
+    return r;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const sym_cand_t *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank > y->rank ? -1 : 1;
+    /* Deterministic across runs: qsort is not stable. */
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Collects the function symbols of one SHT_SYMTAB/SHT_DYNSYM section.
+ * @return 0 on success (possibly zero symbols), -1 if the section or its
+ * string table is unusable. */
+static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_t shnum,
+                   const Elf64_Shdr *symsec, vt_elf_symtab_t *out)
+{
+    Elf64_Shdr strsec;
+    if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_size > VT_ELF_MAX_TABLE ||
+        !in_bounds(symsec->sh_offset, symsec->sh_size, len))
+        return -1;
+    if (symsec->sh_link == 0 || symsec->sh_link >= shnum ||
+        read_shdr(img, len, eh, symsec->sh_link, &strsec) != 0)
+        return -1;
+    /* Names are stored as 32-bit offsets, hence the extra bound. */
+    if (strsec.sh_type != SHT_STRTAB || strsec.sh_size > VT_ELF_MAX_TABLE ||
+        strsec.sh_size > UINT32_MAX || !in_bounds(strsec.sh_offset, strsec.sh_size, len))
+        return -1;
+
+    const uint8_t *symbase = img + symsec->sh_offset;
+    const char *strtab = (const char *)img + strsec.sh_offset;
+    size_t strsize = strsec.sh_size;
+    size_t nsyms = symsec->sh_size / sizeof(Elf64_Sym);
+    if (nsyms == 0)
+        return -1;
+
+    sym_cand_t *cand = malloc(nsyms * sizeof *cand);
+    if (!cand)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 1; i < nsyms; i++) { /* entry 0 is the reserved null symbol */
+        Elf64_Sym s;
+        memcpy(&s, symbase + i * sizeof s, sizeof s);
+        int type = ELF64_ST_TYPE(s.st_info);
+        if (type != STT_FUNC && type != STT_GNU_IFUNC)
+            continue;
+        if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
+            continue;
+        if (s.st_name == 0 || s.st_name >= strsize)
+            continue;
+        if (!memchr(strtab + s.st_name, '\0', strsize - s.st_name))
+            continue;
+        cand[n].addr = s.st_value;
+        cand[n].size = s.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s.st_size;
+        cand[n].name = s.st_name;
+        cand[n].rank = sym_rank(&s);
+        n++;
+    }
+    qsort(cand, n, sizeof *cand, cand_cmp);
+
+    vt_elf_func_t *funcs = malloc((n ? n : 1) * sizeof *funcs);
+    if (!funcs) {
+        free(cand);
+        return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && funcs[m - 1].addr == cand[i].addr)
+            continue; /* the best-ranked alias came first */
+        funcs[m].addr = cand[i].addr;
+        funcs[m].size = cand[i].size;
+        funcs[m].name = cand[i].name;
+        m++;
+    }
+    free(cand);
+    if (m < n) {
+        vt_elf_func_t *shrunk = realloc(funcs, (m ? m : 1) * sizeof *funcs);
+        if (shrunk)
+            funcs = shrunk;
+    }
+    out->funcs = funcs;
+    out->count = m;
+    out->strtab = strtab;
+    out->source = symsec->sh_type == SHT_SYMTAB ? VT_ELF_SYMTAB : VT_ELF_DYNSYM;
+    return 0;
+}
+
+int vt_elf_parse(const void *image, size_t len, vt_elf_symtab_t *out)
+{
+    const uint8_t *img = image;
+    Elf64_Ehdr eh;
+    memset(out, 0, sizeof *out);
+    if (!img || len < sizeof eh)
+        return -1;
+    memcpy(&eh, img, sizeof eh);
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != VT_HOST_ELFDATA || eh.e_ident[EI_VERSION] != EV_CURRENT)
+        return -1;
+    if (eh.e_shoff == 0)
+        return 0; /* fully stripped of section headers: valid, nameless */
+    if (eh.e_shentsize != sizeof(Elf64_Shdr))
+        return -1;
+
+    uint64_t shnum = eh.e_shnum;
+    if (shnum == 0) {
+        /* Extended numbering: the real count sits in section 0's sh_size. */
+        Elf64_Shdr sh0;
+        if (read_shdr(img, len, &eh, 0, &sh0) != 0)
+            return -1;
+        shnum = sh0.sh_size;
+    }
+    if (!in_bounds(eh.e_shoff, 0, len) || shnum > (len - eh.e_shoff) / sizeof(Elf64_Shdr))
+        return -1;
+
+    uint64_t symtab_idx = 0, dynsym_idx = 0;
+    for (uint64_t i = 1; i < shnum; i++) {
+        Elf64_Shdr sh;
+        if (read_shdr(img, len, &eh, i, &sh) != 0)
+            return -1;
+        if (sh.sh_type == SHT_SYMTAB && !symtab_idx && sh.sh_size)
+            symtab_idx = i;
+        else if (sh.sh_type == SHT_DYNSYM && !dynsym_idx && sh.sh_size)
+            dynsym_idx = i;
+    }
+
+    /* A broken .symtab should not hide a good .dynsym. */
+    uint64_t order[2] = {symtab_idx, dynsym_idx};
+    for (int k = 0; k < 2; k++) {
+        Elf64_Shdr sh;
+        if (!order[k] || read_shdr(img, len, &eh, order[k], &sh) != 0)
+            continue;
+        if (collect(img, len, &eh, shnum, &sh, out) == 0)
+            return 0;
+    }
+    return 0;
+}
+
+const vt_elf_func_t *vt_elf_find(const vt_elf_symtab_t *t, uint64_t addr)
+{
+    if (!t->count || addr < t->funcs[0].addr)
+        return NULL;
+    /* Last entry with funcs[i].addr <= addr. */
+    size_t lo = 0, hi = t->count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->funcs[mid].addr <= addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const vt_elf_func_t *f = &t->funcs[lo];
+    if (f->size && addr - f->addr >= f->size)
+        return NULL;
+    return f;
+}
+
+void vt_elf_symtab_free(vt_elf_symtab_t *t)
+{
+    free(t->funcs);
+    memset(t, 0, sizeof *t);
+}
+
+int vt_elf_note_build_id(const void *notes, size_t len, size_t align, const uint8_t **id,
+                         size_t *id_len)
+{
+    const uint8_t *p = notes;
+    size_t a = align == 8 ? 8 : 4;
+    size_t off = 0;
+    *id = NULL;
+    *id_len = 0;
+    if (!p)
+        return 0;
+    /* Padding is to an offset boundary, not a size multiple: with 8-byte
+     * notes the 12-byte header plus "GNU\0" lands exactly on 16. */
+    while (len - off >= 12) {
+        uint32_t hdr[3];
+        memcpy(hdr, p + off, sizeof hdr);
+        uint64_t namesz = hdr[0], descsz = hdr[1], type = hdr[2];
+        size_t name_off = off + 12;
+        if (namesz > len - name_off)
+            return 0;
+        uint64_t desc_off = (name_off + namesz + a - 1) & ~(uint64_t)(a - 1);
+        if (desc_off > len || descsz > len - desc_off)
+            return 0;
+        if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(p + name_off, "GNU", 4) == 0 &&
+            descsz > 0) {
+            *id = p + desc_off;
+            *id_len = descsz;
+            return 1;
+        }
+        uint64_t next = (desc_off + descsz + a - 1) & ~(uint64_t)(a - 1);
+        if (next > len || next <= off)
+            return 0;
+        off = next;
+    }
+    return 0;
+}
+
+int vt_elf_map_file(const char *path, vt_elf_file_t *f)
+{
+    f->map = NULL;
+    f->len = 0;
+    int fd;
+    /* O_NONBLOCK: a FIFO planted at a library's path must not hang the
+     * writer thread in open(); it does nothing for regular files. */
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr) ||
+        (uint64_t)st.st_size > VT_ELF_MAX_FILE) {
+        close(fd);
+        return -1;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    f->map = m;
+    f->len = (size_t)st.st_size;
+    return 0;
+}
+
+void vt_elf_unmap_file(vt_elf_file_t *f)
+{
+    if (f->map)
+        munmap(f->map, f->len);
+    f->map = NULL;
+    f->len = 0;
+}
