@@ -1,0 +1,44 @@
+# analyzer/analyzer.mk: $(B)/vramtrace (the offline analyzer, every
+# analyzer/*.c) and the test tools $(B)/vtgen and $(B)/test_reader.
+#
+# ANALYZER_LIBS is defined here, first; other fragments add their libraries
+# with `ANALYZER_LIBS += ...` (never :=). It is expanded only in the link
+# recipe, so additions made after this file is included still count.
+ANALYZER_LIBS := -lzstd -lm
+
+ANALYZER_SRCS := $(wildcard analyzer/*.c)
+ANALYZER_OBJS := $(patsubst analyzer/%.c,$(B)/obj/analyzer/%.o,$(ANALYZER_SRCS))
+ANALYZER_CFLAGS = $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -Ianalyzer -MMD -MP
+
+$(B)/obj/analyzer/%.o: analyzer/%.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ANALYZER_CFLAGS) -c $< -o $@
+
+$(B)/vramtrace: $(ANALYZER_OBJS) | $(B)/.deps-ok
+	$(CC) $(LDFLAGS_COMMON) -o $@ $(ANALYZER_OBJS) $(ANALYZER_LIBS)
+
+all: $(B)/vramtrace
+
+# Test tools: a trace writer library shared by vtgen and the reader's unit
+# test, which links the reader's objects directly.
+TRACEGEN_OBJ := $(B)/obj/tests/tools/tracegen.o
+
+$(B)/obj/tests/tools/%.o: tests/tools/%.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ANALYZER_CFLAGS) -Itests/tools -c $< -o $@
+
+$(B)/obj/tests/unit/test_reader.o: tests/unit/test_reader.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ANALYZER_CFLAGS) -Itests/tools -Itests -c $< -o $@
+
+$(B)/vtgen: $(B)/obj/tests/tools/vtgen.o $(TRACEGEN_OBJ)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lzstd
+
+$(B)/test_reader: $(B)/obj/tests/unit/test_reader.o $(TRACEGEN_OBJ) \
+		$(B)/obj/analyzer/trace_reader.o $(B)/obj/analyzer/errors.o
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lzstd
+
+TEST_BINS += $(B)/vtgen $(B)/test_reader
+
+-include $(ANALYZER_OBJS:.o=.d) $(B)/obj/tests/tools/vtgen.d $(TRACEGEN_OBJ:.o=.d) \
+	$(B)/obj/tests/unit/test_reader.d

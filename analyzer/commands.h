@@ -1,0 +1,18 @@
+/* The vramtrace subcommands, dispatched by main.c.
+ *
+ * Contract for every vt_cmd_*: argv[0] is the command name, options follow
+ * (getopt-style, each command parses its own); the return value is the exit
+ * status: 0 ok, 2 unusable input or bad usage (a message is already on
+ * stderr). `vramtrace CMD --help` reaches the command as argv[1] == "--help"
+ * and must print its usage on stdout and return 0.
+ */
+#ifndef VT_ANALYZER_COMMANDS_H
+#define VT_ANALYZER_COMMANDS_H
+
+#define VT_EXIT_OK 0
+#define VT_EXIT_BAD_INPUT 2
+
+int vt_cmd_dump(int argc, char **argv);    /* dump.c */
+int vt_cmd_report(int argc, char **argv);  /* report*.c */
+
+#endif

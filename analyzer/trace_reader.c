@@ -1,0 +1,692 @@
+/* trace_reader.c: the streaming reader behind trace_reader.h.
+ *
+ * The file is read front to back with plain read(), so pipes work and a
+ * multi-GB trace costs one chunk of memory. Every number taken from the file
+ * is a claim to be checked: lengths against the VT_MAX_* bounds and against
+ * the bytes actually present, values against the width of the field they
+ * land in. Buffers grow only as bytes really arrive (read_grow), so a
+ * 40-byte file that claims a 64 MiB chunk costs 64 KiB, not 64 MiB.
+ *
+ * Error codes: bytes that stop early are TRUNCATED only where a writer that
+ * was killed could have stopped (prelude, header body, chunk boundary);
+ * everything inside a checksummed chunk that does not add up is CORRUPT; a
+ * length over a VT_MAX_* bound is LIMIT.
+ */
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#ifndef VT_VERSION
+#define VT_VERSION "?"
+#endif
+
+#define HEADER_OFFSET 16u            /* header body follows the prelude */
+#define SEQ_HEADER UINT32_MAX
+#define READ_STEP (64u << 10)        /* first allocation for a claimed length */
+
+enum { ST_STREAM, ST_EOF, ST_ERROR };
+
+struct vt_reader {
+    int fd;
+    int state;
+    uint64_t pos;           /* bytes consumed from fd */
+    uint64_t file_size;     /* from fstat; 0 for pipes */
+    ZSTD_DCtx *dctx;
+
+    uint8_t *hdr;           /* header body, kept for the PROCESS strings */
+    vt_rec_process_t process;
+    vt_bytes_t *hdr_argv;
+
+    uint8_t *zbuf, *raw;
+    size_t zcap, rawcap;
+    vt_bytes_t *argv;       /* scratch for PROCESS records met in chunks */
+    uint32_t argv_cap;
+
+    /* The record stream being walked: the header body, then each chunk. */
+    const uint8_t *s;
+    size_t slen, spos;
+    uint64_t s_offset;      /* file offset of the header body or chunk */
+    uint32_t s_seq;
+    uint32_t next_seq;      /* == number of complete chunks read */
+    uint64_t prev_time;     /* EVENT delta base */
+
+    vt_error_t err;
+};
+
+/* ---- decoding cursor over one payload ---------------------------------- */
+
+typedef struct cur {
+    const uint8_t *p;
+    size_t n, i;
+    int code;               /* VT_E_* of the first failure, 0 if none */
+    const char *field;      /* which field failed */
+    char why[96];
+} cur_t;
+
+static int cur_fail(cur_t *c, int code, const char *field, const char *why)
+{
+    if (!c->code) {
+        c->code = code;
+        c->field = field;
+        snprintf(c->why, sizeof c->why, "%s", why);
+    }
+    return -1;
+}
+
+static int get_varint(cur_t *c, const char *field, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned k = 0; k < 10; k++) {
+        if (c->i >= c->n)
+            return cur_fail(c, VT_E_CORRUPT, field, "payload ends inside the field");
+        uint8_t b = c->p[c->i++];
+        /* The 10th byte holds bit 63 only; anything more overflows. */
+        if (k == 9 && b > 1)
+            return cur_fail(c, VT_E_CORRUPT, field, "varint overflows 64 bits");
+        x |= (uint64_t)(b & 0x7f) << (7 * k);
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return cur_fail(c, VT_E_CORRUPT, field, "varint longer than 10 bytes");
+}
+
+static int get_zz(cur_t *c, const char *field, int64_t *v)
+{
+    uint64_t u;
+    if (get_varint(c, field, &u))
+        return -1;
+    *v = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    return 0;
+}
+
+static int get_u32(cur_t *c, const char *field, uint32_t *v)
+{
+    uint64_t u;
+    if (get_varint(c, field, &u))
+        return -1;
+    if (u > UINT32_MAX)
+        return cur_fail(c, VT_E_CORRUPT, field, "value does not fit 32 bits");
+    *v = (uint32_t)u;
+    return 0;
+}
+
+static int get_str(cur_t *c, const char *field, vt_bytes_t *s)
+{
+    uint64_t len;
+    if (get_varint(c, field, &len))
+        return -1;
+    if (len > VT_MAX_STRING)
+        return cur_fail(c, VT_E_LIMIT, field, "string longer than VT_MAX_STRING (65536)");
+    if (len > c->n - c->i)
+        return cur_fail(c, VT_E_CORRUPT, field, "string runs past the end of the record");
+    s->data = (const char *)c->p + c->i;
+    s->len = (uint32_t)len;
+    c->i += len;
+    return 0;
+}
+
+static int get_raw(cur_t *c, const char *field, uint8_t *out, size_t len)
+{
+    if (len > c->n - c->i)
+        return cur_fail(c, VT_E_CORRUPT, field, "payload ends inside the field");
+    memcpy(out, c->p + c->i, len);
+    c->i += len;
+    return 0;
+}
+
+/* ---- payload decoders: 0 or -1 with the cursor's failure set ----------- */
+
+static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint32_t *argv_cap)
+{
+    uint64_t argc;
+    if (get_varint(c, "pid", &p->pid) || get_varint(c, "ppid", &p->ppid) ||
+        get_varint(c, "mono_start_ns", &p->mono_start_ns) ||
+        get_varint(c, "wall_start_ns", &p->wall_start_ns) ||
+        get_str(c, "shim_version", &p->shim_version) || get_str(c, "exe", &p->exe) ||
+        get_str(c, "hostname", &p->hostname) || get_varint(c, "argc", &argc))
+        return -1;
+    if (argc > VT_MAX_ARGC)
+        return cur_fail(c, VT_E_LIMIT, "argc", "more than VT_MAX_ARGC (4096) arguments");
+    /* Each argument takes at least its length byte: this bounds the array
+     * by the bytes present before anything is allocated. */
+    if (argc > c->n - c->i)
+        return cur_fail(c, VT_E_CORRUPT, "argv", "more arguments than bytes left in the record");
+    if (argc > *argv_cap) {
+        vt_bytes_t *a = realloc(*argv, (size_t)argc * sizeof *a);
+        if (!a)
+            return cur_fail(c, VT_E_NOMEM, "argv", "cannot allocate argv");
+        *argv = a;
+        *argv_cap = (uint32_t)argc;
+    }
+    for (uint64_t k = 0; k < argc; k++)
+        if (get_str(c, "argv", &(*argv)[k]))
+            return -1;
+    p->argc = (uint32_t)argc;
+    p->argv = *argv;
+    return 0;
+}
+
+static int decode_device(cur_t *c, vt_rec_device_t *d)
+{
+    int64_t ord;
+    if (get_zz(c, "ordinal", &ord))
+        return -1;
+    if (ord < INT32_MIN || ord > INT32_MAX)
+        return cur_fail(c, VT_E_CORRUPT, "ordinal", "device ordinal out of range");
+    d->ordinal = (int32_t)ord;
+    return get_varint(c, "time_ns", &d->time_ns) || get_varint(c, "total_bytes", &d->total_bytes) ||
+                   get_varint(c, "free_bytes", &d->free_bytes) ||
+                   get_raw(c, "uuid", d->uuid, sizeof d->uuid) || get_str(c, "name", &d->name)
+               ? -1
+               : 0;
+}
+
+static int decode_module(cur_t *c, vt_rec_module_t *m)
+{
+    return get_varint(c, "module_id", &m->module_id) || get_varint(c, "base", &m->base) ||
+                   get_varint(c, "size", &m->size) || get_str(c, "build_id", &m->build_id) ||
+                   get_str(c, "path", &m->path)
+               ? -1
+               : 0;
+}
+
+static int decode_frame(cur_t *c, vt_rec_frame_t *f)
+{
+    return get_varint(c, "ip", &f->ip) || get_varint(c, "module_id", &f->module_id) ||
+                   get_varint(c, "sym_offset", &f->sym_offset) || get_str(c, "function", &f->function)
+               ? -1
+               : 0;
+}
+
+static int decode_stack(cur_t *c, vt_rec_stack_t *s)
+{
+    if (get_varint(c, "node_id", &s->node_id) || get_varint(c, "parent_id", &s->parent_id) ||
+        get_varint(c, "ip", &s->ip))
+        return -1;
+    /* parent < node makes every walk to the root finite, whatever the file. */
+    if (s->node_id == 0)
+        return cur_fail(c, VT_E_CORRUPT, "node_id", "stack node id 0 is the root");
+    if (s->parent_id >= s->node_id)
+        return cur_fail(c, VT_E_CORRUPT, "parent_id", "stack parent id not below node id");
+    return 0;
+}
+
+static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+{
+    uint64_t api;
+    int64_t dt, dev;
+    if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
+        get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
+        get_varint(c, "reserved", &e->reserved) || get_varint(c, "aux", &e->aux) ||
+        get_u32(c, "flags", &e->flags) || get_u32(c, "result", &e->result) ||
+        get_u32(c, "stack", &e->stack))
+        return -1;
+    if (api > UINT16_MAX)
+        return cur_fail(c, VT_E_CORRUPT, "api", "api id does not fit 16 bits");
+    if (dev < INT16_MIN || dev > INT16_MAX)
+        return cur_fail(c, VT_E_CORRUPT, "device", "device ordinal out of int16 range");
+    e->api = (uint16_t)api;
+    e->device = (int16_t)dev;
+    /* Unsigned wrap-around: a hostile delta gives a silly time, never UB. */
+    e->time_ns = *prev_time + (uint64_t)dt;
+    *prev_time = e->time_ns;
+    return 0;
+}
+
+static int decode_range(cur_t *c, vt_rec_range_t *g)
+{
+    return get_varint(c, "time_ns", &g->time_ns) || get_varint(c, "tid", &g->tid) ||
+                   get_varint(c, "depth", &g->depth) || get_raw(c, "push", &g->push, 1) ||
+                   get_str(c, "name", &g->name)
+               ? -1
+               : 0;
+}
+
+static const char *type_name(unsigned t)
+{
+    static const char *const names[] = { "?",     "PROCESS", "DEVICE",  "MODULE", "FRAME", "STACK",
+                                         "EVENT", "DROPPED", "NOTE",    "END",    "RANGE" };
+    return t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+/* @return 1 decoded, 0 unknown type (skip), -1 failure in c. */
+static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *rec)
+{
+    switch (type) {
+    case VT_REC_PROCESS:
+        return decode_process(c, &rec->u.process, &r->argv, &r->argv_cap) ? -1 : 1;
+    case VT_REC_DEVICE:
+        return decode_device(c, &rec->u.device) ? -1 : 1;
+    case VT_REC_MODULE:
+        return decode_module(c, &rec->u.module) ? -1 : 1;
+    case VT_REC_FRAME:
+        return decode_frame(c, &rec->u.frame) ? -1 : 1;
+    case VT_REC_STACK:
+        return decode_stack(c, &rec->u.stack) ? -1 : 1;
+    case VT_REC_EVENT:
+        return decode_event(c, &rec->u.event, &r->prev_time) ? -1 : 1;
+    case VT_REC_DROPPED:
+        return get_varint(c, "time_ns", &rec->u.dropped.time_ns) ||
+                       get_varint(c, "dropped_total", &rec->u.dropped.dropped_total) ||
+                       get_varint(c, "stacks_lost_total", &rec->u.dropped.stacks_lost_total)
+                   ? -1
+                   : 1;
+    case VT_REC_NOTE:
+        return get_varint(c, "time_ns", &rec->u.note.time_ns) || get_str(c, "text", &rec->u.note.text)
+                   ? -1
+                   : 1;
+    case VT_REC_END:
+        return get_varint(c, "time_ns", &rec->u.end.time_ns) ||
+                       get_varint(c, "events_total", &rec->u.end.events_total) ||
+                       get_varint(c, "dropped_total", &rec->u.end.dropped_total)
+                   ? -1
+                   : 1;
+    case VT_REC_RANGE:
+        return decode_range(c, &rec->u.range) ? -1 : 1;
+    default:
+        return 0;
+    }
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int fail(vt_reader_t *r, vt_error_t *err, int code, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Latches the first error: the reader answers it again on every later call. */
+static int fail(vt_reader_t *r, vt_error_t *err, int code, uint64_t offset, const char *fmt, ...)
+{
+    va_list ap;
+    r->state = ST_ERROR;
+    r->err.code = code;
+    r->err.offset = offset;
+    va_start(ap, fmt);
+    vsnprintf(r->err.detail, sizeof r->err.detail, fmt, ap);
+    va_end(ap);
+    if (err)
+        *err = r->err;
+    return code;
+}
+
+/* Where a record stream's failure is reported: exact for the uncompressed
+ * header, the chunk's offset (plus the position in the detail) otherwise. */
+static uint64_t stream_offset(const vt_reader_t *r, size_t at)
+{
+    return r->s_seq == SEQ_HEADER ? r->s_offset + at : r->s_offset;
+}
+
+static const char *stream_name(const vt_reader_t *r, char *buf, size_t len)
+{
+    if (r->s_seq == SEQ_HEADER)
+        snprintf(buf, len, "header");
+    else
+        snprintf(buf, len, "chunk %u", r->s_seq);
+    return buf;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+/* Reads up to want bytes into *buf, growing it only as bytes arrive.
+ * @return bytes read (< want at end of file), or -1 with errno set. */
+static ssize_t read_grow(vt_reader_t *r, uint8_t **buf, size_t *cap, size_t want)
+{
+    size_t have = 0;
+    while (have < want) {
+        if (have == *cap) {
+            size_t ncap = *cap ? *cap * 2 : READ_STEP;
+            if (ncap > want)
+                ncap = want;
+            uint8_t *nb = realloc(*buf, ncap);
+            if (!nb) {
+                errno = ENOMEM;
+                return -1;
+            }
+            *buf = nb;
+            *cap = ncap;
+        }
+        size_t room = (*cap < want ? *cap : want) - have;
+        ssize_t n = read(r->fd, *buf + have, room);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        have += (size_t)n;
+        r->pos += (uint64_t)n;
+    }
+    return (ssize_t)have;
+}
+
+static ssize_t read_fixed(vt_reader_t *r, uint8_t *buf, size_t want)
+{
+    size_t have = 0;
+    while (have < want) {
+        ssize_t n = read(r->fd, buf + have, want - have);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        have += (size_t)n;
+        r->pos += (uint64_t)n;
+    }
+    return (ssize_t)have;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* Reads the next chunk into r->raw. @return 1, 0 at a clean end, <0 error. */
+static int load_chunk(vt_reader_t *r, vt_error_t *err)
+{
+    uint8_t h[sizeof(vt_chunk_header_t)];
+    uint64_t off = r->pos;
+    uint32_t n_done = r->next_seq;
+    ssize_t n = read_fixed(r, h, sizeof h);
+    if (n < 0)
+        return fail(r, err, VT_E_IO, off, "%s", strerror(errno));
+    if (n == 0)
+        return 0;
+    if ((size_t)n < sizeof h)
+        return fail(r, err, VT_E_TRUNCATED, off,
+                    "%u complete chunks read; chunk %u header has %zd of 16 bytes", n_done, n_done, n);
+
+    uint32_t magic = le32(h), zsize = le32(h + 4), rawsize = le32(h + 8), seq = le32(h + 12);
+    if (magic != VT_CHUNK_MAGIC)
+        return fail(r, err, VT_E_CORRUPT, off, "bad chunk magic 0x%08x (want 0x%08x \"VTCK\")", magic,
+                    VT_CHUNK_MAGIC);
+    if (zsize > VT_MAX_CHUNK_ZSIZE)
+        return fail(r, err, VT_E_LIMIT, off + 4, "chunk zsize %u exceeds %u", zsize, VT_MAX_CHUNK_ZSIZE);
+    if (rawsize > VT_MAX_CHUNK_RAW)
+        return fail(r, err, VT_E_LIMIT, off + 8, "chunk rawsize %u exceeds %u", rawsize, VT_MAX_CHUNK_RAW);
+    if (seq != r->next_seq)
+        return fail(r, err, VT_E_CORRUPT, off + 12, "chunk seq %u, expected %u", seq, r->next_seq);
+    if (zsize == 0)
+        return fail(r, err, VT_E_CORRUPT, off + 4, "chunk %u has zsize 0", seq);
+
+    n = read_grow(r, &r->zbuf, &r->zcap, zsize);
+    if (n < 0)
+        return fail(r, err, errno == ENOMEM ? VT_E_NOMEM : VT_E_IO, off, "%s", strerror(errno));
+    if ((size_t)n < zsize)
+        return fail(r, err, VT_E_TRUNCATED, off,
+                    "%u complete chunks read; chunk %u has %zd of %u compressed bytes", n_done, seq, n,
+                    zsize);
+
+    unsigned long long fcs = ZSTD_getFrameContentSize(r->zbuf, zsize);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR)
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: not a zstd frame", seq);
+    if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd frame does not state its size", seq);
+    if (fcs != rawsize)
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd frame holds %llu bytes, header says %u",
+                    seq, fcs, rawsize);
+    size_t fsz = ZSTD_findFrameCompressedSize(r->zbuf, zsize);
+    if (ZSTD_isError(fsz))
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd: %s", seq, ZSTD_getErrorName(fsz));
+    if (fsz != zsize)
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: %zu bytes follow its zstd frame", seq,
+                    (size_t)zsize - fsz);
+
+    if (rawsize > r->rawcap || !r->raw) {
+        size_t ncap = rawsize ? rawsize : 1;
+        uint8_t *nb = realloc(r->raw, ncap);
+        if (!nb)
+            return fail(r, err, VT_E_NOMEM, off, "chunk %u: %u bytes", seq, rawsize);
+        r->raw = nb;
+        r->rawcap = ncap;
+    }
+    size_t d = ZSTD_decompressDCtx(r->dctx, r->raw, r->rawcap, r->zbuf, zsize);
+    if (ZSTD_isError(d))
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd: %s", seq, ZSTD_getErrorName(d));
+    if (d != rawsize)
+        return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: decompressed to %zu bytes, header says %u",
+                    seq, d, rawsize);
+
+    r->s = r->raw;
+    r->slen = rawsize;
+    r->spos = 0;
+    r->s_offset = off;
+    r->s_seq = seq;
+    r->next_seq++;
+    r->prev_time = r->process.mono_start_ns;
+    return 1;
+}
+
+/* Frames the record at r->spos. @return 1 with *type and *c set to its
+ * payload, 0 at the end of the stream, <0 error. */
+static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, size_t *start)
+{
+    char sn[32];
+    if (r->spos >= r->slen)
+        return 0;
+    *start = r->spos;
+    cur_t f = { .p = r->s, .n = r->slen, .i = r->spos + 1 };
+    uint64_t len;
+    *type = r->s[r->spos];
+    if (get_varint(&f, "len", &len))
+        return fail(r, err, VT_E_CORRUPT, stream_offset(r, *start), "%s: record at byte %zu: length %s",
+                    stream_name(r, sn, sizeof sn), *start, f.why);
+    if (len > f.n - f.i)
+        return fail(r, err, VT_E_CORRUPT, stream_offset(r, *start),
+                    "%s: record at byte %zu (type %u) is %llu bytes, only %zu left", stream_name(r, sn, sizeof sn),
+                    *start, *type, (unsigned long long)len, f.n - f.i);
+    *c = (cur_t){ .p = r->s + f.i, .n = (size_t)len };
+    r->spos = f.i + (size_t)len;
+    return 1;
+}
+
+int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
+{
+    for (;;) {
+        if (r->state == ST_ERROR) {
+            if (err)
+                *err = r->err;
+            return r->err.code;
+        }
+        if (r->state == ST_EOF)
+            return 0;
+
+        uint8_t type;
+        cur_t c;
+        size_t start;
+        int rc = next_frame(r, err, &type, &c, &start);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            rc = load_chunk(r, err);
+            if (rc < 0)
+                return rc;
+            if (rc == 0)
+                r->state = ST_EOF;
+            continue;
+        }
+        memset(rec, 0, sizeof *rec);
+        rec->type = type;
+        rec->file_offset = r->s_offset;
+        rec->chunk_seq = r->s_seq;
+        rc = decode_payload(r, type, &c, rec);
+        if (rc == 1)
+            return 1;
+        if (rc < 0) {
+            char sn[32];
+            return fail(r, err, c.code, stream_offset(r, start), "%s: %s record at byte %zu: field %s: %s",
+                        stream_name(r, sn, sizeof sn), type_name(type), start, c.field, c.why);
+        }
+    }
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+static int open_fail(vt_reader_t *r, vt_error_t *err, int code, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int open_fail(vt_reader_t *r, vt_error_t *err, int code, uint64_t offset, const char *fmt, ...)
+{
+    va_list ap;
+    if (err) {
+        err->code = code;
+        err->offset = offset;
+        va_start(ap, fmt);
+        vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+        va_end(ap);
+    }
+    vt_reader_close(r);
+    return code;
+}
+
+/* Validates the header body: well framed, exactly one PROCESS record. */
+static int read_header(vt_reader_t *r, uint32_t header_len, vt_error_t *err)
+{
+    size_t cap = 0;
+    ssize_t n = read_grow(r, &r->hdr, &cap, header_len);
+    if (n < 0)
+        return open_fail(r, err, errno == ENOMEM ? VT_E_NOMEM : VT_E_IO, HEADER_OFFSET, "%s",
+                         strerror(errno));
+    if ((size_t)n < header_len)
+        return open_fail(r, err, VT_E_TRUNCATED, HEADER_OFFSET, "header body has %zd of %u bytes", n,
+                         header_len);
+
+    r->s = r->hdr;
+    r->slen = header_len;
+    r->spos = 0;
+    r->s_offset = HEADER_OFFSET;
+    r->s_seq = SEQ_HEADER;
+    unsigned found = 0;
+    uint32_t argv_cap = 0;
+    for (;;) {
+        uint8_t type;
+        cur_t c;
+        size_t start;
+        int rc = next_frame(r, NULL, &type, &c, &start);
+        if (rc < 0)
+            return open_fail(r, err, r->err.code, r->err.offset, "%s", r->err.detail);
+        if (rc == 0)
+            break;
+        if (type != VT_REC_PROCESS)
+            continue;
+        if (found++)
+            return open_fail(r, err, VT_E_CORRUPT, HEADER_OFFSET + start,
+                             "header holds more than one PROCESS record");
+        if (decode_process(&c, &r->process, &r->hdr_argv, &argv_cap))
+            return open_fail(r, err, c.code, HEADER_OFFSET + start, "header: PROCESS record: field %s: %s",
+                             c.field, c.why);
+    }
+    if (!found)
+        return open_fail(r, err, VT_E_CORRUPT, HEADER_OFFSET, "header holds no PROCESS record");
+    /* Walk it again from next(): the header's records come first. */
+    r->spos = 0;
+    r->prev_time = r->process.mono_start_ns;
+    r->state = ST_STREAM;
+    return 0;
+}
+
+int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
+{
+    *out = NULL;
+    if (err) {
+        memset(err, 0, sizeof *err);
+        snprintf(err->path, sizeof err->path, "%s", path);
+    }
+    vt_reader_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return vt_error_set(err, VT_E_NOMEM, 0, "reader");
+    r->fd = -1;
+    snprintf(r->err.path, sizeof r->err.path, "%s", path);
+
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0)
+        return open_fail(r, err, VT_E_IO, 0, "%s", strerror(errno));
+    struct stat st;
+    if (fstat(r->fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return open_fail(r, err, VT_E_IO, 0, "is a directory");
+        if (S_ISREG(st.st_mode))
+            r->file_size = (uint64_t)st.st_size;
+    }
+    r->dctx = ZSTD_createDCtx();
+    if (!r->dctx)
+        return open_fail(r, err, VT_E_NOMEM, 0, "zstd context");
+
+    uint8_t pre[sizeof(vt_file_prelude_t)];
+    ssize_t n = read_fixed(r, pre, sizeof pre);
+    if (n < 0)
+        return open_fail(r, err, VT_E_IO, 0, "%s", strerror(errno));
+    if (n == 0)
+        return open_fail(r, err, VT_E_NOT_TRACE, 0, "empty file");
+    /* A prefix of the magic is a writer killed before its first write. */
+    size_t cmp = (size_t)n < 8 ? (size_t)n : 8;
+    if (memcmp(pre, VT_FILE_MAGIC, cmp) != 0)
+        return open_fail(r, err, VT_E_NOT_TRACE, 0, "file does not start with \"VRAMTRC\"");
+    if ((size_t)n < sizeof pre)
+        return open_fail(r, err, VT_E_TRUNCATED, 0, "prelude has %zd of 16 bytes", n);
+
+    uint16_t version = le16(pre + 8);
+    uint32_t header_len = le32(pre + 12);
+    if (version > VT_FORMAT_VERSION)
+        return open_fail(r, err, VT_E_VERSION, 8,
+                         "file is format version %u; this vramtrace (" VT_VERSION ") reads up to version %u",
+                         version, VT_FORMAT_VERSION);
+    if (version == 0)
+        return open_fail(r, err, VT_E_CORRUPT, 8, "format version 0 does not exist");
+    if (header_len > VT_MAX_HEADER)
+        return open_fail(r, err, VT_E_LIMIT, 12, "header_len %u exceeds %u", header_len, VT_MAX_HEADER);
+    if (header_len == 0)
+        return open_fail(r, err, VT_E_CORRUPT, 12, "header_len 0: no PROCESS record");
+    int rc = read_header(r, header_len, err);
+    if (rc < 0)
+        return rc;
+    *out = r;
+    return 0;
+}
+
+const vt_rec_process_t *vt_reader_process(const vt_reader_t *r)
+{
+    return &r->process;
+}
+
+uint64_t vt_reader_offset(const vt_reader_t *r)
+{
+    return r->pos;
+}
+
+uint64_t vt_reader_file_size(const vt_reader_t *r)
+{
+    return r->file_size > r->pos ? r->file_size : r->pos;
+}
+
+void vt_reader_close(vt_reader_t *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->hdr);
+    free(r->hdr_argv);
+    free(r->zbuf);
+    free(r->raw);
+    free(r->argv);
+    free(r);
+}

@@ -1,0 +1,151 @@
+/* tracegen.c: see tracegen.h. */
+#include "tracegen.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "vramtrace/encode.h"
+
+static void die(const char *what)
+{
+    fprintf(stderr, "tracegen: %s\n", what);
+    exit(1);
+}
+
+static void reserve(tg_buf_t *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return;
+    size_t ncap = b->cap ? b->cap : 256;
+    while (ncap < b->len + more)
+        ncap *= 2;
+    uint8_t *np = realloc(b->p, ncap);
+    if (!np)
+        die("out of memory");
+    b->p = np;
+    b->cap = ncap;
+}
+
+void tg_buf_varint(tg_buf_t *b, uint64_t v)
+{
+    reserve(b, VT_VARINT_MAX);
+    b->len = (size_t)(vt_put_varint(b->p + b->len, v) - b->p);
+}
+
+void tg_buf_zz(tg_buf_t *b, int64_t v)
+{
+    reserve(b, VT_VARINT_MAX);
+    b->len = (size_t)(vt_put_zz(b->p + b->len, v) - b->p);
+}
+
+void tg_buf_str(tg_buf_t *b, const char *s, size_t len)
+{
+    reserve(b, VT_VARINT_MAX + len);
+    b->len = (size_t)(vt_put_str(b->p + b->len, s, len, len) - b->p);
+}
+
+void tg_buf_bytes(tg_buf_t *b, const void *p, size_t len)
+{
+    reserve(b, len);
+    if (len)
+        memcpy(b->p + b->len, p, len);
+    b->len += len;
+}
+
+void tg_buf_free(tg_buf_t *b)
+{
+    free(b->p);
+    *b = (tg_buf_t){ 0 };
+}
+
+void tg_init(tg_t *g, FILE *out)
+{
+    memset(g, 0, sizeof *g);
+    g->out = out;
+    memcpy(g->magic, VT_FILE_MAGIC, 8);
+    g->version = VT_FORMAT_VERSION;
+    g->level = 3;
+}
+
+static void put_le(tg_t *g, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        if (putc((int)((v >> (8 * i)) & 0xff), g->out) == EOF)
+            die("write error");
+}
+
+void tg_record(tg_t *g, uint8_t type, const uint8_t *payload, size_t len)
+{
+    tg_buf_t *b = g->header_written ? &g->chunk : &g->header;
+    reserve(b, 1 + VT_VARINT_MAX + len);
+    b->len = (size_t)(vt_put_record(b->p + b->len, type, payload, len) - b->p);
+}
+
+int64_t tg_event_dt(tg_t *g, uint64_t time_ns)
+{
+    int64_t dt = (int64_t)(time_ns - g->prev_event_ns);
+    g->prev_event_ns = time_ns;
+    return dt;
+}
+
+void tg_set_start(tg_t *g, uint64_t mono_start_ns)
+{
+    g->start_ns = mono_start_ns;
+    g->prev_event_ns = mono_start_ns;
+}
+
+void tg_write_header(tg_t *g)
+{
+    if (g->header_written)
+        return;
+    fwrite(g->magic, 1, 8, g->out);
+    put_le(g, g->version, 2);
+    put_le(g, g->flags, 2);
+    put_le(g, g->has_header_len ? g->header_len : (uint32_t)g->header.len, 4);
+    if (g->header.len && fwrite(g->header.p, 1, g->header.len, g->out) != g->header.len)
+        die("write error");
+    g->header_written = 1;
+    g->prev_event_ns = g->start_ns;
+}
+
+void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
+{
+    tg_write_header(g);
+    size_t bound = ZSTD_compressBound(g->chunk.len);
+    uint8_t *z = malloc(bound);
+    if (!z)
+        die("out of memory");
+    size_t zsize = ZSTD_compress(z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len, g->level);
+    if (ZSTD_isError(zsize))
+        die(ZSTD_getErrorName(zsize));
+    tg_chunk_opts_t o = opts ? *opts : (tg_chunk_opts_t){ 0 };
+    put_le(g, o.has_magic ? o.magic : VT_CHUNK_MAGIC, 4);
+    put_le(g, o.has_zsize ? o.zsize : (uint32_t)zsize, 4);
+    put_le(g, o.has_rawsize ? o.rawsize : (uint32_t)g->chunk.len, 4);
+    put_le(g, o.has_seq ? o.seq : g->seq, 4);
+    if (fwrite(z, 1, zsize, g->out) != zsize)
+        die("write error");
+    free(z);
+    g->seq++;
+    g->chunk.len = 0;
+    g->prev_event_ns = g->start_ns;
+}
+
+void tg_bytes(tg_t *g, const void *p, size_t len)
+{
+    tg_write_header(g);
+    if (len && fwrite(p, 1, len, g->out) != len)
+        die("write error");
+}
+
+void tg_finish(tg_t *g)
+{
+    tg_write_header(g);
+    if (g->chunk.len)
+        tg_chunk(g, NULL);
+    if (fflush(g->out))
+        die("write error");
+    tg_buf_free(&g->header);
+    tg_buf_free(&g->chunk);
+}

@@ -1,0 +1,72 @@
+/* tracegen: a small trace writer for tests (vtgen and the unit tests), built
+ * on include/vramtrace/encode.h.
+ *
+ * Contract: records go to the header body until the header is written (the
+ * first tg_chunk(), tg_bytes() or tg_finish()), then to the current chunk.
+ * Everything a test may want wrong on purpose is an explicit override
+ * (prelude fields, chunk header fields, raw bytes); by default the output is
+ * a valid trace. Out of memory or a write error aborts the program: this is
+ * test tooling.
+ */
+#ifndef VT_TESTS_TRACEGEN_H
+#define VT_TESTS_TRACEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vramtrace/trace_format.h"
+
+typedef struct tg_buf {
+    uint8_t *p;
+    size_t len, cap;
+} tg_buf_t;
+
+void tg_buf_varint(tg_buf_t *b, uint64_t v);
+void tg_buf_zz(tg_buf_t *b, int64_t v);
+void tg_buf_str(tg_buf_t *b, const char *s, size_t len);  /* no cut: tests may exceed VT_MAX_STRING */
+void tg_buf_bytes(tg_buf_t *b, const void *p, size_t len);
+void tg_buf_free(tg_buf_t *b);
+
+typedef struct tg_chunk_opts {
+    /* Each is written instead of the true value when its has_ flag is set. */
+    int has_magic, has_zsize, has_rawsize, has_seq;
+    uint32_t magic, zsize, rawsize, seq;
+} tg_chunk_opts_t;
+
+typedef struct tg {
+    FILE *out;
+    tg_buf_t header, chunk;
+    int header_written;
+    uint32_t seq;            /* next true chunk seq */
+    uint64_t start_ns;       /* PROCESS mono_start_ns: EVENT delta base */
+    uint64_t prev_event_ns;  /* delta base inside the current stream */
+    /* prelude overrides */
+    char magic[8];
+    uint16_t version, flags;
+    int has_header_len;
+    uint32_t header_len;
+    int level;               /* zstd level */
+} tg_t;
+
+void tg_init(tg_t *g, FILE *out);
+
+/* Appends one framed record; EVENT time deltas are the caller's business
+ * (see tg_event_dt). */
+void tg_record(tg_t *g, uint8_t type, const uint8_t *payload, size_t len);
+
+/* The dt to encode for an EVENT at absolute time_ns, and advances the base. */
+int64_t tg_event_dt(tg_t *g, uint64_t time_ns);
+
+/* Sets the delta base after a PROCESS record was written to the header. */
+void tg_set_start(tg_t *g, uint64_t mono_start_ns);
+
+void tg_write_header(tg_t *g);
+/* Compresses and writes the pending records as one chunk (even if empty). */
+void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts);
+/* Raw bytes into the file at this point (header written first). */
+void tg_bytes(tg_t *g, const void *p, size_t len);
+/* Writes the header if not yet written and any pending records. */
+void tg_finish(tg_t *g);
+
+#endif
