@@ -8,7 +8,7 @@
  *    modules just leave the address index.
  *  - The address index is an array of live modules sorted by start address,
  *    behind a one-entry cache: consecutive frames of a stack mostly fall in
- *    one library.
+ *    one library. It is rebuilt when the loader's add/sub counters move.
  *  - Symbols are read on the first lookup that lands in a module: a server
  *    maps hundreds of libraries but allocates from a handful.
  *  - All live, unreported modules are reported on the next lookup (not only
@@ -302,14 +302,16 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* one callback is enough to read the counters */
 }
 
-/* An ip outside every module is either code loaded since the last refresh
- * or not in any module at all (JIT, garbage frame). The loader's add/sub
- * counters tell the two apart without walking every library again. */
+/* Checked on every lookup, not only on a miss: a library unloaded and
+ * another mapped at its address would otherwise be served from the stale
+ * entry. Reading the loader's add/sub counters costs one callback (about
+ * 13 ns uncontended) where a refresh walks every library.
+ * @return 1 if changed, 0 if not, -1 if this libc has no counters. */
 static int loader_changed(void)
 {
     unsigned long long c[2];
     if (!g.have_counters || dl_iterate_phdr(counters_cb, c) != 1)
-        return 1;
+        return -1;
     return c[0] != g.adds || c[1] != g.subs;
 }
 
@@ -406,10 +408,12 @@ int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx, uint32_t *
     *module_id = 0;
     *function = "";
     *sym_offset = 0;
-    if (!g.initialized)
+    int changed = g.initialized ? loader_changed() : 1;
+    if (changed == 1)
         refresh();
     vt_module_t *m = find_module(ip);
-    if (!m && loader_changed()) {
+    if (!m && changed == -1) {
+        /* Without counters a miss is the only hint of a dlopen. */
         refresh();
         m = find_module(ip);
     }
