@@ -1,0 +1,437 @@
+/* Unit tests for analyzer/trace_reader.c: exact decoded values, and the
+ * error code, offset and detail for each kind of damage. Traces are built
+ * with tests/tools/tracegen so every byte is known. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "trace_reader.h"
+#include "tracegen.h"
+
+#include <zstd.h>
+
+#define START 1000000ull
+
+static char dir[256];
+static char path[300];
+
+/* ---- building traces --------------------------------------------------- */
+
+static tg_t G;
+
+static void begin(const char *name)
+{
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    tg_init(&G, f);
+}
+
+static void finish(void)
+{
+    FILE *f = G.out;
+    tg_finish(&G);
+    fclose(f);
+}
+
+static void process(uint32_t argc)
+{
+    tg_buf_t p = { 0 };
+    tg_buf_varint(&p, 4242);
+    tg_buf_varint(&p, 1);
+    tg_buf_varint(&p, START);
+    tg_buf_varint(&p, 1700000000000000000ull);
+    tg_buf_str(&p, "0.1.0", 5);
+    tg_buf_str(&p, "/bin/srv", 8);
+    tg_buf_str(&p, "host\0x", 6);
+    tg_buf_varint(&p, argc);
+    for (uint32_t i = 0; i < argc && i < 3; i++)
+        tg_buf_str(&p, i == 1 ? "-m" : "srv", i == 1 ? 2 : 3);
+    tg_record(&G, VT_REC_PROCESS, p.p, p.len);
+    tg_set_start(&G, START);
+    tg_buf_free(&p);
+}
+
+static void event(uint64_t t, uint64_t api, int64_t dev, uint64_t ptr, uint64_t size, const char *extra)
+{
+    tg_buf_t p = { 0 };
+    tg_buf_varint(&p, api);
+    tg_buf_zz(&p, tg_event_dt(&G, START + t));
+    tg_buf_varint(&p, 77);
+    tg_buf_zz(&p, dev);
+    tg_buf_varint(&p, ptr);
+    tg_buf_varint(&p, size);
+    tg_buf_varint(&p, 4096);
+    tg_buf_varint(&p, 0xabc);
+    tg_buf_varint(&p, VT_EF_RUNTIME);
+    tg_buf_varint(&p, 2);
+    tg_buf_varint(&p, 9);
+    if (extra)
+        tg_buf_bytes(&p, extra, strlen(extra));
+    tg_record(&G, VT_REC_EVENT, p.p, p.len);
+    tg_buf_free(&p);
+}
+
+static void raw_record(uint8_t type, const void *payload, size_t len)
+{
+    tg_record(&G, type, payload, len);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+typedef struct result {
+    int open_rc, rc;
+    int n;               /* records returned */
+    vt_record_t last;    /* last record returned */
+    vt_error_t err;
+} result_t;
+
+static result_t read_all(void)
+{
+    result_t res = { 0 };
+    vt_reader_t *r;
+    res.open_rc = vt_reader_open(path, &r, &res.err);
+    if (res.open_rc < 0) {
+        res.rc = res.open_rc;
+        return res;
+    }
+    vt_record_t rec;
+    while ((res.rc = vt_reader_next(r, &rec, &res.err)) > 0) {
+        res.n++;
+        res.last = rec;
+    }
+    vt_reader_close(r);
+    return res;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_valid(void)
+{
+    begin("valid.trace");
+    process(3);
+    tg_write_header(&G);
+    event(100, 2, 0, 0x7f0000000000, 1 << 20, NULL);
+    event(50, 3, -1, 0x7f0000000000, 0, "trailing");  /* dt < 0 */
+    raw_record(200, "junk", 4);                        /* unknown: skipped */
+    tg_chunk(&G, NULL);
+    event(7, 999, 32767, 1, 2, NULL);                  /* base resets to START */
+    finish();
+
+    vt_reader_t *r;
+    vt_error_t err;
+    TAP_EQ_U64(vt_reader_open(path, &r, &err), 0, "valid: opens");
+    const vt_rec_process_t *p = vt_reader_process(r);
+    TAP_EQ_U64(p->pid, 4242, "process pid");
+    TAP_EQ_U64(p->mono_start_ns, START, "process mono_start_ns");
+    TAP_EQ_U64(p->argc, 3, "process argc");
+    TAP_OK(p->argv[1].len == 2 && !memcmp(p->argv[1].data, "-m", 2), "argv[1] is -m");
+    TAP_OK(p->hostname.len == 6 && !memcmp(p->hostname.data, "host\0x", 6), "hostname keeps its NUL byte");
+
+    vt_record_t rec;
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "header record first");
+    TAP_EQ_U64(rec.type, VT_REC_PROCESS, "it is the PROCESS record");
+    TAP_EQ_U64(rec.chunk_seq, UINT32_MAX, "header records have chunk_seq UINT32_MAX");
+    TAP_EQ_U64(rec.file_offset, 16, "header records point at the header body");
+
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 1");
+    TAP_EQ_U64(rec.u.event.time_ns, START + 100, "event 1 time absolute");
+    TAP_EQ_U64(rec.u.event.api, 2, "event 1 api");
+    TAP_EQ_U64(rec.u.event.tid, 77, "event 1 tid");
+    TAP_EQ_U64(rec.u.event.device, 0, "event 1 device");
+    TAP_EQ_U64(rec.u.event.ptr, 0x7f0000000000, "event 1 ptr");
+    TAP_EQ_U64(rec.u.event.size, 1 << 20, "event 1 size");
+    TAP_EQ_U64(rec.u.event.reserved, 4096, "event 1 reserved");
+    TAP_EQ_U64(rec.u.event.aux, 0xabc, "event 1 aux");
+    TAP_EQ_U64(rec.u.event.flags, VT_EF_RUNTIME, "event 1 flags");
+    TAP_EQ_U64(rec.u.event.result, 2, "event 1 result");
+    TAP_EQ_U64(rec.u.event.stack, 9, "event 1 stack");
+    TAP_EQ_U64(rec.chunk_seq, 0, "event 1 in chunk 0");
+    uint64_t chunk0 = rec.file_offset;
+
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 2 (trailing payload bytes ignored)");
+    TAP_EQ_U64(rec.u.event.time_ns, START + 50, "event 2: negative delta");
+    TAP_EQ_U64((uint64_t)(int64_t)rec.u.event.device, (uint64_t)(int64_t)-1, "event 2 device -1");
+
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 3 (unknown record type skipped)");
+    TAP_EQ_U64(rec.u.event.time_ns, START + 7, "event 3: delta restarts per chunk");
+    TAP_EQ_U64(rec.u.event.api, 999, "unknown api id returned as is");
+    TAP_EQ_U64(rec.u.event.device, 32767, "device 32767 fits");
+    TAP_EQ_U64(rec.chunk_seq, 1, "event 3 in chunk 1");
+    TAP_OK(rec.file_offset > chunk0, "chunk 1 offset after chunk 0");
+    uint64_t chunk1 = rec.file_offset;
+
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 0, "clean end");
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 0, "clean end again");
+    TAP_EQ_U64(vt_reader_offset(r), vt_reader_file_size(r), "offset == size at the end");
+    vt_reader_close(r);
+
+    /* Every cut inside the chunks: complete chunks' records, then TRUNCATED
+     * at the partial chunk's offset. */
+    struct stat st;
+    stat(path, &st);
+    char *whole = malloc((size_t)st.st_size);
+    FILE *f = fopen(path, "rb");
+    if (fread(whole, 1, (size_t)st.st_size, f) != (size_t)st.st_size)
+        abort();
+    fclose(f);
+    int bad = 0;
+    for (off_t cut = 1; cut < st.st_size; cut++) {
+        f = fopen(path, "wb");
+        fwrite(whole, 1, (size_t)cut, f);
+        fclose(f);
+        result_t res = read_all();
+        /* A cut on a chunk boundary leaves a complete, shorter trace. */
+        if (cut == (off_t)chunk0 || cut == (off_t)chunk1) {
+            if (res.rc != 0 && !bad++)
+                printf("# cut at boundary %lld: rc %d\n", (long long)cut, res.rc);
+            continue;
+        }
+        int want_n = cut < (off_t)chunk0 ? 0 : cut < (off_t)chunk1 ? 1 : 3;
+        if (res.rc != VT_E_TRUNCATED || (res.open_rc == 0 && res.n != want_n) ||
+            res.err.offset != (cut < (off_t)chunk0 ? (cut < 16 ? 0 : 16) : cut < (off_t)chunk1 ? chunk0 : chunk1)) {
+            if (!bad++)
+                printf("# cut at %lld: rc %d n %d offset %llu (%s)\n", (long long)cut, res.rc, res.n,
+                       (unsigned long long)res.err.offset, res.err.detail);
+        }
+    }
+    TAP_EQ_U64(bad, 0, "every cut gives TRUNCATED after the complete chunks' records");
+    free(whole);
+}
+
+static result_t one_record(const char *name, uint8_t type, const void *payload, size_t len)
+{
+    begin(name);
+    process(1);
+    tg_write_header(&G);
+    raw_record(type, payload, len);
+    finish();
+    return read_all();
+}
+
+static void test_payloads(void)
+{
+    static const uint8_t long_varint[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00 };
+    result_t res = one_record("varint11", VT_REC_STACK, long_varint, sizeof long_varint);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "11-byte varint is corrupt");
+    TAP_OK(strstr(res.err.detail, "node_id") != NULL, "detail names the field: %s", res.err.detail);
+
+    static const uint8_t overflow[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02 };
+    res = one_record("overflow", VT_REC_STACK, overflow, sizeof overflow);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "varint over 64 bits is corrupt");
+
+    static const uint8_t max64[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+    tg_buf_t p = { 0 };
+    tg_buf_bytes(&p, max64, sizeof max64);
+    tg_buf_varint(&p, 1);
+    tg_buf_bytes(&p, max64, sizeof max64);
+    res = one_record("max64", VT_REC_STACK, p.p, p.len);
+    tg_buf_free(&p);
+    TAP_EQ_U64(res.rc, 0, "10-byte varint of UINT64_MAX is fine");
+    TAP_EQ_U64(res.last.u.stack.node_id, UINT64_MAX, "node id UINT64_MAX");
+    TAP_EQ_U64(res.last.u.stack.ip, UINT64_MAX, "ip UINT64_MAX");
+
+    static const uint8_t cyc[] = { 5, 5, 1 };
+    res = one_record("cycle", VT_REC_STACK, cyc, sizeof cyc);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "stack parent == node is corrupt");
+
+    static const uint8_t shortrec[] = { 1, 0 };
+    res = one_record("short", VT_REC_STACK, shortrec, sizeof shortrec);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "payload missing a field is corrupt");
+    TAP_EQ_U64(res.n, 1, "the header record came before the error");
+
+    p = (tg_buf_t){ 0 };
+    tg_buf_varint(&p, 1);
+    tg_buf_varint(&p, VT_MAX_STRING + 1);
+    res = one_record("longstr", VT_REC_NOTE, p.p, p.len);
+    tg_buf_free(&p);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_LIMIT, "string over VT_MAX_STRING is LIMIT");
+
+    p = (tg_buf_t){ 0 };
+    tg_buf_varint(&p, 1);
+    tg_buf_varint(&p, 100);
+    tg_buf_bytes(&p, "abc", 3);
+    res = one_record("strpast", VT_REC_NOTE, p.p, p.len);
+    tg_buf_free(&p);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "string past the record end is corrupt");
+
+    /* Event api/device range */
+    begin("api70k");
+    process(1);
+    tg_write_header(&G);
+    event(1, 70000, 0, 0, 0, NULL);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "api id over 16 bits is corrupt");
+
+    begin("dev");
+    process(1);
+    tg_write_header(&G);
+    event(1, 2, -32768, 0, 0, NULL);
+    event(2, 2, 32768, 0, 0, NULL);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "device 32768 is corrupt");
+    TAP_EQ_U64((uint64_t)(int64_t)res.last.u.event.device, (uint64_t)(int64_t)-32768, "device -32768 fits");
+
+    /* A record whose length runs past the chunk. */
+    begin("framing");
+    process(1);
+    tg_write_header(&G);
+    event(1, 2, 0, 0, 0, NULL);
+    tg_buf_bytes(&G.chunk, "\x06\x7f\x01", 3);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "record longer than its chunk is corrupt");
+    TAP_EQ_U64(res.n, 2, "records before it are returned");
+    TAP_OK(strstr(res.err.detail, "chunk 0") != NULL, "detail names the chunk: %s", res.err.detail);
+
+    /* argc over the bound. */
+    p = (tg_buf_t){ 0 };
+    for (int i = 0; i < 4; i++)
+        tg_buf_varint(&p, 1);
+    for (int i = 0; i < 3; i++)
+        tg_buf_str(&p, "x", 1);
+    tg_buf_varint(&p, VT_MAX_ARGC + 1);
+    res = one_record("argc", VT_REC_PROCESS, p.p, p.len);
+    tg_buf_free(&p);
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_LIMIT, "argc over VT_MAX_ARGC is LIMIT");
+}
+
+static void test_file_level(void)
+{
+    result_t res;
+    begin("version");
+    G.version = 2;
+    process(1);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_VERSION, "newer version refused");
+    TAP_OK(strstr(res.err.detail, "version 2") && strstr(res.err.detail, "version 1"),
+           "detail names both versions: %s", res.err.detail);
+    TAP_EQ_U64(res.err.offset, 8, "version error at offset 8");
+    TAP_OK(strstr(res.err.path, "version") != NULL, "error names the file");
+
+    begin("magic");
+    memcpy(G.magic, "VRAMTRX", 8);
+    process(1);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_NOT_TRACE, "bad magic: not a trace");
+
+    begin("empty");
+    finish();
+    FILE *f = fopen(path, "wb");
+    fclose(f);
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_NOT_TRACE, "empty file: not a trace");
+
+    snprintf(path, sizeof path, "%s", dir);
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_IO, "directory: IO error");
+
+    snprintf(path, sizeof path, "%s/does-not-exist", dir);
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_IO, "missing file: IO error");
+
+    begin("hdrlen");
+    G.has_header_len = 1;
+    G.header_len = VT_MAX_HEADER + 1;
+    process(1);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_LIMIT, "header_len over the bound: LIMIT");
+
+    begin("noprocess");
+    raw_record(200, "x", 1);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "header without PROCESS: corrupt");
+
+    begin("twoprocess");
+    process(1);
+    process(1);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "header with two PROCESS: corrupt");
+
+    struct { const char *name; tg_chunk_opts_t o; int code; uint64_t at; } bad[] = {
+        { "seq", { .has_seq = 1, .seq = 5 }, VT_E_CORRUPT, 12 },
+        { "cmagic", { .has_magic = 1, .magic = 0x12345678 }, VT_E_CORRUPT, 0 },
+        { "zsize", { .has_zsize = 1, .zsize = VT_MAX_CHUNK_ZSIZE + 1 }, VT_E_LIMIT, 4 },
+        { "rawsize", { .has_rawsize = 1, .rawsize = VT_MAX_CHUNK_RAW + 1 }, VT_E_LIMIT, 8 },
+        { "rawlie", { .has_rawsize = 1, .rawsize = 3 }, VT_E_CORRUPT, 16 },
+        { "zbig", { .has_zsize = 1, .zsize = 1000 }, VT_E_TRUNCATED, 0 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        begin(bad[i].name);
+        process(1);
+        tg_write_header(&G);
+        event(1, 2, 0, 0, 0, NULL);
+        tg_chunk(&G, NULL);
+        uint64_t off = (uint64_t)ftell(G.out);
+        event(2, 2, 0, 0, 0, NULL);
+        tg_chunk(&G, &bad[i].o);
+        finish();
+        res = read_all();
+        TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-bad[i].code, "chunk %s: code", bad[i].name);
+        TAP_EQ_U64(res.err.offset, off + bad[i].at, "chunk %s: offset (%s)", bad[i].name, res.err.detail);
+        TAP_EQ_U64(res.n, 2, "chunk %s: records of the good chunk returned", bad[i].name);
+    }
+
+    /* Bytes after the zstd frame inside zsize; then two frames in one chunk. */
+    for (int twice = 0; twice < 2; twice++) {
+        begin(twice ? "twoframes" : "afterframe");
+        process(1);
+        tg_write_header(&G);
+        static const uint8_t rec_end[] = { VT_REC_END, 3, 1, 0, 0 };
+        uint8_t z[64];
+        size_t zn = ZSTD_compress(z, sizeof z, rec_end, sizeof rec_end, 1);
+        size_t total = twice ? 2 * zn : zn + 2;
+        uint32_t h[4] = { VT_CHUNK_MAGIC, (uint32_t)total, twice ? 2 * sizeof rec_end : sizeof rec_end, 0 };
+        fwrite(h, 4, 4, G.out);  /* the test host is little-endian */
+        fwrite(z, 1, zn, G.out);
+        fwrite(twice ? (const void *)z : "XY", 1, twice ? zn : 2, G.out);
+        finish();
+        res = read_all();
+        TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "%s: corrupt (%s)",
+                   twice ? "two zstd frames in a chunk" : "bytes after the zstd frame", res.err.detail);
+    }
+
+    /* After an error, the reader keeps answering it. */
+    vt_reader_t *r;
+    vt_error_t err;
+    snprintf(path, sizeof path, "%s/seq", dir);
+    vt_reader_open(path, &r, &err);
+    vt_record_t rec;
+    int rc;
+    while ((rc = vt_reader_next(r, &rec, &err)) > 0)
+        ;
+    vt_error_t again;
+    TAP_EQ_U64((uint64_t)-vt_reader_next(r, &rec, &again), (uint64_t)-rc, "error repeats");
+    TAP_EQ_U64(again.offset, err.offset, "with the same offset");
+    vt_reader_close(r);
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vt-reader.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_valid();
+    test_payloads();
+    test_file_level();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return tap_done();
+}
