@@ -46,15 +46,18 @@ typedef struct sym_cand {
 } sym_cand_t;
 
 /* Several names often share an address (aliases, C1/C2 constructors,
- * __GI_ wrappers); prefer the one with an extent, then the most public. */
-static uint32_t sym_rank(const Elf64_Sym *s)
+ * __GI_ wrappers); prefer the one with an extent, then the most public,
+ * then one a user would have written (malloc over __libc_malloc). */
+static uint32_t sym_rank(const Elf64_Sym *s, const char *name)
 {
-    uint32_t r = s->st_size ? 4 : 0;
+    uint32_t r = s->st_size ? 8 : 0;
     switch (ELF64_ST_BIND(s->st_info)) {
-    case STB_GLOBAL: r += 2; break;
-    case STB_WEAK: r += 1; break;
+    case STB_GLOBAL: r += 4; break;
+    case STB_WEAK: r += 2; break;
     default: break;
     }
+    if (!(name[0] == '_' && name[1] == '_'))
+        r += 1;
     return r;
 }
 
@@ -67,6 +70,26 @@ static int cand_cmp(const void *a, const void *b)
         return x->rank > y->rank ? -1 : 1;
     /* Deterministic across runs: qsort is not stable. */
     return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* 1 if symbol i names a defined function with a well-formed name. */
+static int usable_sym(const uint8_t *symbase, size_t i, const char *strtab, size_t strsize,
+                      Elf64_Sym *out)
+{
+    Elf64_Sym s;
+    memcpy(&s, symbase + i * sizeof s, sizeof s);
+    int type = ELF64_ST_TYPE(s.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+        return 0;
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
+        return 0;
+    if (s.st_name == 0 || s.st_name >= strsize)
+        return 0;
+    if (!memchr(strtab + s.st_name, '\0', strsize - s.st_name))
+        return 0;
+    if (out)
+        *out = s;
+    return 1;
 }
 
 /* Collects the function symbols of one SHT_SYMTAB/SHT_DYNSYM section.
@@ -94,26 +117,23 @@ static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_
     if (nsyms == 0)
         return -1;
 
-    sym_cand_t *cand = malloc(nsyms * sizeof *cand);
+    /* Counted first: most entries of a big .symtab are objects, sections
+     * and files, and the candidate array is the largest allocation here. */
+    size_t nfuncs = 0;
+    for (size_t i = 1; i < nsyms; i++) /* entry 0 is the reserved null symbol */
+        nfuncs += usable_sym(symbase, i, strtab, strsize, NULL);
+    sym_cand_t *cand = malloc((nfuncs ? nfuncs : 1) * sizeof *cand);
     if (!cand)
         return -1;
     size_t n = 0;
-    for (size_t i = 1; i < nsyms; i++) { /* entry 0 is the reserved null symbol */
+    for (size_t i = 1; i < nsyms && n < nfuncs; i++) {
         Elf64_Sym s;
-        memcpy(&s, symbase + i * sizeof s, sizeof s);
-        int type = ELF64_ST_TYPE(s.st_info);
-        if (type != STT_FUNC && type != STT_GNU_IFUNC)
-            continue;
-        if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
-            continue;
-        if (s.st_name == 0 || s.st_name >= strsize)
-            continue;
-        if (!memchr(strtab + s.st_name, '\0', strsize - s.st_name))
+        if (!usable_sym(symbase, i, strtab, strsize, &s))
             continue;
         cand[n].addr = s.st_value;
         cand[n].size = s.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s.st_size;
         cand[n].name = s.st_name;
-        cand[n].rank = sym_rank(&s);
+        cand[n].rank = sym_rank(&s, strtab + s.st_name);
         n++;
     }
     qsort(cand, n, sizeof *cand, cand_cmp);
