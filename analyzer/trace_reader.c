@@ -90,6 +90,8 @@ static int get_varint(cur_t *c, const char *field, uint64_t *v)
             return cur_fail(c, VT_E_CORRUPT, field, "payload ends inside the field");
         uint8_t b = c->p[c->i++];
         /* The 10th byte holds bit 63 only; anything more overflows. */
+        if (k == 9 && (b & 0x80))
+            break;
         if (k == 9 && b > 1)
             return cur_fail(c, VT_E_CORRUPT, field, "varint overflows 64 bits");
         x |= (uint64_t)(b & 0x7f) << (7 * k);

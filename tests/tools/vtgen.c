@@ -36,6 +36,9 @@
  *       Records still pending at the end of the script form a last chunk.
  *   bytes HEX
  *       Raw bytes into the file here (pending records are flushed first).
+ *   stream HEX
+ *       Raw bytes into the current chunk's record stream, unframed (for a
+ *       record whose length lies, say).
  *   prelude [magic=S] [version=N] [flags=N] [header_len=N]
  *       Overrides prelude fields; must come before any chunk.
  *
@@ -452,6 +455,11 @@ static void do_line(line_t *l)
         if (G.chunk.len)
             tg_chunk(&G, NULL);
         tg_bytes(&G, x.p, x.len);
+        tg_buf_free(&x);
+    } else if (!strcmp(d, "stream")) {
+        tg_buf_t x = hex(positional(l, 0, "HEX"), "stream");
+        check_all_used(l);
+        tg_buf_bytes(&G.chunk, x.p, x.len);
         tg_buf_free(&x);
     } else if (!strcmp(d, "device")) {
         tg_buf_zz(&p, parse_int(positional(l, 0, "ORD"), "ORD"));
