@@ -1,0 +1,736 @@
+/* Event replay (contract: model.h; live table invariants: model_internal.h).
+ * Per event the order is fixed: judge the request against the state before
+ * it (spill, smoking guns), then apply it (charge or release), then update
+ * peaks, estimates and the margin rule from the state after it. */
+#include "model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *vt_spill_kind_name(int kind)
+{
+    static const char *const names[VT_SPILL_KINDS] = { "oom", "host_fallback", "managed_oversubscription",
+                                                       "over_capacity" };
+    return kind >= 0 && kind < VT_SPILL_KINDS ? names[kind] : "?";
+}
+
+vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
+{
+    vt_model_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->stacks = vt_stacks_new();
+    if (!m->stacks) {
+        free(m);
+        return NULL;
+    }
+    m->rules = rules;
+    m->margin_pct = margin_pct;
+    vt_map_init(&m->by_ptr);
+    vt_map_init(&m->by_handle);
+    vt_map_init(&m->by_va);
+    vt_map_init(&m->by_map);
+    vt_map_init(&m->site_by_key);
+    vt_map_init(&m->match_by_stack);
+    m->p.tip_kind = -1;
+    m->p.last_failed_dev = -1;
+    return m;
+}
+
+void vt_model_free(vt_model_t *m)
+{
+    if (!m)
+        return;
+    vt_stacks_free(m->stacks);
+    free(m->live);
+    free(m->free_slots);
+    vt_map_free(&m->by_ptr);
+    vt_map_free(&m->by_handle);
+    vt_map_free(&m->by_va);
+    vt_map_free(&m->by_map);
+    vt_map_free(&m->site_by_key);
+    vt_map_free(&m->match_by_stack);
+    free(m->matches);
+    free(m->p.sites);
+    free(m->p.exe);
+    free(m->p.hostname);
+    free(m->p.shim_version);
+    for (uint32_t i = 0; i < m->p.argc; i++)
+        free(m->p.argv[i]);
+    free(m->p.argv);
+    free(m);
+}
+
+void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx)
+{
+    m->hook = hook;
+    m->hook_ctx = ctx;
+}
+
+const vt_proc_t *vt_model_proc(const vt_model_t *m) { return &m->p; }
+const vt_stacks_t *vt_model_stacks(const vt_model_t *m) { return m->stacks; }
+const vt_rules_t *vt_model_rules(const vt_model_t *m) { return m->rules; }
+double vt_model_margin(const vt_model_t *m) { return m->margin_pct; }
+
+static char *dup_bytes(vt_bytes_t b)
+{
+    char *s = malloc((size_t)b.len + 1);
+    if (s) {
+        memcpy(s, b.data, b.len);
+        s[b.len] = 0;
+    }
+    return s;
+}
+
+int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *pr)
+{
+    vt_proc_t *p = &m->p;
+    if (p->have_process)
+        return 0;   /* the header's PROCESS record is the one that counts */
+    p->pid = pr->pid;
+    p->ppid = pr->ppid;
+    p->mono_start_ns = pr->mono_start_ns;
+    p->wall_start_ns = pr->wall_start_ns;
+    p->exe = dup_bytes(pr->exe);
+    p->hostname = dup_bytes(pr->hostname);
+    p->shim_version = dup_bytes(pr->shim_version);
+    p->argv = calloc(pr->argc ? pr->argc : 1, sizeof *p->argv);
+    if (!p->exe || !p->hostname || !p->shim_version || !p->argv)
+        return VT_E_NOMEM;
+    for (uint32_t i = 0; i < pr->argc; i++) {
+        p->argv[i] = dup_bytes(pr->argv[i]);
+        if (!p->argv[i])
+            return VT_E_NOMEM;
+        p->argc = i + 1;
+    }
+    p->have_process = 1;
+    return 0;
+}
+
+int vt_model_dev_index(const vt_model_t *m, int ordinal)
+{
+    for (int i = 0; i < m->p.ndevs; i++)
+        if (m->p.devs[i].ordinal == ordinal)
+            return i;
+    return -1;
+}
+
+/* A device-space event without a device (-1) is charged to ordinal 0, the
+ * runtime's default device. */
+static int dev_for(vt_model_t *m, int ordinal)
+{
+    if (ordinal < 0)
+        ordinal = 0;
+    int i = vt_model_dev_index(m, ordinal);
+    if (i >= 0 || m->p.ndevs >= VT_MAX_DEVICES)
+        return i;
+    vt_dev_t *d = &m->p.devs[m->p.ndevs];
+    memset(d, 0, sizeof *d);
+    d->ordinal = ordinal;
+    return m->p.ndevs++;
+}
+
+static uint64_t rel(const vt_model_t *m, uint64_t t)
+{
+    return t > m->p.mono_start_ns ? t - m->p.mono_start_ns : 0;
+}
+
+int64_t vt_m_free_est(const vt_dev_t *d)
+{
+    return (int64_t)d->last_free - ((int64_t)d->mem.tracked - (int64_t)d->tracked_at_sample);
+}
+
+void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->valid = 1;
+    v->time_ns = rel(m, ev->time_ns);
+    v->api = ev->api;
+    v->bytes = ev->size;
+    v->tag = tag;
+    v->result = ev->result;
+    v->tid = ev->tid;
+    v->stack = ev->stack;
+    v->device = ev->device;
+    if (dev >= 0) {
+        const vt_dev_t *d = &m->p.devs[dev];
+        v->device = d->ordinal;
+        v->dev_tracked = d->mem.tracked;
+        memcpy(v->dev_by_tag, d->mem.by_tag, sizeof v->dev_by_tag);
+        v->have_free = d->have_free;
+        v->last_free = d->last_free;
+        v->free_est = vt_m_free_est(d);
+    }
+}
+
+/* ---- tagging and sites ---- */
+
+static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
+{
+    uint32_t idx;
+    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
+        *out = m->matches[idx];
+        return 0;
+    }
+    vt_frame_t frames[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(m->stacks, stack, frames, VT_MAX_STACK_DEPTH);
+    *out = vt_rules_match(m->rules, frames, n);
+    if (m->nmatches == m->matches_cap) {
+        size_t ncap = m->matches_cap ? m->matches_cap * 2 : 256;
+        vt_match_t *v = realloc(m->matches, ncap * sizeof *v);
+        if (!v)
+            return VT_E_NOMEM;
+        m->matches = v;
+        m->matches_cap = ncap;
+    }
+    /* Stacks are complete before any event refers to them (format
+     * contract), so caching per stack id is safe. */
+    m->matches[m->nmatches] = *out;
+    if (vt_map_put(&m->match_by_stack, stack, (uint32_t)m->nmatches))
+        return VT_E_NOMEM;
+    m->nmatches++;
+    return 0;
+}
+
+static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, const vt_match_t *match, uint32_t *out)
+{
+    uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
+    if (vt_map_get(&m->site_by_key, key, out))
+        return 0;
+    if (m->p.nsites == m->sites_cap) {
+        size_t ncap = m->sites_cap ? m->sites_cap * 2 : 64;
+        vt_site_t *v = realloc(m->p.sites, ncap * sizeof *v);
+        if (!v)
+            return VT_E_NOMEM;
+        m->p.sites = v;
+        m->sites_cap = ncap;
+    }
+    vt_site_t *s = &m->p.sites[m->p.nsites];
+    memset(s, 0, sizeof *s);
+    s->stack = stack;
+    s->space = (uint8_t)space;
+    s->device = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
+    s->match = *match;
+    if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
+        return VT_E_NOMEM;
+    *out = (uint32_t)m->p.nsites++;
+    return 0;
+}
+
+static vt_tagged_peak_t *space_peak(vt_model_t *m, int space, int dev)
+{
+    if (space == VT_SPACE_HOST)
+        return &m->p.host;
+    if (space == VT_SPACE_MANAGED)
+        return &m->p.managed;
+    return dev >= 0 ? &m->p.devs[dev].mem : NULL;
+}
+
+/* Sites remember their bytes at their space's peak lazily: when a site
+ * changes after the latest peak, its bytes before the change are what it
+ * held at that peak (nothing changed in between). */
+static void site_change(vt_model_t *m, uint32_t si, int64_t delta)
+{
+    if (si == UINT32_MAX)
+        return;
+    vt_site_t *s = &m->p.sites[si];
+    int dev = s->space == VT_SPACE_DEVICE ? vt_model_dev_index(m, s->device) : -1;
+    const vt_tagged_peak_t *tp = space_peak(m, s->space, dev);
+    if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)
+        s->at_peak = s->live;
+    s->live = (uint64_t)((int64_t)s->live + delta);
+    s->changed_seq = m->seq;
+    if (s->live > s->max_live)
+        s->max_live = s->live;
+}
+
+static int tp_update_peak(vt_model_t *m, vt_tagged_peak_t *tp, uint64_t t)
+{
+    if (tp->have_peak && tp->tracked <= tp->peak_bytes)
+        return 0;
+    tp->have_peak = 1;
+    tp->peak_bytes = tp->tracked;
+    tp->peak_time_ns = rel(m, t);
+    tp->peak_seq = m->seq;
+    memcpy(tp->peak_by_tag, tp->by_tag, sizeof tp->peak_by_tag);
+    return 1;
+}
+
+/* ---- the live table ---- */
+
+static int live_new(vt_model_t *m, uint32_t *out)
+{
+    if (m->nfree_slots) {
+        *out = m->free_slots[--m->nfree_slots];
+        return 0;
+    }
+    if (m->nlive == m->live_cap) {
+        size_t ncap = m->live_cap ? m->live_cap * 2 : 1024;
+        live_t *v = realloc(m->live, ncap * sizeof *v);
+        if (!v)
+            return VT_E_NOMEM;
+        m->live = v;
+        m->live_cap = ncap;
+    }
+    *out = (uint32_t)m->nlive++;
+    return 0;
+}
+
+static int live_free_slot(vt_model_t *m, uint32_t i)
+{
+    if (m->nfree_slots == m->free_cap) {
+        size_t ncap = m->free_cap ? m->free_cap * 2 : 1024;
+        uint32_t *v = realloc(m->free_slots, ncap * sizeof *v);
+        if (!v)
+            return VT_E_NOMEM;
+        m->free_slots = v;
+        m->free_cap = ncap;
+    }
+    m->free_slots[m->nfree_slots++] = i;
+    return 0;
+}
+
+static vt_map_t *map_of(vt_model_t *m, int kind)
+{
+    switch (kind) {
+    case L_HANDLE: return &m->by_handle;
+    case L_VA: return &m->by_va;
+    case L_MAP: return &m->by_map;
+    default: return &m->by_ptr;
+    }
+}
+
+/* Charges (sign +1) or releases (-1) one live entry everywhere it counts. */
+static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
+{
+    int64_t sz = sign * (int64_t)e->size;
+    vt_dev_t *d = e->dev >= 0 ? &m->p.devs[e->dev] : NULL;
+    if (e->kind == L_VA) {
+        if (d) {
+            d->va_reserved += (uint64_t)sz;
+            if (d->va_reserved > d->max_va_reserved)
+                d->max_va_reserved = d->va_reserved;
+        }
+        return;
+    }
+    if (e->kind == L_MAP) {
+        if (d) {
+            d->va_mapped += (uint64_t)sz;
+            if (d->va_mapped > d->max_va_mapped)
+                d->max_va_mapped = d->va_mapped;
+        }
+        return;
+    }
+    site_change(m, e->site, sz);
+    vt_tagged_peak_t *tp = space_peak(m, e->space, e->dev);
+    if (!tp)
+        return;
+    tp->tracked += (uint64_t)sz;
+    tp->by_tag[e->tag] += (uint64_t)sz;
+    if (e->fallback) {
+        m->p.fallback_live += (uint64_t)sz;
+        if (m->p.fallback_live > m->p.fallback_peak)
+            m->p.fallback_peak = m->p.fallback_live;
+    }
+    if (e->kind == L_REGISTER)
+        m->p.host_registered += (uint64_t)sz;
+    if (d && e->space == VT_SPACE_DEVICE) {
+        if (e->kind == L_HANDLE)
+            d->vmm_physical += (uint64_t)sz;
+        if (e->reserved > e->size) {
+            d->rounding_waste += (uint64_t)(sign * (int64_t)(e->reserved - e->size));
+            d->rounding_allocs += (uint64_t)(int64_t)sign;
+        }
+    }
+    if (sign > 0 && tp_update_peak(m, tp, t) && d && e->space == VT_SPACE_DEVICE) {
+        d->peak_va_reserved = d->va_reserved;
+        d->peak_va_mapped = d->va_mapped;
+        d->peak_vmm_physical = d->vmm_physical;
+        d->peak_rounding_waste = d->rounding_waste;
+        d->frag_pending = 1;
+        if (d->have_free) {
+            int64_t est = vt_m_free_est(d);
+            d->free_at_peak = est > 0 ? (uint64_t)est : 0;
+            d->have_free_at_peak = 1;
+        }
+    }
+    if (d && e->space == VT_SPACE_DEVICE && m->hook)
+        m->hook(m->hook_ctx, m, e->dev, t);
+}
+
+static int live_insert(vt_model_t *m, const live_t *e, uint64_t t)
+{
+    uint32_t i;
+    if (live_new(m, &i))
+        return VT_E_NOMEM;
+    m->live[i] = *e;
+    if (vt_map_put(map_of(m, e->kind), e->addr, i)) {
+        live_free_slot(m, i);
+        return VT_E_NOMEM;
+    }
+    account(m, &m->live[i], +1, t);
+    return 0;
+}
+
+/* Removes the entry at key from kind's map; *out gets a copy. @return 1 if
+ * it was live. */
+static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out)
+{
+    uint32_t i;
+    if (!vt_map_get(map_of(m, kind), key, &i))
+        return 0;
+    live_t e = m->live[i];
+    /* The state before the first decrease after a peak is the peak state:
+     * the one moment external fragmentation "at peak" can be measured. */
+    if (e.dev >= 0 && m->p.devs[e.dev].frag_pending &&
+        ((e.kind == L_ALLOC && e.space == VT_SPACE_DEVICE) || e.kind == L_HANDLE || e.kind == L_MAP))
+        vt_m_frag_compute(m, e.dev);
+    vt_map_del(map_of(m, kind), key, NULL);
+    if (live_free_slot(m, i))
+        return VT_E_NOMEM;
+    account(m, &e, -1, t);
+    if (out)
+        *out = e;
+    return 1;
+}
+
+/* ---- events ---- */
+
+static void sample(vt_model_t *m, int di, const vt_event_t *ev)
+{
+    vt_dev_t *d = &m->p.devs[di];
+    uint64_t freeb = ev->size, t = rel(m, ev->time_ns);
+    if (!d->total && ev->aux)
+        d->total = ev->aux;
+    d->have_free = 1;
+    d->last_free = freeb;
+    d->last_free_time_ns = t;
+    d->tracked_at_sample = d->mem.tracked;
+    if (!d->have_min || freeb < d->min_free) {
+        d->have_min = 1;
+        d->min_free = freeb;
+        d->min_free_time_ns = t;
+        d->min_free_estimated = 0;
+    }
+    if ((ev->flags & VT_EF_AT_PEAK) && d->mem.have_peak && d->mem.tracked == d->mem.peak_bytes) {
+        d->free_at_peak = freeb;
+        d->have_free_at_peak = 1;
+    }
+    if ((ev->flags & VT_EF_AFTER_FAILURE) && d->pend_fail_active) {
+        /* The driver's word right after the failure beats our estimate. */
+        int judged = freeb >= d->pend_fail_size;
+        if (judged && !d->pend_fail_counted) {
+            d->failed_with_free++;
+            if (!d->first_failed_with_free.valid)
+                d->first_failed_with_free = d->pend_fail_view;
+        } else if (!judged && d->pend_fail_counted) {
+            d->failed_with_free--;
+            if (d->first_failed_with_free.time_ns == d->pend_fail_view.time_ns &&
+                d->first_failed_with_free.bytes == d->pend_fail_view.bytes)
+                d->first_failed_with_free.valid = 0;
+        }
+        d->pend_fail_active = 0;
+    }
+    double margin = m->margin_pct / 100.0 * (double)d->total;
+    if (d->total && !d->below_margin.valid && (double)freeb < margin) {
+        /* The allocation after which free was below: the latest one here,
+         * unless nothing was allocated (another process filled the card). */
+        if (d->last_alloc.valid)
+            d->below_margin = d->last_alloc;
+        else
+            vt_m_view(m, ev, VT_TAG_UNKNOWN, di, &d->below_margin);
+        d->below_margin.free_after = freeb;
+    }
+}
+
+static void device_failure(vt_model_t *m, int di, const vt_event_t *ev, int tag)
+{
+    vt_dev_t *d = &m->p.devs[di];
+    vt_event_view_t v;
+    vt_m_view(m, ev, tag, di, &v);
+    d->failures++;
+    vt_m_spill(m, VT_SPILL_OOM, &v);
+    m->p.failed_tags |= 1u << tag;
+    m->p.last_failed_dev = di;
+    int64_t est = vt_m_free_est(d);
+    if (d->have_free) {
+        uint64_t avail = est > 0 ? (uint64_t)est : 0;
+        uint64_t shortfall = ev->size > avail ? ev->size - avail : 0;
+        if (shortfall > m->p.oom_shortfall)
+            m->p.oom_shortfall = shortfall;
+    }
+    d->pend_fail_active = 1;
+    d->pend_fail_size = ev->size;
+    d->pend_fail_counted = d->have_free && est >= (int64_t)ev->size;
+    /* kept in case the after-failure sample proves memory was free */
+    d->pend_fail_view = v;
+    if (d->pend_fail_counted) {
+        d->failed_with_free++;
+        if (!d->first_failed_with_free.valid)
+            d->first_failed_with_free = v;
+    }
+    d->retry_active = 1;
+    d->retry_size = ev->size;
+    d->retry_tid = ev->tid;
+    d->retry_frees = d->retry_freed = 0;
+}
+
+static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *info, int kind)
+{
+    vt_proc_t *p = &m->p;
+    int space = kind == L_HANDLE ? VT_SPACE_DEVICE : info->space;
+    int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
+    vt_match_t match;
+    if (match_for(m, ev->stack, &match))
+        return VT_E_NOMEM;
+    uint32_t si;
+    if (site_for(m, ev->stack, space, di, &match, &si))
+        return VT_E_NOMEM;
+    vt_site_t *s = &p->sites[si];
+    s->calls++;
+    if (ev->result != 0) {
+        s->failed++;
+        if (space == VT_SPACE_DEVICE && di >= 0)
+            device_failure(m, di, ev, match.tag);
+        return 0;
+    }
+    if (kind == L_ALLOC && ev->ptr == 0)
+        return 0;   /* a zero-byte request: success, nothing live */
+    p->apis[ev->api].bytes += ev->size;
+    p->events.allocs++;
+    s->total_bytes += ev->size;
+    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di };
+    uint32_t old;
+    if (vt_map_get(map_of(m, kind), ev->ptr, &old)) {
+        p->events.implicit_frees++;
+        if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL) < 0)
+            return VT_E_NOMEM;
+    }
+    vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
+    vt_event_view_t v;
+    if (d) {
+        vt_m_view(m, ev, match.tag, di, &v);
+        if ((d->have_free && (int64_t)ev->size > vt_m_free_est(d)) || (d->total && ev->size > d->total))
+            vt_m_spill(m, VT_SPILL_OVER_CAPACITY, &v);
+        if (d->retry_active && ev->size == d->retry_size && ev->tid == d->retry_tid) {
+            if (d->retry_frees) {
+                if (!d->retry_bursts) {
+                    d->first_burst = v;
+                    d->first_burst_frees = d->retry_frees;
+                    d->first_burst_freed = d->retry_freed;
+                }
+                d->retry_bursts++;
+                d->retry_freed_bytes += d->retry_freed;
+            }
+            d->retry_active = 0;
+        }
+        d->pend_fail_active = 0;
+    } else if (space == VT_SPACE_HOST && kind == L_ALLOC && (p->failed_tags & (1u << match.tag))) {
+        vt_m_view(m, ev, match.tag, p->last_failed_dev, &v);
+        vt_m_spill(m, VT_SPILL_HOST_FALLBACK, &v);
+        e.fallback = 1;
+    }
+    m->seq++;
+    if (live_insert(m, &e, ev->time_ns))
+        return VT_E_NOMEM;
+    if (d) {
+        d->allocs++;
+        if (d->have_free) {
+            int64_t est = vt_m_free_est(d);
+            uint64_t f = est > 0 ? (uint64_t)est : 0;
+            if (!d->have_min || f < d->min_free) {
+                d->have_min = 1;
+                d->min_free = f;
+                d->min_free_time_ns = rel(m, ev->time_ns);
+                d->min_free_estimated = 1;
+            }
+            v.free_after = f;
+            if (d->total && !d->below_margin.valid && (double)f < m->margin_pct / 100.0 * (double)d->total)
+                d->below_margin = v;
+        }
+        d->last_alloc = v;
+    }
+    if (space == VT_SPACE_DEVICE || space == VT_SPACE_MANAGED)
+        vt_m_check_oversub(m, ev, match.tag, di);
+    return 0;
+}
+
+static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
+{
+    vt_proc_t *p = &m->p;
+    if (ev->result != 0)
+        return 0;   /* a failed free released nothing */
+    if (ev->ptr == 0 && (kind == L_ALLOC || kind == L_REGISTER))
+        return 0;   /* free(NULL) is a no-op by the API's contract */
+    m->seq++;
+    live_t e;
+    int got = live_remove(m, kind, ev->ptr, ev->time_ns, &e);
+    if (got < 0)
+        return got;
+    if (!got) {
+        p->events.unmatched_frees++;
+        return 0;
+    }
+    p->events.frees++;
+    p->apis[ev->api].bytes += e.size;
+    if (e.dev >= 0 && (e.space == VT_SPACE_DEVICE || e.kind == L_HANDLE)) {
+        vt_dev_t *d = &p->devs[e.dev];
+        if (d->retry_active) {
+            d->retry_frees++;
+            d->retry_freed += e.size;
+        }
+    }
+    if (e.space == VT_SPACE_DEVICE || e.space == VT_SPACE_MANAGED)
+        vt_m_check_oversub(m, ev, e.tag, e.dev);
+    return 0;
+}
+
+static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
+{
+    if (ev->result != 0 || !ev->ptr)
+        return 0;
+    int di = dev_for(m, ev->device);
+    if (kind == L_MAP) {
+        uint32_t hi;
+        if (vt_map_get(&m->by_handle, ev->aux, &hi))
+            di = m->live[hi].dev;
+    }
+    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di };
+    if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL) > 0)
+        m->p.events.implicit_frees++;
+    return live_insert(m, &e, ev->time_ns);
+}
+
+static int feed_event(vt_model_t *m, const vt_event_t *ev)
+{
+    vt_proc_t *p = &m->p;
+    const vt_api_info_t *info = vt_api_info(ev->api);
+    p->events.total++;
+    if (ev->time_ns > p->last_time_ns)
+        p->last_time_ns = ev->time_ns;
+    if (!info || info->kind == VT_KIND_ROUTE) {
+        p->events.unknown_api += !info;
+        return 0;
+    }
+    p->apis[ev->api].calls++;
+    if (ev->result != 0) {
+        p->apis[ev->api].failed++;
+        p->events.failed++;
+    }
+    switch (info->kind) {
+    case VT_KIND_ALLOC:
+        if (ev->api == VT_API_cuMemAllocFromPoolAsync || ev->api == VT_API_cuMemAllocFromPoolAsync_ptsz ||
+            ev->api == VT_API_cudaMallocFromPoolAsync || ev->api == VT_API_cudaMallocFromPoolAsync_ptsz)
+            p->pool_allocs += ev->result == 0;
+        return do_alloc(m, ev, info, L_ALLOC);
+    case VT_KIND_VMM_CREATE:
+        return do_alloc(m, ev, info, L_HANDLE);
+    case VT_KIND_REGISTER:
+        return do_alloc(m, ev, info, L_REGISTER);
+    case VT_KIND_FREE:
+        return do_release(m, ev, L_ALLOC);
+    case VT_KIND_UNREGISTER:
+        return do_release(m, ev, L_REGISTER);
+    case VT_KIND_VMM_RELEASE:
+        return do_release(m, ev, L_HANDLE);
+    case VT_KIND_VA_RESERVE:
+        return do_va(m, ev, L_VA);
+    case VT_KIND_VMM_MAP:
+        return do_va(m, ev, L_MAP);
+    case VT_KIND_VA_FREE:
+        return do_release(m, ev, L_VA);
+    case VT_KIND_VMM_UNMAP:
+        return do_release(m, ev, L_MAP);
+    case VT_KIND_POOL_CREATE:
+        p->pools_created += ev->result == 0;
+        return 0;
+    case VT_KIND_POOL_TRIM:
+        p->pool_trims += ev->result == 0;
+        return 0;
+    case VT_KIND_MEMINFO:
+        if (ev->result == 0) {
+            int di = dev_for(m, ev->device);
+            if (di >= 0)
+                sample(m, di, ev);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void device_record(vt_model_t *m, const vt_rec_device_t *r)
+{
+    int di = dev_for(m, r->ordinal);
+    if (di < 0)
+        return;
+    vt_dev_t *d = &m->p.devs[di];
+    if (d->have_info)
+        return;
+    d->have_info = 1;
+    memcpy(d->uuid, r->uuid, 16);
+    size_t n = r->name.len < sizeof d->name - 1 ? r->name.len : sizeof d->name - 1;
+    memcpy(d->name, r->name.data, n);
+    d->name[n] = 0;
+    d->total = r->total_bytes;
+    d->first_free = r->free_bytes <= r->total_bytes ? r->free_bytes : r->total_bytes;
+    d->first_time_ns = rel(m, r->time_ns);
+    /* First sight is the first driver report, unless a sample came first. */
+    if (!d->have_free) {
+        d->have_free = 1;
+        d->last_free = d->first_free;
+        d->last_free_time_ns = d->first_time_ns;
+        d->tracked_at_sample = d->mem.tracked;
+        d->have_min = 1;
+        d->min_free = d->first_free;
+        d->min_free_time_ns = d->first_time_ns;
+    }
+}
+
+int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
+{
+    switch (rec->type) {
+    case VT_REC_PROCESS:
+        return vt_model_set_process(m, &rec->u.process);
+    case VT_REC_DEVICE:
+        device_record(m, &rec->u.device);
+        return 0;
+    case VT_REC_MODULE:
+        return vt_stacks_add_module(m->stacks, &rec->u.module);
+    case VT_REC_FRAME:
+        return vt_stacks_add_frame(m->stacks, &rec->u.frame);
+    case VT_REC_STACK:
+        return vt_stacks_add_node(m->stacks, &rec->u.stack);
+    case VT_REC_EVENT:
+        return feed_event(m, &rec->u.event);
+    case VT_REC_DROPPED:
+        if (rec->u.dropped.dropped_total > m->p.events.dropped)
+            m->p.events.dropped = rec->u.dropped.dropped_total;
+        if (rec->u.dropped.stacks_lost_total > m->p.events.stacks_lost)
+            m->p.events.stacks_lost = rec->u.dropped.stacks_lost_total;
+        return 0;
+    case VT_REC_END:
+        m->p.ended = 1;
+        m->p.end_time_ns = rel(m, rec->u.end.time_ns);
+        if (rec->u.end.dropped_total > m->p.events.dropped)
+            m->p.events.dropped = rec->u.end.dropped_total;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+void vt_model_finish(vt_model_t *m)
+{
+    for (int i = 0; i < m->p.ndevs; i++)
+        if (m->p.devs[i].frag_pending)
+            vt_m_frag_compute(m, i);
+    m->seq++;
+    for (size_t i = 0; i < m->p.nsites; i++) {
+        vt_site_t *s = &m->p.sites[i];
+        int dev = s->space == VT_SPACE_DEVICE ? vt_model_dev_index(m, s->device) : -1;
+        const vt_tagged_peak_t *tp = space_peak(m, s->space, dev);
+        if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)
+            s->at_peak = s->live;
+    }
+}

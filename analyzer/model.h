@@ -1,0 +1,196 @@
+/* The replay model: one process's trace, replayed event by event into the
+ * state the report reads (what was live where, peaks, headroom, spills,
+ * fragmentation, sites).
+ *
+ * Contract:
+ *  - Feed records in file order with vt_model_feed(), then call
+ *    vt_model_finish() once; the report reads vt_model_proc() afterwards.
+ *  - Memory is bounded by live allocations + unique stacks + sites, never by
+ *    the number of events.
+ *  - Bad events never fail the replay: a free of an unknown pointer (or a
+ *    double free) is counted in events.unmatched_frees; an allocation at a
+ *    pointer that is still live implicitly frees the old one (events can be
+ *    dropped) and is counted in events.implicit_frees; unknown api ids are
+ *    counted and skipped. Only VT_E_NOMEM fails vt_model_feed().
+ *  - cudaFree / cuMemFree release whatever space the pointer lives in
+ *    (device or managed): lookups are by address, whatever the space.
+ *  - Times in vt_proc_t are ns since the PROCESS record's mono_start_ns.
+ *  - Sizes are requested bytes; the driver's rounding (reserved - requested,
+ *    when the trace knows reserved) is kept apart as rounding waste.
+ *  - Estimated free ("free_est") on a device = the driver's last reported
+ *    free (MEMINFO sample, or the DEVICE record's free at first sight) minus
+ *    what this process's tracked device bytes grew by since that report.
+ *    Rounding makes the driver use more than requested, so the estimate is
+ *    optimistic: it never invents a spill that did not happen.
+ */
+#ifndef VT_MODEL_H
+#define VT_MODEL_H
+
+#include <stdint.h>
+
+#include "model_map.h"
+#include "rules.h"
+#include "stacks.h"
+#include "trace_reader.h"
+#include "vramtrace/entrypoints.h"
+
+#define VT_MAX_DEVICES 64
+#define VT_MAX_LATER_SPILLS 32
+#define VT_FRAG_MAX_LIVE (1u << 20)  /* external fragmentation skipped above this */
+
+enum vt_spill_kind {
+    VT_SPILL_OOM,
+    VT_SPILL_HOST_FALLBACK,
+    VT_SPILL_MANAGED_OVERSUB,
+    VT_SPILL_OVER_CAPACITY,
+    VT_SPILL_KINDS
+};
+const char *vt_spill_kind_name(int kind);
+
+/* An event as the report shows it, with the device state then. */
+typedef struct vt_event_view {
+    int valid;
+    uint64_t time_ns;     /* since trace start */
+    uint16_t api;
+    uint64_t bytes;
+    int tag;
+    int device;           /* ordinal, -1 host */
+    uint32_t result, tid, stack;
+    /* the state of `device` just before the event (0 when host) */
+    uint64_t dev_tracked, dev_by_tag[VT_MAX_TAGS];
+    int have_free;
+    uint64_t last_free;   /* driver's last report */
+    int64_t free_est;     /* see contract */
+    uint64_t free_after;  /* margin crossings: estimated free after it */
+} vt_event_view_t;
+
+typedef struct vt_spill_brief {
+    int kind;
+    uint64_t time_ns, bytes;
+    uint16_t api;
+    int tag, device;
+    uint32_t result;
+} vt_spill_brief_t;
+
+typedef struct vt_tagged_peak {
+    uint64_t tracked;                 /* live now */
+    uint64_t by_tag[VT_MAX_TAGS];
+    uint64_t peak_bytes, peak_time_ns, peak_seq;
+    uint64_t peak_by_tag[VT_MAX_TAGS];
+    int have_peak;
+} vt_tagged_peak_t;
+
+typedef struct vt_dev {
+    int ordinal;
+    int have_info;          /* a DEVICE record was seen */
+    uint8_t uuid[16];
+    char name[128];
+    uint64_t total, first_free, first_time_ns;
+    vt_tagged_peak_t mem;   /* device bytes: allocations + VMM physical */
+    uint64_t allocs;
+    /* driver view */
+    int have_free;
+    uint64_t last_free, last_free_time_ns, tracked_at_sample;
+    int have_min;
+    uint64_t min_free, min_free_time_ns;
+    int min_free_estimated; /* the minimum came from an estimate, not a sample */
+    uint64_t free_at_peak;
+    int have_free_at_peak;
+    /* margin rule */
+    vt_event_view_t below_margin;  /* valid when the run went below */
+    /* vmm / rounding, now and at peak */
+    uint64_t va_reserved, va_mapped, vmm_physical, rounding_waste, rounding_allocs;
+    uint64_t peak_va_reserved, peak_va_mapped, peak_vmm_physical, peak_rounding_waste;
+    uint64_t max_va_reserved, max_va_mapped;
+    /* external fragmentation at peak */
+    int frag_pending, frag_computed, frag_skipped;
+    uint64_t frag_span, frag_holes, frag_largest_hole, frag_live_allocs;
+    /* smoking guns */
+    uint64_t failures;
+    uint64_t failed_with_free;
+    vt_event_view_t first_failed_with_free;
+    int pend_fail_active, pend_fail_counted;
+    uint64_t pend_fail_size;
+    vt_event_view_t pend_fail_view;
+    uint64_t retry_bursts, retry_freed_bytes;
+    vt_event_view_t first_burst;
+    uint64_t first_burst_frees, first_burst_freed;
+    int retry_active;
+    uint64_t retry_size, retry_frees, retry_freed;
+    uint32_t retry_tid;
+    /* last successful allocation here: who crossed the margin per a sample */
+    vt_event_view_t last_alloc;
+    int oversub_active;
+} vt_dev_t;
+
+typedef struct vt_site {
+    uint32_t stack;
+    uint8_t space;       /* enum vt_space */
+    int16_t device;      /* -1 for host/managed */
+    vt_match_t match;
+    uint64_t calls, failed, total_bytes;
+    uint64_t live, at_peak, max_live, changed_seq;
+} vt_site_t;
+
+typedef struct vt_api_stats {
+    uint64_t calls, failed, bytes;
+} vt_api_stats_t;
+
+typedef struct vt_proc {
+    uint64_t pid, ppid, mono_start_ns, wall_start_ns;
+    char *exe, *hostname, *shim_version;
+    char **argv;
+    uint32_t argc;
+    int have_process;
+    struct {
+        uint64_t allocs, frees, failed, dropped, stacks_lost;
+        uint64_t unmatched_frees, implicit_frees, unknown_api, total;
+    } events;
+    vt_api_stats_t apis[VT_API_COUNT];
+    vt_dev_t devs[VT_MAX_DEVICES];
+    int ndevs;
+    vt_tagged_peak_t host;      /* pinned host: allocations + registrations */
+    uint64_t host_registered;
+    vt_tagged_peak_t managed;
+    uint64_t pools_created, pool_allocs, pool_trims;
+    /* spill */
+    vt_event_view_t tip;
+    int tip_kind;
+    vt_spill_brief_t later[VT_MAX_LATER_SPILLS];
+    uint64_t nlater;
+    uint64_t spill_count[VT_SPILL_KINDS], spill_bytes[VT_SPILL_KINDS];
+    uint64_t oom_shortfall, oversub_excess;
+    uint64_t fallback_live, fallback_peak;
+    uint32_t failed_tags;       /* bit per tag of failed device requests */
+    int last_failed_dev;
+    int ended;
+    uint64_t end_time_ns, last_time_ns;
+    /* sites */
+    vt_site_t *sites;
+    size_t nsites;
+} vt_proc_t;
+
+typedef struct vt_model vt_model_t;
+
+/* Called after each change of a device's tracked bytes (for the combined
+ * per-GPU view across processes); abs_time_ns is the monotonic time. */
+typedef void (*vt_dev_hook_t)(void *ctx, const vt_model_t *m, int dev_index, uint64_t abs_time_ns);
+
+/* rules are borrowed and must outlive the model; margin_pct in [0,100]. */
+vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct);
+void vt_model_free(vt_model_t *m);
+void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx);
+
+int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *p);
+int vt_model_feed(vt_model_t *m, const vt_record_t *rec);
+void vt_model_finish(vt_model_t *m);
+
+const vt_proc_t *vt_model_proc(const vt_model_t *m);
+const vt_stacks_t *vt_model_stacks(const vt_model_t *m);
+const vt_rules_t *vt_model_rules(const vt_model_t *m);
+double vt_model_margin(const vt_model_t *m);
+
+/* Index in proc->devs of ordinal, or -1. */
+int vt_model_dev_index(const vt_model_t *m, int ordinal);
+
+#endif

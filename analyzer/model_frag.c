@@ -1,0 +1,72 @@
+/* External fragmentation of a device's address space: live device
+ * allocations and VMM mappings sorted by address; holes are the gaps
+ * between consecutive ones inside [lowest start, highest end). Computed
+ * once per local maximum of tracked bytes (see live_remove in model.c), so
+ * the figures describe the peak. Skipped (frag_skipped) above
+ * VT_FRAG_MAX_LIVE live entries to bound time. */
+#include "model_internal.h"
+
+#include <stdlib.h>
+
+typedef struct range {
+    uint64_t a, n;
+} range_t;
+
+static int cmp_range(const void *x, const void *y)
+{
+    const range_t *a = x, *b = y;
+    return a->a < b->a ? -1 : a->a > b->a;
+}
+
+static size_t collect(vt_model_t *m, const vt_map_t *map, int dev, int want_kind, range_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < map->cap; i++) {
+        if (!map->used[i])
+            continue;
+        const live_t *e = &m->live[map->vals[i]];
+        if (e->dev != dev || e->kind != want_kind || e->space != VT_SPACE_DEVICE || !e->size)
+            continue;
+        if (n < max)
+            out[n] = (range_t){ e->addr, e->size };
+        n++;
+    }
+    return n;
+}
+
+int vt_m_frag_compute(vt_model_t *m, int dev)
+{
+    vt_dev_t *d = &m->p.devs[dev];
+    d->frag_pending = 0;
+    size_t total = m->by_ptr.count + m->by_map.count;
+    if (total > VT_FRAG_MAX_LIVE) {
+        d->frag_skipped = 1;
+        d->frag_computed = 0;
+        return 0;
+    }
+    range_t *v = malloc((total ? total : 1) * sizeof *v);
+    if (!v)
+        return VT_E_NOMEM;
+    size_t n = collect(m, &m->by_ptr, dev, L_ALLOC, v, total);
+    n += collect(m, &m->by_map, dev, L_MAP, v + n, total - n);
+    qsort(v, n, sizeof *v, cmp_range);
+    uint64_t holes = 0, largest = 0, end = n ? v[0].a : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].a > end) {
+            uint64_t h = v[i].a - end;
+            holes += h;
+            if (h > largest)
+                largest = h;
+        }
+        if (v[i].a + v[i].n > end)
+            end = v[i].a + v[i].n;
+    }
+    d->frag_computed = 1;
+    d->frag_skipped = 0;
+    d->frag_live_allocs = n;
+    d->frag_span = n ? end - v[0].a : 0;
+    d->frag_holes = holes;
+    d->frag_largest_hole = largest;
+    free(v);
+    return 0;
+}

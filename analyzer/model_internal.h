@@ -1,0 +1,60 @@
+/* Private to model*.c: the live-allocation table and helpers shared by the
+ * replay (model.c), spill detection (model_spill.c) and fragmentation
+ * (model_frag.c). Invariant: every live_t reachable from one of the four
+ * maps has been charged exactly once to its space's counters; releasing it
+ * uncharges exactly that. */
+#ifndef VT_MODEL_INTERNAL_H
+#define VT_MODEL_INTERNAL_H
+
+#include "model.h"
+
+enum live_kind {
+    L_ALLOC,     /* ALLOC: device, host or managed, by address */
+    L_REGISTER,  /* REGISTER: pinned host, by address */
+    L_HANDLE,    /* VMM_CREATE: device physical memory, by handle */
+    L_VA,        /* VA_RESERVE: address space, by va */
+    L_MAP,       /* VMM_MAP: mapping, by va */
+};
+
+typedef struct live {
+    uint64_t addr, size, reserved;
+    uint32_t site;      /* UINT32_MAX = none */
+    int8_t tag;
+    uint8_t kind;       /* enum live_kind */
+    uint8_t space;      /* enum vt_space */
+    uint8_t fallback;   /* counted as host_fallback */
+    int16_t dev;        /* index into proc.devs, -1 none */
+} live_t;
+
+struct vt_model {
+    const vt_rules_t *rules;
+    double margin_pct;
+    vt_stacks_t *stacks;
+    vt_proc_t p;
+    live_t *live;
+    size_t nlive, live_cap;
+    uint32_t *free_slots;
+    size_t nfree_slots, free_cap;
+    vt_map_t by_ptr, by_handle, by_va, by_map;
+    vt_map_t site_by_key;
+    vt_map_t match_by_stack;
+    vt_match_t *matches;
+    size_t nmatches, matches_cap;
+    size_t sites_cap;
+    uint64_t seq;
+    vt_dev_hook_t hook;
+    void *hook_ctx;
+};
+
+/* model.c */
+int64_t vt_m_free_est(const vt_dev_t *d);
+void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v);
+
+/* model_spill.c */
+void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v);
+void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
+
+/* model_frag.c: snapshot of device dev's address-space holes, now. */
+int vt_m_frag_compute(vt_model_t *m, int dev);
+
+#endif
