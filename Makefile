@@ -34,9 +34,10 @@ $(B)/.deps-ok: scripts/deps.sh
 deps: $(B)/.deps-ok
 
 include preload/preload.mk
-include analyzer/analyzer.mk
-include tests/sim/sim.mk
+-include analyzer/analyzer.mk
+-include tests/sim/sim.mk
 -include examples/examples.mk
+-include tests/unit/*.mk
 include tests/tests.mk
 
 clean:

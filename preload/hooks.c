@@ -1,0 +1,312 @@
+/* hooks.c: the exported wrappers, one per line of entrypoints.def.
+ *
+ * Contract: a wrapper calls the real function exactly once with the
+ * program's arguments and returns its result untouched, whatever happens
+ * inside the shim. Recording happens around the call (vt_call_begin/end);
+ * the describe_* helpers only copy arguments into the event. A missing real
+ * function (a driver without this entry point) returns the "not found"
+ * error a program would get from an old driver, and records nothing.
+ *
+ * The prototypes come from cuda.h and cuda_runtime_api.h, so the compiler
+ * checks every line of the table against NVIDIA's declarations.
+ */
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "shim.h"
+
+/* cuda.h maps cuGetProcAddress to the _v2 ABI name; we export both. */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+void *vt_route_procaddr(void *fn);
+
+#define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
+#define VT_MISSING_cudaError_t cudaErrorNotSupported
+
+/* ---- describe helpers: copy what matters from the arguments ---- */
+
+static void describe_alloc_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize)
+{
+    ev->size = bytesize;
+    if (r == 0 && dptr)
+        ev->ptr = *dptr;
+}
+
+static void describe_alloc_pitch(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t *pitch,
+                                 size_t width, size_t height, unsigned elem)
+{
+    (void)elem;
+    ev->size = width * height;
+    if (r == 0 && dptr && pitch) {
+        ev->ptr = *dptr;
+        ev->reserved = *pitch * height;
+    }
+}
+
+static void describe_free_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr dptr)
+{
+    (void)r;
+    ev->ptr = dptr;
+}
+
+static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
+                                 CUstream stream)
+{
+    describe_alloc_dptr(ev, r, dptr, bytesize);
+    ev->aux = (uint64_t)(uintptr_t)stream;
+}
+
+static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
+                                      CUmemoryPool pool, CUstream stream)
+{
+    (void)stream;
+    describe_alloc_dptr(ev, r, dptr, bytesize);
+    ev->aux = (uint64_t)(uintptr_t)pool;
+}
+
+static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CUstream stream)
+{
+    (void)r;
+    ev->ptr = dptr;
+    ev->aux = (uint64_t)(uintptr_t)stream;
+}
+
+static void describe_vmm_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle,
+                                size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    (void)flags;
+    ev->size = size;
+    ev->reserved = size;
+    if (r == 0 && handle)
+        ev->ptr = *handle;
+    if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        ev->device = (int16_t)prop->location.id;
+}
+
+static void describe_vmm_release(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle handle)
+{
+    (void)r;
+    ev->ptr = handle;
+}
+
+static void describe_vmm_map(vt_event_t *ev, uint32_t r, CUdeviceptr ptr, size_t size, size_t offset,
+                             CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    (void)r, (void)offset, (void)flags;
+    ev->ptr = ptr;
+    ev->size = size;
+    ev->aux = handle;
+}
+
+static void describe_vmm_unmap(vt_event_t *ev, uint32_t r, CUdeviceptr ptr, size_t size)
+{
+    (void)r;
+    ev->ptr = ptr;
+    ev->size = size;
+}
+
+static void describe_va_reserve(vt_event_t *ev, uint32_t r, CUdeviceptr *ptr, size_t size, size_t align,
+                                CUdeviceptr addr, unsigned long long flags)
+{
+    (void)align, (void)addr, (void)flags;
+    ev->size = size;
+    if (r == 0 && ptr)
+        ev->ptr = *ptr;
+}
+
+static void describe_va_free(vt_event_t *ev, uint32_t r, CUdeviceptr ptr, size_t size)
+{
+    describe_vmm_unmap(ev, r, ptr, size);
+}
+
+static void describe_alloc_managed(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
+                                   unsigned flags)
+{
+    describe_alloc_dptr(ev, r, dptr, bytesize);
+    ev->aux = flags;
+}
+
+static void describe_alloc_host(vt_event_t *ev, uint32_t r, void **pp, size_t bytesize)
+{
+    ev->size = bytesize;
+    if (r == 0 && pp)
+        ev->ptr = (uint64_t)(uintptr_t)*pp;
+}
+
+static void describe_alloc_host_flags(vt_event_t *ev, uint32_t r, void **pp, size_t bytesize,
+                                      unsigned flags)
+{
+    describe_alloc_host(ev, r, pp, bytesize);
+    ev->aux = flags;
+}
+
+static void describe_free_host(vt_event_t *ev, uint32_t r, void *p)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)p;
+}
+
+static void describe_register(vt_event_t *ev, uint32_t r, void *p, size_t bytesize, unsigned flags)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)p;
+    ev->size = bytesize;
+    ev->aux = flags;
+}
+
+static void describe_pool_create(vt_event_t *ev, uint32_t r, CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (r == 0 && pool)
+        ev->ptr = (uint64_t)(uintptr_t)*pool;
+    if (props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        ev->device = (int16_t)props->location.id;
+}
+
+static void describe_pool(vt_event_t *ev, uint32_t r, CUmemoryPool pool)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)pool;
+}
+
+static void describe_pool_trim(vt_event_t *ev, uint32_t r, CUmemoryPool pool, size_t keep)
+{
+    describe_pool(ev, r, pool);
+    ev->size = keep;
+}
+
+static void describe_meminfo(vt_event_t *ev, uint32_t r, size_t *free_b, size_t *total_b)
+{
+    if (r != 0)
+        return;
+    if (free_b)
+        ev->size = *free_b;
+    if (total_b)
+        ev->aux = *total_b;
+}
+
+static void describe_alloc_vptr(vt_event_t *ev, uint32_t r, void **p, size_t size)
+{
+    describe_alloc_host(ev, r, p, size);
+}
+
+static void describe_rt_alloc_pitch(vt_event_t *ev, uint32_t r, void **p, size_t *pitch, size_t width,
+                                    size_t height)
+{
+    ev->size = width * height;
+    if (r == 0 && p && pitch) {
+        ev->ptr = (uint64_t)(uintptr_t)*p;
+        ev->reserved = *pitch * height;
+    }
+}
+
+static void describe_free_vptr(vt_event_t *ev, uint32_t r, void *p)
+{
+    describe_free_host(ev, r, p);
+}
+
+static void describe_rt_alloc_managed(vt_event_t *ev, uint32_t r, void **p, size_t size, unsigned flags)
+{
+    describe_alloc_host_flags(ev, r, p, size, flags);
+}
+
+static void describe_rt_alloc_async(vt_event_t *ev, uint32_t r, void **p, size_t size, cudaStream_t s)
+{
+    describe_alloc_host(ev, r, p, size);
+    ev->aux = (uint64_t)(uintptr_t)s;
+}
+
+static void describe_rt_free_async(vt_event_t *ev, uint32_t r, void *p, cudaStream_t s)
+{
+    describe_free_host(ev, r, p);
+    ev->aux = (uint64_t)(uintptr_t)s;
+}
+
+static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, size_t size,
+                                         cudaMemPool_t pool, cudaStream_t s)
+{
+    (void)s;
+    describe_alloc_host(ev, r, p, size);
+    ev->aux = (uint64_t)(uintptr_t)pool;
+}
+
+/* ---- the wrappers, generated from the table ---- */
+
+#define VT_UNPAREN(...) __VA_ARGS__
+
+#define VT_GEN_EVENT(ret, name, describe, params, args)                      \
+    VT_EXPORT ret name params                                              \
+    {                                                                      \
+        typedef ret(*real_t) params;                                       \
+        real_t real = (real_t)vt_real(VT_API_##name);                      \
+        if (!real)                                                         \
+            return VT_MISSING_##ret;                                       \
+        vt_call_t call;                                                    \
+        if (!vt_call_begin(&call, VT_API_##name))                          \
+            return real args;                                              \
+        ret result = real args;                                            \
+        describe(&call.ev, (uint32_t)result, VT_UNPAREN args);             \
+        vt_call_end(&call, (uint32_t)result);                              \
+        return result;                                                     \
+    }
+
+/* Lookup routes are written by hand below. */
+#define VT_GEN_ROUTE(ret, name, describe, params, args)
+#define VT_GEN_ALLOC VT_GEN_EVENT
+#define VT_GEN_FREE VT_GEN_EVENT
+#define VT_GEN_VMM_CREATE VT_GEN_EVENT
+#define VT_GEN_VMM_RELEASE VT_GEN_EVENT
+#define VT_GEN_VMM_MAP VT_GEN_EVENT
+#define VT_GEN_VMM_UNMAP VT_GEN_EVENT
+#define VT_GEN_VA_RESERVE VT_GEN_EVENT
+#define VT_GEN_VA_FREE VT_GEN_EVENT
+#define VT_GEN_REGISTER VT_GEN_EVENT
+#define VT_GEN_UNREGISTER VT_GEN_EVENT
+#define VT_GEN_POOL_CREATE VT_GEN_EVENT
+#define VT_GEN_POOL_DESTROY VT_GEN_EVENT
+#define VT_GEN_POOL_TRIM VT_GEN_EVENT
+#define VT_GEN_MEMINFO VT_GEN_EVENT
+
+#define VT_ENTRY(ret, name, kind, space, describe, params, args) \
+    VT_GEN_##kind(ret, name, describe, params, args)
+#include "vramtrace/entrypoints.def"
+#undef VT_ENTRY
+
+/* ---- lookup routes ---- */
+
+VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *symbolStatus)
+{
+    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+    real_t real = (real_t)vt_real(VT_API_cuGetProcAddress_v2);
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
+        *pfn = vt_route_procaddr(*pfn);
+    return r;
+}
+
+VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t);
+    real_t real = (real_t)vt_real(VT_API_cuGetProcAddress);
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult r = real(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
+        *pfn = vt_route_procaddr(*pfn);
+    return r;
+}
+
+void *vt_wrapper(unsigned api)
+{
+    static void *const wrappers[VT_API_COUNT] = {
+#define VT_ENTRY(ret, name, kind, space, describe, params, args) (void *)&name,
+#include "vramtrace/entrypoints.def"
+#undef VT_ENTRY
+    };
+    return api < VT_API_COUNT ? wrappers[api] : NULL;
+}

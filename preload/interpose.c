@@ -1,0 +1,340 @@
+/* interpose.c: how the shim stays on every path a program takes to the
+ * driver, and how it finds the real functions behind its wrappers.
+ *
+ * Three paths reach an entry point:
+ *  1. A linked call binds to our export (LD_PRELOAD comes first in lookup
+ *     order). The real function is the next definition: dlsym(RTLD_NEXT).
+ *  2. dlopen("libcuda.so.1") + dlsym(handle, name): our dlsym returns the
+ *     wrapper for exact table names, remembering what the real dlsym found.
+ *  3. cuGetProcAddress(_v2): libcudart >= 11.3 and PyTorch's
+ *     cudaGetDriverEntryPoint fetch every driver entry point this way. The
+ *     pointer the driver returns is mapped to its exact ABI name (so the
+ *     version and _ptsz flavour are the driver's choice, not ours) and
+ *     swapped for that name's wrapper. Pointers we don't wrap pass untouched.
+ *
+ * dlsym rules, learnt from other interposers' bug trackers:
+ *  - The real dlsym comes from dlvsym (GLIBC_2.34 first, then 2.2.5), since
+ *    calling "dlsym" from inside this library would find ourselves.
+ *  - glibc resolves RTLD_NEXT and RTLD_DEFAULT relative to the CALLER's
+ *    object. A plain C call from here would make us the caller, so every
+ *    lookup we don't intercept is forwarded with a tail jump that keeps the
+ *    caller's return address (x86-64 trampoline below).
+ *  - Exact names only, never prefixes; RTLD_NEXT lookups are never
+ *    intercepted (they come from another interposer asking for what is after
+ *    it); libcuda's own lookups are never intercepted.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "shim.h"
+
+static _Atomic(void *) real_fn[VT_API_COUNT];
+void *vt_next_dlsym; /* glibc's dlsym; read by the trampoline */
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+static void resolve_real_dlsym(void)
+{
+    if (vt_next_dlsym)
+        return;
+    void *fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!fn)
+        fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&vt_next_dlsym, fn, __ATOMIC_RELEASE);
+}
+
+void *vt_real_dlsym(void *handle, const char *name)
+{
+    resolve_real_dlsym();
+    dlsym_fn fn = (dlsym_fn)vt_next_dlsym;
+    return fn ? fn(handle, name) : NULL;
+}
+
+unsigned vt_api_by_name(const char *name)
+{
+    if (!name || name[0] != 'c' || name[1] != 'u')
+        return VT_API_COUNT;
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (strcmp(vt_api_info(i)->name, name) == 0)
+            return i;
+    return VT_API_COUNT;
+}
+
+static int is_wrapper(void *p)
+{
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (vt_wrapper(i) == p)
+            return 1;
+    return 0;
+}
+
+void vt_set_real(unsigned api, void *fn)
+{
+    void *expected = NULL;
+    if (api < VT_API_COUNT && fn && !is_wrapper(fn))
+        atomic_compare_exchange_strong(&real_fn[api], &expected, fn);
+}
+
+/* ---- the libraries behind the wrappers ---- */
+
+static _Atomic(void *) libcuda_handle;
+
+static void *noload_handle_of(void *fn)
+{
+    Dl_info info;
+    if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+        return NULL;
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+void *vt_libcuda(void)
+{
+    void *h = atomic_load(&libcuda_handle);
+    if (h)
+        return h;
+    /* The library that served cuGetProcAddress or any wrapped driver call
+     * is the driver, whatever its file name. */
+    for (unsigned i = 0; i < VT_API_COUNT && !h; i++)
+        if (!vt_api_info(i)->runtime && atomic_load(&real_fn[i]))
+            h = noload_handle_of(atomic_load(&real_fn[i]));
+    if (!h)
+        h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h)
+        atomic_store(&libcuda_handle, h);
+    return h;
+}
+
+static void *runtime_lookup(const char *name)
+{
+    static const char *const sonames[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                                           "libcudart.so" };
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+        void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            void *fn = vt_real_dlsym(h, name);
+            dlclose(h);
+            if (fn)
+                return fn;
+        }
+    }
+    return NULL;
+}
+
+void *vt_real(unsigned api)
+{
+    void *fn = atomic_load_explicit(&real_fn[api], memory_order_acquire);
+    if (fn)
+        return fn;
+    const vt_api_info_t *info = vt_api_info(api);
+    /* Linked call: the next definition after us in lookup order. */
+    fn = vt_real_dlsym(RTLD_NEXT, info->name);
+    if (!fn && !info->runtime && vt_libcuda())
+        fn = vt_real_dlsym(vt_libcuda(), info->name);
+    if (!fn && info->runtime)
+        fn = runtime_lookup(info->name);
+    if (!fn && !info->runtime) {
+        /* A program linked against libcuda always has it loaded; one that
+         * only calls us (it linked the shim's names) gets the driver now. */
+        void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (h)
+            fn = vt_real_dlsym(h, info->name);
+    }
+    vt_set_real(api, fn);
+    return atomic_load(&real_fn[api]);
+}
+
+/* ---- cuGetProcAddress routing ---- */
+
+static void *driver_addr[VT_API_COUNT];
+static pthread_once_t driver_addr_once = PTHREAD_ONCE_INIT;
+
+static void build_driver_addr(void)
+{
+    void *h = vt_libcuda();
+    if (!h)
+        return;
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (!vt_api_info(i)->runtime)
+            driver_addr[i] = vt_real_dlsym(h, vt_api_info(i)->name);
+}
+
+void *vt_route_procaddr(void *fn)
+{
+    if (!fn || is_wrapper(fn))
+        return fn;
+    pthread_once(&driver_addr_once, build_driver_addr);
+    for (unsigned i = 0; i < VT_API_COUNT; i++) {
+        if (driver_addr[i] == fn) {
+            vt_set_real(i, fn);
+            return vt_wrapper(i);
+        }
+    }
+    /* A driver whose table entries are not its exported symbols: trust an
+     * exact symbol match only. */
+    Dl_info info;
+    if (dladdr(fn, &info) && info.dli_saddr == fn && info.dli_sname) {
+        unsigned api = vt_api_by_name(info.dli_sname);
+        if (api < VT_API_COUNT && !vt_api_info(api)->runtime) {
+            vt_set_real(api, fn);
+            return vt_wrapper(api);
+        }
+    }
+    return fn;
+}
+
+/* ---- dlsym ---- */
+
+typedef struct route {
+    void *ptr;
+    long take; /* 1: return ptr; 0: forward to the real dlsym untouched */
+} route_t;
+
+static int caller_is_driver(void *caller)
+{
+    Dl_info info;
+    if (!caller || !dladdr(caller, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, "libcuda.so", 10) == 0;
+}
+
+/* Called by the trampoline before every dlsym. Never fails: when in doubt,
+ * forward. */
+route_t vt_dlsym_route(void *handle, const char *name, void *caller)
+{
+    route_t fwd = { NULL, 0 };
+    resolve_real_dlsym();
+    if (!vt_next_dlsym)
+        return fwd; /* cannot happen with glibc; the trampoline then crashes, so: */
+    unsigned api = vt_api_by_name(name);
+    if (api == VT_API_COUNT || handle == RTLD_NEXT || vt_tls.guard || caller_is_driver(caller))
+        return fwd;
+    void *real;
+    if (handle == RTLD_DEFAULT) {
+        /* From here RTLD_DEFAULT would find our own export first. */
+        real = vt_real_dlsym(RTLD_NEXT, name);
+        if (!real && !vt_api_info(api)->runtime && vt_libcuda())
+            real = vt_real_dlsym(vt_libcuda(), name);
+    } else {
+        real = vt_real_dlsym(handle, name);
+    }
+    if (!real || is_wrapper(real))
+        return fwd; /* the real lookup answers, dlerror() and all */
+    vt_set_real(api, real);
+    route_t take = { vt_wrapper(api), 1 };
+    return take;
+}
+
+#if defined(__x86_64__)
+/* dlsym entry: ask vt_dlsym_route, then either return its pointer or tail
+ * jump into glibc's dlsym with the caller's own return address on the
+ * stack, so RTLD_NEXT/RTLD_DEFAULT resolve relative to the caller. Two
+ * labels, one per symbol version glibc programs bind to. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl vt_dlsym_new\n"
+        ".globl vt_dlsym_old\n"
+        ".type vt_dlsym_new,@function\n"
+        ".type vt_dlsym_old,@function\n"
+        "vt_dlsym_new:\n"
+        "vt_dlsym_old:\n"
+        "    endbr64\n"
+        "    subq $24, %rsp\n"
+        "    movq %rdi, 0(%rsp)\n"
+        "    movq %rsi, 8(%rsp)\n"
+        "    movq 24(%rsp), %rdx\n"
+        "    call vt_dlsym_route\n"
+        "    testq %rdx, %rdx\n"
+        "    jnz 1f\n"
+        "    movq 0(%rsp), %rdi\n"
+        "    movq 8(%rsp), %rsi\n"
+        "    addq $24, %rsp\n"
+        "    jmp *vt_next_dlsym(%rip)\n"
+        "1:  addq $24, %rsp\n"
+        "    ret\n"
+        ".size vt_dlsym_new, .-vt_dlsym_new\n"
+        ".size vt_dlsym_old, .-vt_dlsym_old\n"
+        ".symver vt_dlsym_new, dlsym@@GLIBC_2.34\n"
+        ".symver vt_dlsym_old, dlsym@GLIBC_2.2.5\n");
+#else
+/* Without the trampoline, forwarded lookups are made from this library:
+ * RTLD_NEXT relative to the caller cannot be honoured exactly. */
+VT_EXPORT void *dlsym(void *handle, const char *name)
+{
+    route_t r = vt_dlsym_route(handle, name, __builtin_return_address(0));
+    return r.take ? r.ptr : vt_real_dlsym(handle, name);
+}
+#endif
+
+/* ---- real driver calls for device facts and samples ---- */
+
+typedef CUresult (*ctx_get_device_fn)(CUdevice *);
+typedef CUresult (*mem_get_info_fn)(size_t *, size_t *);
+typedef CUresult (*device_get_name_fn)(char *, int, CUdevice);
+typedef CUresult (*device_get_uuid_fn)(CUuuid *, CUdevice);
+typedef CUresult (*device_total_mem_fn)(size_t *, CUdevice);
+
+static void *driver_sym(const char *name)
+{
+    void *h = vt_libcuda();
+    return h ? vt_real_dlsym(h, name) : NULL;
+}
+
+int vt_driver_current_device(void)
+{
+    static _Atomic(ctx_get_device_fn) fn;
+    ctx_get_device_fn f = atomic_load(&fn);
+    if (!f) {
+        f = (ctx_get_device_fn)driver_sym("cuCtxGetDevice");
+        if (!f)
+            return -1;
+        atomic_store(&fn, f);
+    }
+    CUdevice dev;
+    if (f(&dev) != CUDA_SUCCESS || dev < 0 || dev >= VT_MAX_DEVICES)
+        return -1;
+    return dev;
+}
+
+int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    /* The real function, never our wrapper: this is a sample, not the
+     * program asking. */
+    mem_get_info_fn f = (mem_get_info_fn)vt_real(VT_API_cuMemGetInfo_v2);
+    size_t fr = 0, tot = 0;
+    if (!f || f(&fr, &tot) != CUDA_SUCCESS)
+        return -1;
+    *free_bytes = fr;
+    *total_bytes = tot;
+    return 0;
+}
+
+int vt_driver_device_facts(int device, vt_device_slot_t *out)
+{
+    device_get_name_fn get_name = (device_get_name_fn)driver_sym("cuDeviceGetName");
+    device_get_uuid_fn get_uuid = (device_get_uuid_fn)driver_sym("cuDeviceGetUuid_v2");
+    if (!get_uuid)
+        get_uuid = (device_get_uuid_fn)driver_sym("cuDeviceGetUuid");
+    device_total_mem_fn total_mem = (device_total_mem_fn)driver_sym("cuDeviceTotalMem_v2");
+    uint64_t fr = 0, tot = 0;
+    if (vt_driver_meminfo(&fr, &tot) != 0)
+        return -1;
+    size_t total = tot;
+    if (total_mem)
+        total_mem(&total, device);
+    out->total = total;
+    out->free_at_first = fr;
+    memset(out->name, 0, sizeof out->name);
+    if (!get_name || get_name(out->name, (int)sizeof out->name - 1, device) != CUDA_SUCCESS)
+        strcpy(out->name, "?");
+    CUuuid uuid;
+    memset(&uuid, 0, sizeof uuid);
+    if (get_uuid)
+        get_uuid(&uuid, device);
+    memcpy(out->uuid, uuid.bytes, 16);
+    return 0;
+}

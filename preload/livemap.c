@@ -1,0 +1,95 @@
+/* livemap.c: live device bytes per pointer, so a free knows how many bytes
+ * it gave back and the shim can sample cuMemGetInfo at each new peak.
+ *
+ * Contract and invariants:
+ *  - Lock-free open addressing. A slot's key goes EMPTY -> key -> TOMB ->
+ *    key' ...; a key is present at most once because the driver never hands
+ *    out a live address twice, and a free of P is ordered before any
+ *    allocation that reuses P (the driver must release P first).
+ *  - Bounded: a fixed table, mmap'ed on first use. When a probe sequence is
+ *    exhausted the allocation is simply not tracked; that only makes peak
+ *    sampling coarser, never changes what the program sees.
+ *  - Only the analyzer's numbers count: these totals exist to time samples.
+ */
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define LIVE_BITS 18
+#define LIVE_SIZE (1u << LIVE_BITS)
+#define LIVE_PROBES 64
+#define KEY_EMPTY 0ull
+#define KEY_TOMB 1ull
+#define KEY_BUSY 2ull /* claimed, value being written */
+
+typedef struct live_slot {
+    _Atomic uint64_t key;
+    uint64_t bytes;
+    int32_t device;
+    int32_t pad;
+} live_slot_t;
+
+static live_slot_t *slots;
+static _Atomic int64_t device_bytes[VT_MAX_DEVICES];
+
+int vt_live_init(void)
+{
+    if (slots)
+        return 0;
+    void *p = mmap(NULL, LIVE_SIZE * sizeof(live_slot_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    slots = p;
+    return 0;
+}
+
+static uint32_t slot_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & (LIVE_SIZE - 1);
+}
+
+int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
+{
+    if (!slots || key <= KEY_BUSY || device < 0 || device >= VT_MAX_DEVICES)
+        return -1;
+    uint32_t i = slot_of(key);
+    for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_relaxed);
+        if (k != KEY_EMPTY && k != KEY_TOMB)
+            continue;
+        /* Claim, fill, then publish the key: a racing insert into the same
+         * slot must not overwrite the value. */
+        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_BUSY))
+            continue;
+        slots[i].bytes = bytes;
+        slots[i].device = device;
+        atomic_store_explicit(&slots[i].key, key, memory_order_release);
+        return atomic_fetch_add(&device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
+    }
+    return -1;
+}
+
+int64_t vt_live_remove(uint64_t key, int *device)
+{
+    if (!slots || key <= KEY_BUSY)
+        return -1;
+    uint32_t i = slot_of(key);
+    for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
+        if (k == KEY_EMPTY)
+            return -1;
+        if (k != key)
+            continue;
+        uint64_t bytes = slots[i].bytes;
+        int dev = slots[i].device;
+        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_TOMB))
+            return -1; /* a racing double free: the other one counts it */
+        *device = dev;
+        return atomic_fetch_sub(&device_bytes[dev], (int64_t)bytes) - (int64_t)bytes;
+    }
+    return -1;
+}

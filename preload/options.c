@@ -1,0 +1,68 @@
+/* options.c: every VRAMTRACE_* variable, in one table.
+ *
+ * Contract: parsed once, on the first intercepted CUDA call (never at load
+ * time: a process that never touches CUDA pays nothing). No allocation. A bad
+ * value gets one warning on stderr and the default; the host program never
+ * sees an error because of our environment. The README's table is checked
+ * against this one by tests/t/50-shim-env.t.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+vt_options_t vt_opt;
+
+/* name, field, default, min, max, help */
+#define VT_INT_OPTIONS(X)                                                          \
+    X("VRAMTRACE_DEPTH", depth, 64, 0, (int)VT_MAX_STACK_DEPTH,                     \
+      "frames recorded per allocation stack (0 = none)")                          \
+    X("VRAMTRACE_FLUSH_MS", flush_ms, 100, 1, 60000,                              \
+      "the longest an event waits before it is on disk; bounds what SIGKILL loses") \
+    X("VRAMTRACE_SAMPLE_MS", sample_ms, 10, 0, 60000,                             \
+      "least interval between cuMemGetInfo samples while allocations flow")       \
+    X("VRAMTRACE_DISABLE", disable, 0, 0, 1, "1 = pass every call through untraced") \
+    X("VRAMTRACE_QUIET", quiet, 0, 0, 1, "1 = say nothing on stderr unless something failed")
+
+static long parse_long(const char *name, const char *text, long def, long lo, long hi)
+{
+    if (!text || !*text)
+        return def;
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || v < lo || v > hi) {
+        fprintf(stderr, "vramtrace: ignoring %s=%.64s (want an integer %ld..%ld); using %ld\n", name,
+                text, lo, hi, def);
+        return def;
+    }
+    return v;
+}
+
+void vt_options_load(void)
+{
+#define VT_LOAD_INT(name, field, def, lo, hi, help) \
+    vt_opt.field = (int)parse_long(name, getenv(name), def, lo, hi);
+    VT_INT_OPTIONS(VT_LOAD_INT)
+#undef VT_LOAD_INT
+
+    /* The ring is a power of two so the index is a mask. */
+    long ring = parse_long("VRAMTRACE_RING", getenv("VRAMTRACE_RING"), 1L << 16, 1L << 10, 1L << 24);
+    uint32_t pow2 = 1u << 10;
+    while (pow2 < (uint32_t)ring)
+        pow2 <<= 1;
+    vt_opt.ring = pow2;
+
+    const char *dir = getenv("VRAMTRACE_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    if (strlen(dir) >= sizeof vt_opt.dir - 64) {
+        fprintf(stderr, "vramtrace: ignoring VRAMTRACE_DIR (longer than %zu bytes); using .\n",
+                sizeof vt_opt.dir - 64);
+        dir = ".";
+    }
+    snprintf(vt_opt.dir, sizeof vt_opt.dir, "%s", dir);
+}

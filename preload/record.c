@@ -1,0 +1,390 @@
+/* record.c: the recording API every wrapper calls, and the event ring.
+ *
+ * Contract:
+ *  - Nothing happens before the first intercepted call: that call starts the
+ *    shim (options, stacks, writer thread, trace file). A process that never
+ *    touches CUDA starts no thread and writes no file.
+ *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
+ *    allocate: a CAS to claim a ring slot, libunwind's cached unwinding, a
+ *    lock-free lookup in the stack tree. Only a never-seen stack takes the
+ *    stack tree's insert lock.
+ *  - A full ring drops the event and counts it; the count is in the trace.
+ *  - Any internal failure turns the shim into a pass-through, said once on
+ *    stderr. The program always gets the real function's result untouched.
+ *  - fork: the child forgets the parent's ring and file and starts its own
+ *    trace lazily, on its own first CUDA call.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+__thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
+_Atomic int vt_state = VT_ST_IDLE;
+vt_device_slot_t vt_devices[VT_MAX_DEVICES];
+
+static _Atomic int warned_disable;
+
+uint64_t vt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void vt_warn_once(_Atomic int *flag, const char *fmt, ...)
+{
+    if (atomic_exchange(flag, 1))
+        return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "vramtrace: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(buf);
+    if (len < sizeof buf - 1)
+        buf[len++] = '\n';
+    /* write(2), not stdio: stderr's lock may be held by the host. */
+    ssize_t ignored = write(2, buf, len);
+    (void)ignored;
+}
+
+void vt_disable(const char *why)
+{
+    atomic_store(&vt_state, VT_ST_OFF);
+    vt_warn_once(&warned_disable, "%s; tracing is off, the program runs unchanged", why);
+}
+
+/* ---- the ring: a bounded queue with per-slot sequence numbers, many
+ * producers and one consumer (the writer). ---- */
+
+static vt_ring_slot_t *ring;
+static uint64_t ring_mask;
+static _Atomic uint64_t ring_tail;
+static uint64_t ring_head;          /* writer thread only */
+static _Atomic uint64_t ring_dropped;
+
+static int ring_init(void)
+{
+    size_t bytes = (size_t)vt_opt.ring * sizeof(vt_ring_slot_t);
+    if (!ring) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -1;
+        ring = p;
+    }
+    ring_mask = vt_opt.ring - 1;
+    for (uint64_t i = 0; i <= ring_mask; i++)
+        atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
+    atomic_store(&ring_tail, 0);
+    ring_head = 0;
+    return 0;
+}
+
+vt_ring_slot_t *vt_ring_claim(void)
+{
+    uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+    for (;;) {
+        vt_ring_slot_t *slot = &ring[pos & ring_mask];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        int64_t diff = (int64_t)(seq - pos);
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&ring_tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed))
+                return slot;
+        } else if (diff < 0) {
+            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+            return NULL;
+        } else {
+            pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+        }
+    }
+}
+
+void vt_ring_publish(vt_ring_slot_t *slot)
+{
+    uint64_t pos = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+}
+
+size_t vt_ring_drain(vt_event_t *out, size_t max)
+{
+    size_t n = 0;
+    while (n < max) {
+        vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        if (seq != ring_head + 1)
+            break;
+        out[n++] = slot->ev;
+        atomic_store_explicit(&slot->seq, ring_head + ring_mask + 1, memory_order_release);
+        ring_head++;
+    }
+    return n;
+}
+
+uint64_t vt_ring_dropped(void)
+{
+    return atomic_load_explicit(&ring_dropped, memory_order_relaxed);
+}
+
+/* ---- start-up, on the first intercepted call ---- */
+
+static void atfork_child(void)
+{
+    vt_tls.tid = 0;
+    if (atomic_load(&vt_state) == VT_ST_OFF)
+        return;
+    /* The parent's writer thread and file do not exist here; the child
+     * traces itself from its own first CUDA call on. */
+    vt_writer_atfork_child();
+    vt_stacks_atfork_child();
+    for (int i = 0; i < VT_MAX_DEVICES; i++)
+        if (atomic_load(&vt_devices[i].state) == 3)
+            atomic_store(&vt_devices[i].state, 2);
+    atomic_store(&ring_dropped, 0);
+    atomic_store(&vt_state, VT_ST_IDLE);
+}
+
+static void shim_exit(void)
+{
+    if (atomic_load(&vt_state) == VT_ST_ACTIVE)
+        vt_writer_stop();
+}
+
+static void init_api_flags(void);
+
+static int start(void)
+{
+    static int atfork_done;
+    vt_options_load();
+    init_api_flags();
+    if (vt_opt.disable)
+        return -1;
+    if (ring_init() != 0) {
+        vt_disable("cannot map the event buffer");
+        return -1;
+    }
+    if (vt_stacks_init() != 0 || vt_live_init() != 0) {
+        vt_disable("cannot map the stack tables");
+        return -1;
+    }
+    if (vt_writer_start() != 0)
+        return -1; /* the writer said why */
+    if (!atfork_done) {
+        atfork_done = 1;
+        pthread_atfork(NULL, NULL, atfork_child);
+        atexit(shim_exit);
+    }
+    return 0;
+}
+
+/* Returns 1 when the shim records, 0 when calls must pass through. */
+static int ensure_started(void)
+{
+    int st = atomic_load_explicit(&vt_state, memory_order_acquire);
+    if (st == VT_ST_ACTIVE)
+        return 1;
+    if (st == VT_ST_OFF)
+        return 0;
+    int idle = VT_ST_IDLE;
+    if (atomic_compare_exchange_strong(&vt_state, &idle, VT_ST_STARTING)) {
+        vt_tls.guard++;
+        int ok = start() == 0;
+        vt_tls.guard--;
+        if (ok) {
+            atomic_store(&vt_state, VT_ST_ACTIVE);
+            return 1;
+        }
+        if (vt_opt.disable)
+            atomic_store(&vt_state, VT_ST_OFF);
+        return 0;
+    }
+    /* Another thread is starting the shim: it takes microseconds. */
+    while ((st = atomic_load(&vt_state)) == VT_ST_STARTING)
+        sched_yield();
+    return st == VT_ST_ACTIVE;
+}
+
+/* ---- per-call recording ---- */
+
+static uint32_t current_tid(void)
+{
+    if (!vt_tls.tid)
+        vt_tls.tid = (uint32_t)syscall(SYS_gettid);
+    return vt_tls.tid;
+}
+
+static int is_release(unsigned kind)
+{
+    return kind == VT_KIND_FREE || kind == VT_KIND_VMM_RELEASE || kind == VT_KIND_VMM_UNMAP ||
+           kind == VT_KIND_VA_FREE || kind == VT_KIND_UNREGISTER || kind == VT_KIND_POOL_DESTROY;
+}
+
+/* Device facts once per device, taken while a context is current. */
+static void capture_device(int device, uint64_t give_back)
+{
+    if (device < 0 || device >= VT_MAX_DEVICES)
+        return;
+    vt_device_slot_t *d = &vt_devices[device];
+    int unseen = 0;
+    if (!atomic_compare_exchange_strong(&d->state, &unseen, 1))
+        return;
+    if (vt_driver_device_facts(device, d) != 0) {
+        atomic_store(&d->state, 0);
+        return;
+    }
+    /* When the first thing we saw was an allocation that created the
+     * context, free memory is measured after it: add it back so the reserve
+     * is the context's alone. */
+    d->free_at_first += give_back;
+    d->time_ns = vt_now_ns();
+    atomic_store_explicit(&d->state, 2, memory_order_release);
+}
+
+static void push_sample(int device, uint32_t why, uint32_t stack)
+{
+    uint64_t free_b, total_b;
+    if (vt_driver_meminfo(&free_b, &total_b) != 0)
+        return;
+    vt_ring_slot_t *slot = vt_ring_claim();
+    if (!slot)
+        return;
+    vt_event_t *ev = &slot->ev;
+    memset(ev, 0, sizeof *ev);
+    ev->time_ns = vt_now_ns();
+    ev->api = VT_API_cuMemGetInfo_v2;
+    ev->device = (int16_t)device;
+    ev->size = free_b;
+    ev->aux = total_b;
+    ev->flags = VT_EF_SAMPLE | why;
+    ev->tid = current_tid();
+    ev->stack = stack;
+    vt_ring_publish(slot);
+}
+
+static uint32_t api_flags[VT_API_COUNT];
+
+static void init_api_flags(void)
+{
+    for (unsigned i = 0; i < VT_API_COUNT; i++) {
+        const vt_api_info_t *info = vt_api_info(i);
+        api_flags[i] = (info->runtime ? VT_EF_RUNTIME : 0) | (strstr(info->name, "_ptsz") ? VT_EF_PTSZ : 0);
+    }
+}
+
+static _Atomic uint64_t last_sample_ns;
+static _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
+
+int vt_call_begin(vt_call_t *call, unsigned api)
+{
+    const vt_api_info_t *info = vt_api_info(api);
+    call->recording = 0;
+    if (vt_tls.guard || !info)
+        return 0;
+    if (vt_tls.runtime_depth && !info->runtime)
+        return 0; /* folded into the enclosing cuda* call's event */
+    if (!ensure_started())
+        return 0;
+    vt_tls.guard++;
+    memset(&call->ev, 0, sizeof call->ev);
+    call->ev.api = (uint16_t)api;
+    call->ev.device = -1;
+    call->ev.flags = api_flags[api];
+    call->kind = info->kind;
+    call->space = info->space;
+    call->runtime = info->runtime;
+    call->slot = NULL;
+    if (call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED) {
+        int dev = vt_driver_current_device();
+        if (dev >= 0)
+            capture_device(dev, 0);
+    }
+    if (is_release(call->kind)) {
+        call->slot = vt_ring_claim();
+        if (!call->slot) {
+            vt_tls.guard--;
+            return 0;
+        }
+    }
+    call->recording = 1;
+    if (call->runtime)
+        vt_tls.runtime_depth++;
+    vt_tls.guard--;
+    return 1;
+}
+
+static void track_device_bytes(vt_call_t *call, uint32_t result)
+{
+    vt_event_t *ev = &call->ev;
+    int64_t total = -1;
+    int dev = ev->device;
+    if (result == 0 && (call->kind == VT_KIND_ALLOC || call->kind == VT_KIND_VMM_CREATE) &&
+        call->space == VT_SPACE_DEVICE)
+        total = vt_live_add(ev->ptr, ev->reserved ? ev->reserved : ev->size, dev);
+    else if (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE)
+        vt_live_remove(ev->ptr, &dev);
+    if (dev < 0 || dev >= VT_MAX_DEVICES)
+        return;
+
+    uint32_t why = 0;
+    uint64_t now = ev->time_ns;
+    if (result != 0 && call->kind != VT_KIND_MEMINFO) {
+        why = VT_EF_AFTER_FAILURE;
+    } else if (total >= 0) {
+        /* A new peak at least a granule above the last peak sample: every
+         * 2 MiB step of a model load, not every small allocation. */
+        int64_t seen = atomic_load_explicit(&peak_sampled[dev], memory_order_relaxed);
+        if (total >= seen + (2 << 20) &&
+            atomic_compare_exchange_strong(&peak_sampled[dev], &seen, total))
+            why = VT_EF_AT_PEAK;
+    }
+    if (!why && vt_opt.sample_ms > 0 && call->kind != VT_KIND_MEMINFO) {
+        uint64_t last = atomic_load_explicit(&last_sample_ns, memory_order_relaxed);
+        if (now - last >= (uint64_t)vt_opt.sample_ms * 1000000ull &&
+            atomic_compare_exchange_strong(&last_sample_ns, &last, now))
+            why = VT_EF_SAMPLE;
+    }
+    if (why) {
+        atomic_store_explicit(&last_sample_ns, now, memory_order_relaxed);
+        push_sample(dev, why & ~(uint32_t)VT_EF_SAMPLE, ev->stack);
+    }
+}
+
+/* noinline keeps the frame layout fixed: the stack skips exactly this
+ * function and the wrapper. */
+__attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
+{
+    if (!call->recording)
+        return;
+    vt_tls.guard++;
+    if (call->runtime)
+        vt_tls.runtime_depth--;
+    vt_event_t *ev = &call->ev;
+    ev->result = result;
+    ev->time_ns = vt_now_ns();
+    ev->tid = current_tid();
+    if (ev->device == -1 && (call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED))
+        ev->device = (int16_t)vt_driver_current_device();
+    if (ev->device >= 0 && atomic_load(&vt_devices[ev->device].state) == 0)
+        capture_device(ev->device, result == 0 && call->kind == VT_KIND_ALLOC ? ev->size : 0);
+    ev->stack = vt_stack_capture(2);
+
+    vt_ring_slot_t *slot = call->slot ? call->slot : vt_ring_claim();
+    if (slot) {
+        slot->ev = *ev;
+        vt_ring_publish(slot);
+    }
+    if (call->space == VT_SPACE_DEVICE && call->kind != VT_KIND_POOL_CREATE &&
+        call->kind != VT_KIND_POOL_DESTROY && call->kind != VT_KIND_POOL_TRIM)
+        track_device_bytes(call, result);
+    vt_tls.guard--;
+}

@@ -1,0 +1,143 @@
+/* Internal declarations of the shim (libvramtrace.so), grouped by the file
+ * that defines them. Nothing here is exported: the shim is built with
+ * -fvisibility=hidden and a version script that exports only the wrapped
+ * CUDA entry points and dlsym.
+ *
+ * Layers, top to bottom:
+ *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
+ *   interpose.c  finds the real functions; routes dlsym and cuGetProcAddress
+ *   record.c     the recording API the wrappers call: guard, ring, samples
+ *   stacks.c     unwinding and calling-context-tree interning
+ *   livemap.c    live device bytes per pointer, for peak-triggered samples
+ *   writer.c     background thread: encode, compress, write the trace file
+ *   symbols.c    module map and symbol names (writer thread only)
+ *   options.c    VRAMTRACE_* environment, parsed once
+ * Hooks never aggregate, symbolize or allocate; everything costly happens on
+ * the writer thread.
+ */
+#ifndef VT_PRELOAD_SHIM_H
+#define VT_PRELOAD_SHIM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramtrace/entrypoints.h"
+#include "vramtrace/trace_format.h"
+
+#define VT_EXPORT __attribute__((visibility("default")))
+#define VT_MAX_DEVICES 64
+
+/* ---- options.c ---- */
+typedef struct vt_options {
+    char dir[512];      /* VRAMTRACE_DIR */
+    int depth;          /* VRAMTRACE_DEPTH: frames per stack, 0 = none */
+    int flush_ms;       /* VRAMTRACE_FLUSH_MS */
+    int sample_ms;      /* VRAMTRACE_SAMPLE_MS: meminfo rate limit */
+    uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
+    int disable;        /* VRAMTRACE_DISABLE */
+    int quiet;          /* VRAMTRACE_QUIET: no stderr notes except failures */
+} vt_options_t;
+
+extern vt_options_t vt_opt;
+/* Parses the environment into vt_opt. Bad values warn once and keep the
+ * default. No allocation. */
+void vt_options_load(void);
+
+/* ---- record.c ---- */
+typedef struct vt_tls {
+    int guard;            /* > 0 while inside the shim: nested calls pass through */
+    int runtime_depth;    /* > 0 inside a cuda* wrapper: driver calls fold into it */
+    uint32_t tid;
+} vt_tls_t;
+
+extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
+
+typedef struct vt_call {
+    vt_event_t ev;
+    void *slot;           /* ring slot claimed before a release call */
+    uint8_t kind, space, recording, runtime;
+} vt_call_t;
+
+/* Starts recording a call. Returns 0 when the call must pass through
+ * untraced (shim disabled, nested call, failure). Release kinds claim their
+ * ring slot here, before the real call, so a free is always ordered before
+ * the allocation that reuses its address. */
+int vt_call_begin(vt_call_t *call, unsigned api);
+/* Completes the event with the result, captures the stack and publishes. */
+void vt_call_end(vt_call_t *call, uint32_t result);
+
+/* Shim-wide state. */
+enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF };
+extern _Atomic int vt_state;
+/* Says msg on stderr once per process, prefixed "vramtrace: ". */
+void vt_warn_once(_Atomic int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Turns the shim into a pass-through for the rest of the process. */
+void vt_disable(const char *why);
+uint64_t vt_now_ns(void);
+
+/* Ring of events between hooks and the writer (single consumer). */
+typedef struct vt_ring_slot {
+    _Atomic uint64_t seq;
+    vt_event_t ev;
+} vt_ring_slot_t;
+vt_ring_slot_t *vt_ring_claim(void);
+void vt_ring_publish(vt_ring_slot_t *slot);
+/* Writer side: copies up to max published events in order; stops at the
+ * first claimed-but-unpublished slot. */
+size_t vt_ring_drain(vt_event_t *out, size_t max);
+uint64_t vt_ring_dropped(void);
+
+/* Per-device facts captured on first use, published for the writer. */
+typedef struct vt_device_slot {
+    _Atomic int state;    /* 0 unseen, 1 capturing, 2 ready, 3 emitted */
+    uint64_t time_ns, total, free_at_first;
+    uint8_t uuid[16];
+    char name[128];
+} vt_device_slot_t;
+extern vt_device_slot_t vt_devices[VT_MAX_DEVICES];
+
+/* ---- stacks.c ---- */
+/* Captures the caller's stack (skipping `skip` shim frames) and returns its
+ * interned leaf node id, 0 if stacks are off or lost. Lock-free unless the
+ * stack has a frame sequence never seen before. */
+uint32_t vt_stack_capture(int skip);
+/* Writer side: node count published so far, and a node's fields. */
+uint32_t vt_stack_count(void);
+void vt_stack_node(uint32_t id, uint32_t *parent, uint64_t *ip);
+uint64_t vt_stacks_lost(void);
+int vt_stacks_init(void);
+void vt_stacks_atfork_child(void);
+
+/* ---- livemap.c ---- */
+/* Tracks live device bytes per pointer so a free knows its size. Returns the
+ * device's tracked total after the change, or -1 when not tracked. */
+int64_t vt_live_add(uint64_t key, uint64_t bytes, int device);
+int64_t vt_live_remove(uint64_t key, int *device);
+int vt_live_init(void);
+
+/* ---- interpose.c ---- */
+/* The real function behind an entry point, resolved lazily; NULL when the
+ * driver/runtime lacks it. */
+void *vt_real(unsigned api);
+void vt_set_real(unsigned api, void *fn);
+/* dlsym that bypasses our own interposition. */
+void *vt_real_dlsym(void *handle, const char *name);
+/* The process's libcuda handle (RTLD_NOLOAD), or NULL. */
+void *vt_libcuda(void);
+/* Real driver helpers used for device facts and samples. */
+int vt_driver_current_device(void);
+int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
+int vt_driver_device_facts(int device, vt_device_slot_t *out);
+/* Handles for the wrappers the table generates, by api id. */
+void *vt_wrapper(unsigned api);
+unsigned vt_api_by_name(const char *name);
+
+/* ---- writer.c ---- */
+/* Opens the trace file and starts the writer thread. 0 on success. */
+int vt_writer_start(void);
+/* Flushes everything and writes the END record (process exit). */
+void vt_writer_stop(void);
+void vt_writer_atfork_child(void);
+
+#endif

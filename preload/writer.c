@@ -1,0 +1,557 @@
+/* writer.c: the background thread that turns ring events into the trace
+ * file (format: include/vramtrace/trace_format.h).
+ *
+ * Contract:
+ *  - Started by the first intercepted call, never at load time. Opens
+ *    VRAMTRACE_DIR/<exe>.<pid>.vtrace with O_CREAT|O_EXCL|O_NOFOLLOW, mode
+ *    0600, creating the directory 0700 if missing. Any failure here makes the
+ *    shim a pass-through, said once on stderr.
+ *  - Wakes every VRAMTRACE_FLUSH_MS and writes what it has as one complete
+ *    zstd frame (a chunk), so SIGKILL loses at most that much.
+ *  - Before an event is encoded, every stack node, frame name, module and
+ *    device it refers to has been written.
+ *  - A write that fails (disk full, RLIMIT_FSIZE, I/O error) stops all
+ *    further writes: the file stays readable up to its last complete chunk,
+ *    and the count of events lost is said on stderr at exit. RLIMIT_FSIZE is
+ *    checked before writing so the host never gets SIGXFSZ from us.
+ *  - The thread blocks every signal: the host's handlers never run on it.
+ *  - libzstd is loaded with dlopen on first use, like libunwind.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "shim.h"
+#include "symbols.h"
+#include "vramtrace/encode.h"
+
+#define RAW_CAP (1u << 20)
+#define BATCH 1024
+
+typedef size_t (*zstd_bound_fn)(size_t);
+typedef ZSTD_CCtx *(*zstd_create_fn)(void);
+typedef size_t (*zstd_set_fn)(ZSTD_CCtx *, ZSTD_cParameter, int);
+typedef size_t (*zstd_compress2_fn)(ZSTD_CCtx *, void *, size_t, const void *, size_t);
+typedef unsigned (*zstd_is_error_fn)(size_t);
+
+static struct {
+    zstd_bound_fn bound;
+    zstd_create_fn create;
+    zstd_set_fn set;
+    zstd_compress2_fn compress2;
+    zstd_is_error_fn is_error;
+    ZSTD_CCtx *cctx;
+} zstd;
+
+static int fd = -1;
+static char path[600];
+static uint64_t mono_start;
+static uint8_t *raw, *zbuf;
+static size_t raw_len, zcap;
+static uint32_t chunk_seq;
+static uint64_t prev_time, file_bytes, fsize_limit;
+static int write_failed;
+static uint64_t events_written, events_lost;
+static uint32_t nodes_emitted;
+static uint64_t last_dropped, last_stacks_lost;
+static _Atomic int warned_write;
+
+static pthread_t thread;
+static int thread_running;
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond;
+static int stopping;
+
+/* ips already given a FRAME record in this file: open addressing, grown by
+ * doubling; writer thread only. */
+static uint64_t *frame_set;
+static size_t frame_cap, frame_len;
+
+static uint8_t scratch[VT_MAX_STRING + 4096];
+
+/* ---- output ---- */
+
+static int write_all(const uint8_t *p, size_t n)
+{
+    if (fsize_limit && file_bytes + n > fsize_limit) {
+        errno = EFBIG;
+        return -1;
+    }
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+        file_bytes += (uint64_t)w;
+    }
+    return 0;
+}
+
+static void write_failed_now(void)
+{
+    int err = errno;
+    write_failed = 1;
+    vt_warn_once(&warned_write, "cannot write %s: %s; the trace ends at its last complete chunk", path,
+                 strerror(err));
+}
+
+static void flush_chunk(void)
+{
+    if (!raw_len)
+        return;
+    if (!write_failed) {
+        size_t z = zstd.compress2(zstd.cctx, zbuf + sizeof(vt_chunk_header_t), zcap, raw, raw_len);
+        if (zstd.is_error(z)) {
+            errno = EIO;
+            write_failed_now();
+        } else {
+            vt_chunk_header_t h = { VT_CHUNK_MAGIC, (uint32_t)z, (uint32_t)raw_len, chunk_seq++ };
+            memcpy(zbuf, &h, sizeof h);
+            if (write_all(zbuf, sizeof h + z) != 0)
+                write_failed_now();
+        }
+    }
+    raw_len = 0;
+    prev_time = mono_start;
+}
+
+static void emit(uint8_t type, const uint8_t *payload, size_t len)
+{
+    if (raw_len + len + 1 + VT_VARINT_MAX > RAW_CAP)
+        flush_chunk();
+    raw_len = (size_t)(vt_put_record(raw + raw_len, type, payload, len) - raw);
+}
+
+/* ---- records ---- */
+
+static void module_sink(void *ctx, const vt_module_info_t *m)
+{
+    (void)ctx;
+    uint8_t *p = scratch;
+    p = vt_put_varint(p, m->id);
+    p = vt_put_varint(p, m->base);
+    p = vt_put_varint(p, m->size);
+    p = vt_put_str(p, (const char *)m->build_id, m->build_id ? m->build_id_len : 0, 64);
+    p = vt_put_str(p, m->path ? m->path : "", m->path ? strlen(m->path) : 0, 4096);
+    emit(VT_REC_MODULE, scratch, (size_t)(p - scratch));
+}
+
+static int frame_seen(uint64_t ip)
+{
+    if (frame_len * 2 >= frame_cap) {
+        size_t cap = frame_cap ? frame_cap * 2 : 4096;
+        uint64_t *set = calloc(cap, sizeof *set);
+        if (!set)
+            return 1; /* no name for this frame, rather than no trace */
+        for (size_t i = 0; i < frame_cap; i++) {
+            if (!frame_set[i])
+                continue;
+            size_t j = (frame_set[i] * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1);
+            while (set[j])
+                j = (j + 1) & (cap - 1);
+            set[j] = frame_set[i];
+        }
+        free(frame_set);
+        frame_set = set;
+        frame_cap = cap;
+    }
+    size_t j = (ip * 0x9e3779b97f4a7c15ull) >> 20 & (frame_cap - 1);
+    while (frame_set[j]) {
+        if (frame_set[j] == ip)
+            return 1;
+        j = (j + 1) & (frame_cap - 1);
+    }
+    frame_set[j] = ip;
+    frame_len++;
+    return 0;
+}
+
+static void emit_frame(uint64_t ip)
+{
+    if (!ip || frame_seen(ip))
+        return;
+    uint32_t module = 0;
+    const char *function = "";
+    uint64_t offset = 0;
+    /* Return addresses point after the call: look up the call itself. */
+    vt_symbols_lookup((uintptr_t)ip - 1, module_sink, NULL, &module, &function, &offset);
+    uint8_t *p = scratch;
+    p = vt_put_varint(p, ip);
+    p = vt_put_varint(p, module);
+    p = vt_put_varint(p, offset + (module ? 1 : 0));
+    p = vt_put_str(p, function, strlen(function), VT_MAX_STRING);
+    emit(VT_REC_FRAME, scratch, (size_t)(p - scratch));
+}
+
+static void emit_new_nodes(void)
+{
+    uint32_t count = vt_stack_count();
+    while (nodes_emitted < count) {
+        uint32_t id = ++nodes_emitted, parent;
+        uint64_t ip;
+        vt_stack_node(id, &parent, &ip);
+        emit_frame(ip);
+        uint8_t *p = scratch;
+        p = vt_put_varint(p, id);
+        p = vt_put_varint(p, parent);
+        p = vt_put_varint(p, ip);
+        emit(VT_REC_STACK, scratch, (size_t)(p - scratch));
+    }
+}
+
+static void emit_new_devices(void)
+{
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        vt_device_slot_t *d = &vt_devices[i];
+        if (atomic_load_explicit(&d->state, memory_order_acquire) != 2)
+            continue;
+        uint8_t *p = scratch;
+        p = vt_put_zz(p, i);
+        p = vt_put_varint(p, d->time_ns);
+        p = vt_put_varint(p, d->total);
+        p = vt_put_varint(p, d->free_at_first);
+        memcpy(p, d->uuid, 16);
+        p += 16;
+        p = vt_put_str(p, d->name, strnlen(d->name, sizeof d->name), sizeof d->name);
+        emit(VT_REC_DEVICE, scratch, (size_t)(p - scratch));
+        atomic_store(&d->state, 3);
+    }
+}
+
+static void emit_event(const vt_event_t *ev)
+{
+    uint8_t buf[12 * VT_VARINT_MAX], *p = buf;
+    p = vt_put_varint(p, ev->api);
+    p = vt_put_zz(p, (int64_t)(ev->time_ns - prev_time));
+    p = vt_put_varint(p, ev->tid);
+    p = vt_put_zz(p, ev->device);
+    p = vt_put_varint(p, ev->ptr);
+    p = vt_put_varint(p, ev->size);
+    p = vt_put_varint(p, ev->reserved);
+    p = vt_put_varint(p, ev->aux);
+    p = vt_put_varint(p, ev->flags);
+    p = vt_put_varint(p, ev->result);
+    p = vt_put_varint(p, ev->stack);
+    if (raw_len + (size_t)(p - buf) + 1 + VT_VARINT_MAX > RAW_CAP) {
+        flush_chunk(); /* resets prev_time: re-encode against the new base */
+        emit_event(ev);
+        return;
+    }
+    emit(VT_REC_EVENT, buf, (size_t)(p - buf));
+    prev_time = ev->time_ns;
+    events_written++;
+}
+
+static void emit_counts(int force)
+{
+    uint64_t dropped = vt_ring_dropped(), lost = vt_stacks_lost();
+    if (!force && dropped == last_dropped && lost == last_stacks_lost)
+        return;
+    last_dropped = dropped;
+    last_stacks_lost = lost;
+    uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
+    p = vt_put_varint(p, vt_now_ns());
+    p = vt_put_varint(p, dropped);
+    p = vt_put_varint(p, lost);
+    emit(VT_REC_DROPPED, buf, (size_t)(p - buf));
+}
+
+/* Drains the ring into the chunk buffer and writes it out. */
+static void drain_and_flush(void)
+{
+    static vt_event_t batch[BATCH];
+    size_t n;
+    do {
+        n = vt_ring_drain(batch, BATCH);
+        if (write_failed) {
+            events_lost += n;
+            continue;
+        }
+        /* Nodes and devices are published before the events that use them,
+         * and we read these counters after draining, so nothing dangles. */
+        emit_new_devices();
+        emit_new_nodes();
+        for (size_t i = 0; i < n; i++)
+            emit_event(&batch[i]);
+    } while (n == BATCH);
+    if (!write_failed) {
+        emit_counts(0);
+        flush_chunk();
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wake_lock);
+    while (!stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)vt_opt.flush_ms * 1000000ull;
+        ts.tv_sec += (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
+        pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
+        if (stopping)
+            break;
+        pthread_mutex_unlock(&wake_lock);
+        vt_tls.guard++;
+        drain_and_flush();
+        vt_tls.guard--;
+        pthread_mutex_lock(&wake_lock);
+    }
+    pthread_mutex_unlock(&wake_lock);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int load_zstd(void)
+{
+    if (zstd.cctx)
+        return 0;
+    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    zstd.bound = (zstd_bound_fn)vt_real_dlsym(h, "ZSTD_compressBound");
+    zstd.create = (zstd_create_fn)vt_real_dlsym(h, "ZSTD_createCCtx");
+    zstd.set = (zstd_set_fn)vt_real_dlsym(h, "ZSTD_CCtx_setParameter");
+    zstd.compress2 = (zstd_compress2_fn)vt_real_dlsym(h, "ZSTD_compress2");
+    zstd.is_error = (zstd_is_error_fn)vt_real_dlsym(h, "ZSTD_isError");
+    if (!zstd.bound || !zstd.create || !zstd.set || !zstd.compress2 || !zstd.is_error)
+        return -1;
+    zstd.cctx = zstd.create();
+    if (!zstd.cctx)
+        return -1;
+    zstd.set(zstd.cctx, ZSTD_c_compressionLevel, 3);
+    /* The checksum lets the reader tell a torn chunk from a valid one. */
+    zstd.set(zstd.cctx, ZSTD_c_checksumFlag, 1);
+    return 0;
+}
+
+static size_t read_small_file(const char *name, char *buf, size_t cap)
+{
+    int f = open(name, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return 0;
+    size_t len = 0;
+    while (len < cap) {
+        ssize_t r = read(f, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(f);
+    return len;
+}
+
+static int open_trace(const char *exe)
+{
+    if (mkdir(vt_opt.dir, 0700) != 0 && errno != EEXIST) {
+        vt_disable("cannot create VRAMTRACE_DIR");
+        return -1;
+    }
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    char name[64];
+    size_t n = 0;
+    for (; base[n] && n < sizeof name - 1; n++) {
+        char c = base[n];
+        int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                   c == '-' || c == '_';
+        name[n] = safe ? c : '_';
+    }
+    name[n] = 0;
+    if (!n)
+        strcpy(name, "process");
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if (attempt == 0)
+            snprintf(path, sizeof path, "%s/%s.%d.vtrace", vt_opt.dir, name, (int)getpid());
+        else
+            snprintf(path, sizeof path, "%s/%s.%d.%d.vtrace", vt_opt.dir, name, (int)getpid(), attempt);
+        /* O_EXCL|O_NOFOLLOW: a planted file or symlink is never followed or
+         * overwritten; we pick another name instead. */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        char why[700];
+        snprintf(why, sizeof why, "cannot create a trace file in %s (%s)", vt_opt.dir, strerror(errno));
+        vt_disable(why);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_header(const char *exe)
+{
+    static char cmdline[16384];
+    size_t cmd_len = read_small_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+
+    uint8_t *p = scratch;
+    p = vt_put_varint(p, (uint64_t)getpid());
+    p = vt_put_varint(p, (uint64_t)getppid());
+    p = vt_put_varint(p, mono_start);
+    p = vt_put_varint(p, (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec);
+    p = vt_put_str(p, VT_VERSION, strlen(VT_VERSION), 64);
+    p = vt_put_str(p, exe, strlen(exe), 4096);
+    p = vt_put_str(p, host, strlen(host), 255);
+    uint32_t argc = 0;
+    for (size_t i = 0; i < cmd_len; i++)
+        argc += cmdline[i] == 0;
+    if (cmd_len && cmdline[cmd_len - 1] != 0)
+        argc++; /* truncated last argument */
+    p = vt_put_varint(p, argc);
+    for (size_t i = 0; i < cmd_len;) {
+        size_t len = strnlen(cmdline + i, cmd_len - i);
+        p = vt_put_str(p, cmdline + i, len, len);
+        i += len + 1;
+    }
+
+    uint8_t rec[sizeof scratch + 16];
+    size_t rec_len = (size_t)(vt_put_record(rec, VT_REC_PROCESS, scratch, (size_t)(p - scratch)) - rec);
+    vt_file_prelude_t prelude;
+    memset(&prelude, 0, sizeof prelude);
+    memcpy(prelude.magic, VT_FILE_MAGIC, 8);
+    prelude.version = VT_FORMAT_VERSION;
+    prelude.header_len = (uint32_t)rec_len;
+    if (write_all((const uint8_t *)&prelude, sizeof prelude) != 0 || write_all(rec, rec_len) != 0) {
+        write_failed_now();
+        return -1;
+    }
+    return 0;
+}
+
+int vt_writer_start(void)
+{
+    if (load_zstd() != 0) {
+        vt_disable("cannot load libzstd.so.1");
+        return -1;
+    }
+    if (!raw) {
+        zcap = zstd.bound(RAW_CAP);
+        raw = malloc(RAW_CAP);
+        zbuf = malloc(zcap + sizeof(vt_chunk_header_t));
+        if (!raw || !zbuf) {
+            vt_disable("out of memory for trace buffers");
+            return -1;
+        }
+    }
+    struct rlimit rl;
+    fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : 0;
+
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    mono_start = vt_now_ns();
+    prev_time = mono_start;
+    if (open_trace(exe) != 0)
+        return -1;
+    if (write_header(exe) != 0) {
+        vt_disable("cannot write the trace header");
+        close(fd);
+        unlink(path);
+        fd = -1;
+        return -1;
+    }
+
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wake_cond, &attr);
+    pthread_condattr_destroy(&attr);
+
+    /* The writer must never run the host's signal handlers. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        vt_disable("cannot start the writer thread");
+        return -1;
+    }
+    pthread_setname_np(thread, "vramtrace");
+    thread_running = 1;
+    return 0;
+}
+
+void vt_writer_stop(void)
+{
+    if (!thread_running)
+        return;
+    pthread_mutex_lock(&wake_lock);
+    stopping = 1;
+    pthread_cond_signal(&wake_cond);
+    pthread_mutex_unlock(&wake_lock);
+    pthread_join(thread, NULL);
+    thread_running = 0;
+
+    vt_tls.guard++;
+    drain_and_flush();
+    if (!write_failed) {
+        uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
+        emit_counts(1);
+        p = vt_put_varint(p, vt_now_ns());
+        p = vt_put_varint(p, events_written);
+        p = vt_put_varint(p, vt_ring_dropped());
+        emit(VT_REC_END, buf, (size_t)(p - buf));
+        flush_chunk();
+    }
+    if (events_lost || vt_ring_dropped()) {
+        char msg[256];
+        int len = snprintf(msg, sizeof msg, "vramtrace: %llu events not in %s (%llu dropped, %llu unwritten)\n",
+                           (unsigned long long)(events_lost + vt_ring_dropped()), path,
+                           (unsigned long long)vt_ring_dropped(), (unsigned long long)events_lost);
+        ssize_t ignored = write(2, msg, (size_t)len);
+        (void)ignored;
+    }
+    close(fd);
+    fd = -1;
+    vt_tls.guard--;
+    atomic_store(&vt_state, VT_ST_OFF);
+}
+
+void vt_writer_atfork_child(void)
+{
+    /* The parent's thread is gone and its file is the parent's. State the
+     * writer thread may have been changing at fork time is abandoned, not
+     * trusted. */
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    thread_running = 0;
+    stopping = 0;
+    pthread_mutex_init(&wake_lock, NULL);
+    raw_len = 0;
+    chunk_seq = 0;
+    file_bytes = 0;
+    write_failed = 0;
+    events_written = events_lost = 0;
+    nodes_emitted = 0;
+    last_dropped = last_stacks_lost = 0;
+    frame_set = NULL;
+    frame_cap = frame_len = 0;
+    atomic_store(&warned_write, 0);
+    vt_symbols_reset_reported();
+}

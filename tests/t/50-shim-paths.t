@@ -1,0 +1,115 @@
+#!/bin/sh
+# The shim sees every allocation however the program reached the driver:
+# linked calls, dlopen+dlsym, cuGetProcAddress (v2, and v1 on an older
+# driver), and the runtime API. Exact events per path and flavour, each with
+# the test's own function in its stack.
+. tests/t/lib.sh
+P=$B/tests/shim/paths
+G=2097152   # the simulated granularity
+
+run_mode() {   # run_mode MODE [ENV...]: leaves $D/dump
+    D=$(tmpdir)
+    mode=$1; shift
+    env "$@" LD_LIBRARY_PATH=${SIMDIR:-$SIM} LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $P $mode >$D/out 2>$D/err
+    echo $? >$D/rc
+    set -- $D/*.vtrace
+    NTRACES=$#
+    $VT dump --stacks "$1" >$D/dump 2>$D/dump.err
+}
+expect() {    # expect API SIZE COUNT
+    is "$(count_events $D/dump "$1" "$2" 0)" "$3" "$mode: $3 x $1 size=${2:-any}"
+}
+in_stack() {  # in_stack API SIZE FUNCTION
+    if stack_of $D/dump "$1" "$2" | grep -q " $3 "; then ok "$mode: $1 stack has $3"
+    else nok "$mode: $1 stack has $3"; stack_of $D/dump "$1" "$2" | sed 's/^/#  /'; fi
+}
+
+run_mode linked
+is "$(cat $D/rc)" 0 "linked: program ran unchanged"
+is "$NTRACES" 1 "linked: one trace file"
+expect cuMemAlloc_v2 4097 1
+expect cuMemAllocPitch_v2 3000 1
+expect cuMemFree_v2 "" 3
+expect cuMemAllocAsync 8193 1
+expect cuMemAllocAsync_ptsz 12289 1
+expect cuMemAllocFromPoolAsync 16385 1
+expect cuMemFreeAsync "" 2
+expect cuMemFreeAsync_ptsz "" 1
+expect cuMemAddressReserve $((8 * G)) 1
+expect cuMemCreate $((2 * G)) 1
+expect cuMemMap $((2 * G)) 1
+expect cuMemUnmap $((2 * G)) 1
+expect cuMemRelease "" 1
+expect cuMemAddressFree $((8 * G)) 1
+expect cuMemAllocManaged 20481 1
+expect cuMemAllocHost_v2 24577 1
+expect cuMemHostAlloc 28673 1
+expect cuMemHostRegister_v2 32769 1
+expect cuMemHostUnregister "" 1
+expect cuMemFreeHost "" 2
+expect cuMemPoolCreate "" 1
+expect cuMemPoolTrimTo 0 1
+expect cuMemPoolDestroy "" 1
+expect cuMemGetInfo_v2 "" 2
+in_stack cuMemAlloc_v2 4097 linked_device
+in_stack cuMemAllocAsync_ptsz 12289 linked_async
+in_stack cuMemCreate $((2 * G)) linked_vmm
+in_stack cuMemHostAlloc 28673 linked_host
+in_stack cuMemAlloc_v2 4097 main
+check "linked: device record for ordinal 0" grep -q "^device ordinal=0 total=25769803776 " $D/dump
+check "linked: process record names the program" grep -q "^process .*exe=$P " $D/dump
+check "linked: clean end record" grep -q "^end " $D/dump
+
+for m in dlsym procaddr; do
+    run_mode $m
+    is "$(cat $D/rc)" 0 "$mode: program ran unchanged"
+    expect cuMemAlloc_v2 45057 1
+    expect cuMemAllocAsync_ptsz 49153 1
+    expect cuMemAllocHost_v2 53249 1
+    expect cuMemAllocManaged 57345 1
+    expect cuMemFreeAsync "" 1
+    expect cuMemFreeHost "" 1
+    expect cuMemFree_v2 "" 2
+    expect cuMemGetInfo_v2 "" 1
+    in_stack cuMemAlloc_v2 45057 looked_up_calls
+done
+
+# A driver older than CUDA 12 has no cuGetProcAddress_v2: the v1 route.
+SIMDIR=$B/sim-nov2 run_mode procaddr
+is "$(cat $D/rc)" 0 "procaddr on a pre-12 driver: program ran unchanged"
+check "procaddr on a pre-12 driver: used cuGetProcAddress" grep -q "procaddr: cuGetProcAddress$" $D/out
+expect cuMemAlloc_v2 45057 1
+expect cuMemAllocAsync_ptsz 49153 1
+
+run_mode runtime
+is "$(cat $D/rc)" 0 "runtime: program ran unchanged"
+expect cudaMalloc 86017 1
+expect cudaMallocPitch 4000 1
+expect cudaMallocHost 90113 1
+expect cudaHostAlloc 94209 1
+expect cudaMallocManaged 98305 1
+expect cudaMallocAsync 102401 1
+expect cudaMallocFromPoolAsync 106497 1
+expect cudaMemGetInfo "" 1
+expect cudaHostRegister 114689 1
+expect cudaHostUnregister "" 1
+expect cudaFreeAsync "" 2
+expect cudaFree "" 3
+expect cudaFreeHost "" 2
+# One event per runtime call: the driver calls underneath fold into it.
+expect cuMemAlloc_v2 "" 0
+expect cuMemAllocAsync "" 0
+expect cuMemFree_v2 "" 0
+in_stack cudaMalloc 86017 runtime_calls
+
+run_mode legacy
+is "$(cat $D/rc)" 0 "legacy: program ran unchanged"
+expect cuMemAlloc_v2 "" 0
+expect cuMemFree_v2 "" 1
+
+run_mode oom
+is "$(cat $D/rc)" 0 "oom: program got its error unchanged"
+is "$(count_events $D/dump cudaMalloc 1125899906842624 2)" 1 "oom: the failed request is an event with its size and result"
+check "oom: a meminfo sample follows the failure" grep -q "flags=.*after_failure" $D/dump
+
+done_testing
