@@ -1,0 +1,58 @@
+# tests/sim: the simulated GPU every test runs against (no GPU needed).
+#   $(B)/sim/libcuda.so.1       simulated driver (+ libcuda.so symlink)
+#   $(B)/sim/libcudart.so.13    runtime that reaches it via cuGetProcAddress
+#   $(B)/sim-nov2/libcuda.so.1  the same driver without cuGetProcAddress_v2
+#                               and cuMemAllocFromPoolAsync_ptsz (pre-12.0)
+#   $(B)/sim/test_sim           its TAP test (tests/t/10-sim.t)
+# Included by the top Makefile, which provides B, CPPFLAGS_COMMON,
+# CFLAGS_COMMON, LDFLAGS_COMMON and SANITIZE.
+
+SIM_DRV_SRCS := $(addprefix tests/sim/,sim_config.c sim_map.c sim_shared.c sim_core.c \
+	sim_device.c sim_ctx.c sim_mem.c sim_pool.c sim_vmm.c sim_host.c sim_procaddr.c)
+SIM_RT_SRCS := $(addprefix tests/sim/,cudart_driver.c cudart_api.c)
+SIM_DRV_OBJS := $(SIM_DRV_SRCS:tests/sim/%.c=$(B)/obj/sim/%.o)
+SIM_NOV2_OBJS := $(SIM_DRV_SRCS:tests/sim/%.c=$(B)/obj/sim/nov2/%.o)
+SIM_RT_OBJS := $(SIM_RT_SRCS:tests/sim/%.c=$(B)/obj/sim/%.o)
+
+SIM_CFLAGS := $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -pthread -MMD -MP
+# -Bsymbolic-functions: the library's own references (the cuGetProcAddress
+# table, internal calls) bind to its own functions even under LD_PRELOAD.
+SIM_SOFLAGS := $(LDFLAGS_COMMON) -shared -pthread -Wl,-Bsymbolic-functions
+
+SIM_LIBS := $(B)/sim/libcuda.so.1 $(B)/sim/libcuda.so $(B)/sim/libcudart.so.13 \
+	$(B)/sim/libcudart.so $(B)/sim-nov2/libcuda.so.1 $(B)/sim-nov2/libcuda.so
+TEST_BINS += $(SIM_LIBS) $(B)/sim/test_sim
+
+$(B)/obj/sim/%.o: tests/sim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_CFLAGS) -c -o $@ $<
+
+$(B)/obj/sim/nov2/%.o: tests/sim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SIM_CFLAGS) -DVTSIM_NO_V2 -c -o $@ $<
+
+$(B)/sim/libcuda.so.1: $(SIM_DRV_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $^
+
+$(B)/sim-nov2/libcuda.so.1: $(SIM_NOV2_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $^
+
+# The runtime links no driver: it finds it with dlopen, as libcudart does.
+$(B)/sim/libcudart.so.13: $(SIM_RT_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcudart.so.13 -o $@ $^ -ldl
+
+$(B)/sim/libcuda.so $(B)/sim-nov2/libcuda.so: %/libcuda.so: %/libcuda.so.1
+	ln -sf libcuda.so.1 $@
+
+$(B)/sim/libcudart.so: $(B)/sim/libcudart.so.13
+	ln -sf libcudart.so.13 $@
+
+# RUNPATH (not RPATH) so LD_LIBRARY_PATH=$(B)/sim-nov2 can swap the driver.
+$(B)/sim/test_sim: $(B)/obj/sim/test_sim.o $(B)/sim/libcudart.so $(B)/sim/libcuda.so
+	$(CC) $(LDFLAGS_COMMON) -pthread -o $@ $< -L$(B)/sim -lcudart -lcuda -ldl \
+		-Wl,--enable-new-dtags,-rpath,$(abspath $(B)/sim)
+
+-include $(SIM_DRV_OBJS:.o=.d) $(SIM_NOV2_OBJS:.o=.d) $(SIM_RT_OBJS:.o=.d) $(B)/obj/sim/test_sim.d

@@ -1,0 +1,344 @@
+/* sim_pool.c: memory pools and the stream-ordered allocator.
+ *
+ * Contract:
+ *  - Each device has a default pool (release threshold 0), which is also its
+ *    current pool until cuDeviceSetMemPool says otherwise.
+ *  - A pool block is a contiguous device block rounded to the granularity.
+ *    Freeing it (cuMemFreeAsync, or cuMemFree) keeps it cached in the pool:
+ *    still charged to the device, counted in RESERVED_MEM_CURRENT, not in
+ *    USED_MEM_CURRENT. A later allocation reuses the smallest cached block
+ *    that is large enough, whole.
+ *  - Cached memory above the release threshold goes back to the device at
+ *    cuStreamSynchronize / cuCtxSynchronize; cuMemPoolTrimTo releases down to
+ *    its argument. Release order is highest address first.
+ *  - When a new block does not fit, the pool first drops its own cache and
+ *    retries once, as the real driver reclaims unused pool memory before
+ *    reporting CUDA_ERROR_OUT_OF_MEMORY.
+ *  - cuMemFree on a pool block is a free followed by that pool's sync.
+ *  - A destroyed pool drops its cache at once, and each block still in use
+ *    is released when freed.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+
+static sim_pool_t *pool_new(int dev)
+{
+    sim_pool_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->magic = SIM_MAGIC_POOL;
+    p->dev = dev;
+    p->next = sim.pools;
+    sim.pools = p;
+    return p;
+}
+
+CUresult sim_pools_init_locked(int d)
+{
+    sim_pool_t *p = pool_new(d);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->is_default = 1;
+    sim.dev[d].default_pool = sim.dev[d].current_pool = p;
+    return CUDA_SUCCESS;
+}
+
+static sim_pool_t *pool_lookup(CUmemoryPool h)
+{
+    for (sim_pool_t *p = sim.pools; p; p = p->next)
+        if (p == (sim_pool_t *)h && !p->destroyed)
+            return p;
+    return NULL;
+}
+
+void sim_pool_release_locked(sim_pool_t *p, uint64_t keep)
+{
+    sim_dev_t *dv = &sim.dev[p->dev];
+    sim_map_t *maps[2] = {&dv->sysmem, &dv->mem};
+    for (int i = 0; i < 2; i++) {
+        for (size_t j = maps[i]->n; j-- > 0 && p->reserved > keep;) {
+            sim_ext_t *e = &maps[i]->v[j];
+            if (e->kind != SK_POOL_CACHED || e->owner != p)
+                continue;
+            p->reserved -= e->size;
+            sim_block_free_locked(maps[i], e);
+        }
+    }
+}
+
+void sim_pools_sync_locked(int d)
+{
+    for (sim_pool_t *p = sim.pools; p; p = p->next)
+        if (p->dev == d)
+            sim_pool_release_locked(p, p->threshold);
+}
+
+void sim_pool_block_freed_locked(sim_map_t *map, sim_ext_t *e)
+{
+    sim_pool_t *p = e->owner;
+    p->used -= e->size;
+    if (p->destroyed) {
+        p->reserved -= e->size;
+        sim_block_free_locked(map, e);
+        return;
+    }
+    e->kind = SK_POOL_CACHED;
+    e->ctx = NULL;
+}
+
+static void highs(sim_pool_t *p)
+{
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+}
+
+static CUresult pool_alloc_locked(CUdeviceptr *dptr, size_t bytes, sim_pool_t *p, CUstream h)
+{
+    int sdev;
+    sim_ctx_t *ctx;
+    CUresult rc = sim_stream_dev_locked(h, &sdev);
+    if (rc || (rc = sim_cur_ctx_locked(&ctx)))
+        return rc;
+    if (!dptr || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t size = sim_round_up(bytes, sim.gran);
+    if (size < bytes)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+
+    sim_dev_t *dv = &sim.dev[p->dev];
+    sim_map_t *maps[2] = {&dv->mem, &dv->sysmem};
+    sim_ext_t *best = NULL;
+    for (int i = 0; i < 2; i++)
+        for (size_t j = 0; j < maps[i]->n; j++) {
+            sim_ext_t *e = &maps[i]->v[j];
+            if (e->kind == SK_POOL_CACHED && e->owner == p && e->size >= size &&
+                (!best || e->size < best->size))
+                best = e;
+        }
+    if (best) {
+        best->kind = SK_POOL_USED;
+        best->req = bytes;
+        best->ctx = ctx;
+        p->used += best->size;
+        highs(p);
+        *dptr = best->start;
+        return CUDA_SUCCESS;
+    }
+
+    uint64_t addr;
+    if (p->max_size && p->reserved + size > p->max_size) {
+        sim_pool_release_locked(p, 0);
+        if (p->reserved + size > p->max_size)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rc = sim_block_alloc_locked(p->dev, bytes, SK_POOL_USED, ctx, p, &addr);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && p->reserved > p->used) {
+        sim_pool_release_locked(p, 0);
+        rc = sim_block_alloc_locked(p->dev, bytes, SK_POOL_USED, ctx, p, &addr);
+    }
+    if (rc)
+        return rc;
+    p->reserved += size;
+    p->used += size;
+    highs(p);
+    *dptr = addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SIM_ENTER();
+    int dev;
+    CUresult rc = sim_stream_dev_locked(hStream, &dev);
+    if (rc)
+        SIM_LEAVE(rc);
+    SIM_LEAVE(pool_alloc_locked(dptr, bytesize, sim.dev[dev].current_pool, hStream));
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+    SIM_ENTER();
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    SIM_LEAVE(pool_alloc_locked(dptr, bytesize, p, hStream));
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                            CUstream hStream)
+{
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+
+#ifndef VTSIM_NO_V2
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                                 CUstream hStream)
+{
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+#endif
+
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
+{
+    SIM_ENTER();
+    int dev;
+    CUresult rc = sim_stream_dev_locked(hStream, &dev);
+    if (rc)
+        SIM_LEAVE(rc);
+    sim_map_t *map;
+    sim_ext_t *e = sim_dev_find_locked(dptr, &map);
+    if (!e || e->start != dptr)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (e->kind == SK_POOL_USED)
+        sim_pool_block_freed_locked(map, e);
+    else if (e->kind == SK_DEVICE)
+        sim_block_free_locked(map, e);
+    else
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream); }
+SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream); }
+
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    SIM_ENTER();
+    if (!pool_out)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    *pool_out = (CUmemoryPool)sim.dev[dev].default_pool;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    SIM_ENTER();
+    if (!pool)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    *pool = (CUmemoryPool)sim.dev[dev].current_pool;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    SIM_ENTER();
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p || p->dev != dev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim.dev[dev].current_pool = p;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    SIM_ENTER();
+    if (!pool || !poolProps || poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        SIM_LEAVE(CUDA_ERROR_NOT_SUPPORTED);
+    int dev = poolProps->location.id;
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    sim_pool_t *p = pool_new(dev);
+    if (!p)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    p->max_size = poolProps->maxSize;
+    *pool = (CUmemoryPool)p;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    SIM_ENTER();
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p || p->is_default)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_pool_release_locked(p, 0);
+    p->destroyed = 1;
+    if (sim.dev[p->dev].current_pool == p)
+        sim.dev[p->dev].current_pool = sim.dev[p->dev].default_pool;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    SIM_ENTER();
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_pool_release_locked(p, minBytesToKeep);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_ENTER();
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p || !value)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        p->threshold = *(cuuint64_t *)value;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+        p->reserved_high = p->reserved;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+        p->used_high = p->used;
+        break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        break;
+    default:
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    }
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_ENTER();
+    sim_pool_t *p = pool_lookup(pool);
+    if (!p || !value)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    cuuint64_t *v = value;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *v = p->threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *v = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *v = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *v = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *v = p->used_high; break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = 1;
+        break;
+    default:
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    }
+    SIM_LEAVE(CUDA_SUCCESS);
+}

@@ -1,0 +1,203 @@
+/* sim_vmm.c: the virtual memory management API (cuMemCreate and friends).
+ *
+ * Contract:
+ *  - Sizes, offsets and reservations are multiples of the granularity
+ *    (VTSIM_GRANULARITY), else CUDA_ERROR_INVALID_VALUE.
+ *  - cuMemCreate charges the device by count only (it needs free bytes, no
+ *    contiguous hole); the charge lasts until the handle is released AND its
+ *    last mapping is unmapped, in either order.
+ *  - cuMemAddressReserve hands out VA from one global range starting at
+ *    0x200000000000, first-fit, honouring a free aligned `addr` hint. VA is
+ *    never charged. Freeing a range that still has mappings fails.
+ *  - cuMemUnmap must cover whole mappings; it fails on a partial overlap.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+
+static sim_handle_t *handle_lookup(CUmemGenericAllocationHandle h)
+{
+    for (sim_handle_t *x = sim.handles; x; x = x->next)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)x == h)
+            return x;
+    return NULL;
+}
+
+static void handle_maybe_destroy(sim_handle_t *h)
+{
+    if (!h->released || h->nmaps)
+        return;
+    sim_charge_locked(h->dev, -(int64_t)h->size);
+    for (sim_handle_t **pp = &sim.handles; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    free(h);
+}
+
+static int prop_dev(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+        prop->location.id >= sim.ndev)
+        return -1;
+    return prop->location.id;
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                  CUmemAllocationGranularity_flags option)
+{
+    SIM_ENTER();
+    if (!granularity || prop_dev(prop) < 0 ||
+        (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    *granularity = sim.gran;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    SIM_ENTER();
+    int d = prop_dev(prop);
+    if (!handle || d < 0 || flags != 0 || size == 0 || size % sim.gran)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (size > sim_free_locked(d))
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    sim_handle_t *h = calloc(1, sizeof *h);
+    if (!h)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = d, .size = size, .prop = *prop,
+                        .next = sim.handles};
+    sim.handles = h;
+    sim_charge_locked(d, (int64_t)size);
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    SIM_ENTER();
+    sim_handle_t *h = handle_lookup(handle);
+    if (!h || h->released)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    h->released = 1;
+    handle_maybe_destroy(h);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                           CUmemGenericAllocationHandle handle)
+{
+    SIM_ENTER();
+    sim_handle_t *h = handle_lookup(handle);
+    if (!prop || !h || h->released)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    *prop = h->prop;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                        unsigned long long flags)
+{
+    SIM_ENTER();
+    (void)flags;
+    if (!ptr || size == 0 || size % sim.gran || (alignment & (alignment - 1)))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (alignment < sim.gran)
+        alignment = sim.gran;
+    sim_ext_t e = {.start = addr, .size = size, .req = size, .kind = SK_VA, .dev = -1};
+    if (!addr || addr % alignment || addr < sim.va.base || addr + size > sim.va.end ||
+        sim_map_overlaps(&sim.va, addr, size)) {
+        if (sim_map_fit(&sim.va, size, alignment, &e.start))
+            SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    if (!sim_map_insert(&sim.va, &e))
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    *ptr = e.start;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    SIM_ENTER();
+    sim_ext_t *e = sim_map_find(&sim.va, ptr);
+    if (!e || e->start != ptr || e->size != size || sim_map_overlaps(&sim.maps, ptr, size))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_map_remove(&sim.va, e);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+/* 1 if [ptr, ptr+size) lies inside one reserved range. */
+static int reserved(CUdeviceptr ptr, size_t size)
+{
+    sim_ext_t *r = sim_map_find(&sim.va, ptr);
+    return r && size && size <= r->size - (ptr - r->start);
+}
+
+SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags)
+{
+    SIM_ENTER();
+    sim_handle_t *h = handle_lookup(handle);
+    if (!h || h->released)
+        SIM_LEAVE(CUDA_ERROR_INVALID_HANDLE);
+    if (flags || size % sim.gran || offset % sim.gran || ptr % sim.gran || offset > h->size ||
+        size > h->size - offset || !reserved(ptr, size))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_ext_t e = {.start = ptr, .size = size, .req = size, .kind = SK_MAPPING, .dev = h->dev, .owner = h};
+    if (!sim_map_insert(&sim.maps, &e))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    h->nmaps++;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    SIM_ENTER();
+    if (!reserved(ptr, size))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    uint64_t end = ptr + size;
+    for (size_t i = 0; i < sim.maps.n; i++) {
+        sim_ext_t *m = &sim.maps.v[i];
+        if (m->start < end && m->start + m->size > ptr && (m->start < ptr || m->start + m->size > end))
+            SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    }
+    for (size_t i = sim.maps.n; i-- > 0;) {
+        sim_ext_t *m = &sim.maps.v[i];
+        if (m->start >= ptr && m->start + m->size <= end) {
+            sim_handle_t *h = m->owner;
+            sim_map_remove(&sim.maps, m);
+            h->nmaps--;
+            handle_maybe_destroy(h);
+        }
+    }
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    SIM_ENTER();
+    if (!desc || count == 0 || !reserved(ptr, size))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    for (size_t i = 0; i < count; i++)
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id < 0 ||
+            desc[i].location.id >= sim.ndev)
+            SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    /* Every byte of the range must be mapped. */
+    for (uint64_t at = ptr; at < ptr + size;) {
+        sim_ext_t *m = sim_map_find(&sim.maps, at);
+        if (!m)
+            SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+        at = m->start + m->size;
+    }
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+sim_ext_t *sim_vmm_find_locked(uint64_t addr)
+{
+    if (addr < sim.maps.base || addr >= sim.maps.end)
+        return NULL;
+    return sim_map_find(&sim.maps, addr);
+}
