@@ -11,7 +11,15 @@ $(B)/tests/shim/%: tests/shim/%.c $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths
+# RTLD_NEXT must resolve relative to the caller, not to the shim.
+$(B)/tests/shim/libnext_%.so: tests/shim/next_%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
+$(B)/tests/shim/next_main: tests/shim/next_main.c $(B)/tests/shim/libnext_a.so $(B)/tests/shim/libnext_b.so
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
+	    -Wl,-rpath,$(abspath $(B)/tests/shim)
+
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/next_main
 
 test: $(B)/.deps-ok $(TEST_BINS)
 	@prove -j1 tests/t/

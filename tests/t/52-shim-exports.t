@@ -1,0 +1,18 @@
+#!/bin/sh
+# What the shim exports and how its dlsym behaves for everyone else.
+. tests/t/lib.sh
+
+# Exactly the table's entry points and the two versioned dlsym names.
+want=$(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def | sort)
+got=$(nm -D --defined-only $SHIM | awk '$2 == "T" && $3 !~ /^dlsym@/ {print $3}' | sort)
+is "$got" "$want" "exports exactly the entry points of entrypoints.def"
+is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlsym@/ {print $3}' | sort | tr '\n' ' ')" \
+   "dlsym@@GLIBC_2.34 dlsym@GLIBC_2.2.5 " "exports dlsym under both glibc versions"
+is "$(readelf -d $SHIM | grep NEEDED | grep -v 'libc.so' | wc -l)" 0 \
+   "links nothing but libc (never libcuda or libcudart)"
+
+# RTLD_NEXT resolves relative to the caller, not to the shim.
+is "$(LD_PRELOAD=$SHIM $B/tests/shim/next_main)" b "dlsym(RTLD_NEXT) keeps the caller's identity"
+is "$(LD_PRELOAD=$SHIM python3 -c 'import ctypes; print(ctypes.CDLL(None).getpid() > 0)')" True \
+   "a dlsym-heavy program (python ctypes) runs unchanged"
+done_testing
