@@ -66,6 +66,7 @@ void tg_init(tg_t *g, FILE *out)
     memcpy(g->magic, VT_FILE_MAGIC, 8);
     g->version = VT_FORMAT_VERSION;
     g->level = 3;
+    g->checksum = 1;
 }
 
 static void put_le(tg_t *g, uint64_t v, int bytes)
@@ -116,7 +117,14 @@ void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
     uint8_t *z = malloc(bound);
     if (!z)
         die("out of memory");
-    size_t zsize = ZSTD_compress(z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len, g->level);
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    if (!cctx)
+        die("out of memory");
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, g->level);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, g->checksum);
+    size_t zsize =
+        ZSTD_compress2(cctx, z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len);
+    ZSTD_freeCCtx(cctx);
     if (ZSTD_isError(zsize))
         die(ZSTD_getErrorName(zsize));
     tg_chunk_opts_t o = opts ? *opts : (tg_chunk_opts_t){ 0 };

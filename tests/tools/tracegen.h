@@ -47,6 +47,7 @@ typedef struct tg {
     int has_header_len;
     uint32_t header_len;
     int level;               /* zstd level */
+    int checksum;            /* zstd content checksum, on by default */
 } tg_t;
 
 void tg_init(tg_t *g, FILE *out);

@@ -1,7 +1,10 @@
 /* vtgen: writes a vramtrace trace from a small text script, so tests get
  * traces with exact numbers without a GPU or the shim.
  *
- *   vtgen [-o OUT] [SCRIPT]      SCRIPT defaults to stdin, OUT to stdout
+ *   vtgen [-o OUT] [--no-checksum] [SCRIPT]
+ *       SCRIPT defaults to stdin, OUT to stdout. --no-checksum leaves the
+ *       zstd content checksum out, so damage to a chunk reaches the record
+ *       decoder instead of failing the checksum (for mutation tests).
  *
  * SCRIPT FORMAT: one directive per line; `#` starts a comment (at the start
  * of a word, outside quotes). Words are KEY=VALUE or positional. Strings are
@@ -553,17 +556,20 @@ static void do_line(line_t *l)
 int main(int argc, char **argv)
 {
     const char *in_path = NULL, *out_path = NULL;
+    int no_checksum = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out_path = argv[++i];
+        else if (!strcmp(argv[i], "--no-checksum"))
+            no_checksum = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: vtgen [-o OUT] [SCRIPT]\nThe script format is described at the top of "
+            printf("usage: vtgen [-o OUT] [--no-checksum] [SCRIPT]\nThe script format is described at the top of "
                    "tests/tools/vtgen.c.\n");
             return 0;
         } else if (!in_path)
             in_path = argv[i];
         else {
-            fprintf(stderr, "usage: vtgen [-o OUT] [SCRIPT]\n");
+            fprintf(stderr, "usage: vtgen [-o OUT] [--no-checksum] [SCRIPT]\n");
             return 1;
         }
     }
@@ -581,6 +587,7 @@ int main(int argc, char **argv)
         return 1;
     }
     tg_init(&G, out);
+    G.checksum = !no_checksum;
     tg_set_start(&G, 1000000000ull);
     char *buf = NULL;
     size_t cap = 0;
