@@ -52,6 +52,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,8 +191,12 @@ static int64_t parse_int(const char *s, const char *what)
             continue;
         if (frac >= 0)
             v = (uint64_t)(frac * (double)sfx[i].mul);
+        else if (v > UINT64_MAX / sfx[i].mul)
+            fatal("%s: number out of range '%s'", what, s);
         else
             v *= sfx[i].mul;
+        if (neg && v > (uint64_t)INT64_MAX)
+            fatal("%s: number out of range '%s'", what, s);
         return neg ? -(int64_t)v : (int64_t)v;
     }
     fatal("%s: bad number '%s'", what, s);
