@@ -429,6 +429,13 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
                 d->first_failed_with_free.bytes == d->pend_fail_view.bytes)
                 d->first_failed_with_free.valid = 0;
         }
+        /* The tipping event's "free then" should be the driver's word too. */
+        vt_event_view_t *tip = &m->p.tip;
+        if (tip->valid && m->p.tip_kind == VT_SPILL_OOM && tip->time_ns == d->pend_fail_view.time_ns &&
+            tip->device == d->ordinal && tip->bytes == d->pend_fail_size) {
+            tip->last_free = freeb;
+            tip->free_est = (int64_t)freeb;
+        }
         d->pend_fail_active = 0;
     }
     double margin = m->margin_pct / 100.0 * (double)d->total;

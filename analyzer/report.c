@@ -1,0 +1,362 @@
+/* `vramtrace report TRACE|DIR...`: options, reading every trace and
+ * replaying them in one merged time order (so the per-GPU view sees every
+ * process on one timeline), then printing.
+ *
+ * Exit status: 0 report printed; 1 with --fail-on-spill when any process
+ * spilled; 2 unusable input (not a trace, corrupt, newer version, bad rules
+ * file, bad usage). A trace cut short (VT_E_TRUNCATED) is not unusable: it
+ * is reported up to its last complete chunk and the report says where it
+ * stopped.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "report.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: vramtrace report [options] TRACE|DIR...\n"
+            "\n"
+            "Explains the VRAM use of traced processes: did the model spill out of VRAM,\n"
+            "which allocation tipped it, what filled the card (weights / kv / scratch),\n"
+            "and how much headroom was really left. A DIR means every *.vtrace in it:\n"
+            "one report, per process and per GPU.\n"
+            "\n"
+            "options:\n"
+            "  --json            machine-readable output, schema vramtrace-report/1 (docs/report.md)\n"
+            "  --fail-on-spill   exit 1 when any process spilled (for CI gates)\n"
+            "  --margin PCT      the free-memory margin to check, %% of total (default 15)\n"
+            "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
+            "                    $VRAMTRACE_RULES when set)\n"
+            "  --top N           allocation sites shown per process (default 10, 0 = all)\n"
+            "\n"
+            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input.\n");
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && !strcmp(s + n - k, suf);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends path, or every *.vtrace of a directory in name order. */
+static int add_path(char ***paths, int *n, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "vramtrace: %s: %s\n", path, strerror(errno));
+        return VT_E_IO;
+    }
+    char **list = NULL;
+    int nl = 0;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) {
+            fprintf(stderr, "vramtrace: %s: %s\n", path, strerror(errno));
+            return VT_E_IO;
+        }
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.' || !has_suffix(e->d_name, ".vtrace"))
+                continue;
+            char **nlst = realloc(list, (size_t)(nl + 1) * sizeof *nlst);
+            if (!nlst || asprintf(&nlst[nl], "%s/%s", path, e->d_name) < 0) {
+                closedir(d);
+                free(nlst ? nlst : list);
+                return VT_E_NOMEM;
+            }
+            list = nlst;
+            nl++;
+        }
+        closedir(d);
+        if (!nl) {
+            fprintf(stderr, "vramtrace: %s: no trace files (*.vtrace) in this directory\n", path);
+            return VT_E_IO;
+        }
+        qsort(list, (size_t)nl, sizeof *list, cmp_str);
+    } else {
+        list = malloc(sizeof *list);
+        if (!list || !(list[0] = strdup(path))) {
+            free(list);
+            return VT_E_NOMEM;
+        }
+        nl = 1;
+    }
+    char **all = realloc(*paths, (size_t)(*n + nl) * sizeof *all);
+    if (!all) {
+        free(list);
+        return VT_E_NOMEM;
+    }
+    memcpy(all + *n, list, (size_t)nl * sizeof *list);
+    *paths = all;
+    *n += nl;
+    free(list);
+    return 0;
+}
+
+/* Reads records of input i up to its next event (kept pending). Non-event
+ * records go to the model at once: they precede, in file order, the events
+ * that need them. @return 0, or VT_EXIT_BAD_INPUT after printing. */
+static int advance(vt_report_input_t *in)
+{
+    in->has_event = 0;
+    while (!in->done) {
+        vt_record_t rec;
+        vt_error_t err = { 0 };
+        int rc = vt_reader_next(in->reader, &rec, &err);
+        if (rc == 1) {
+            if (rec.type == VT_REC_EVENT) {
+                in->pending = rec.u.event;
+                in->has_event = 1;
+                return 0;
+            }
+            if (vt_model_feed(in->model, &rec)) {
+                fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+                return VT_EXIT_BAD_INPUT;
+            }
+            continue;
+        }
+        in->done = 1;
+        if (rc == 0)
+            return 0;
+        snprintf(err.path, sizeof err.path, "%s", in->path);
+        if (rc == VT_E_TRUNCATED) {
+            in->truncated = 1;
+            in->stop_offset = err.offset;
+            snprintf(in->stop_reason, sizeof in->stop_reason, "%s", err.detail[0] ? err.detail : vt_error_message(rc));
+            return 0;
+        }
+        vt_error_print(&err);
+        return VT_EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void progress(const vt_report_t *r, double start, int *shown)
+{
+    uint64_t done = 0, total = 0;
+    for (int i = 0; i < r->nin; i++) {
+        done += r->in[i].done ? vt_reader_file_size(r->in[i].reader) : vt_reader_offset(r->in[i].reader);
+        total += vt_reader_file_size(r->in[i].reader);
+    }
+    fprintf(stderr, "\rvramtrace: reading %d trace%s: %3.0f%% (%.0f MiB) %.0f s ", r->nin, r->nin == 1 ? "" : "s",
+            total ? 100.0 * (double)done / (double)total : 100.0, (double)done / (1024.0 * 1024.0), now_s() - start);
+    *shown = 1;
+}
+
+static int replay(vt_report_t *r)
+{
+    int rc = 0;
+    for (int i = 0; i < r->nin && !rc; i++)
+        rc = advance(&r->in[i]);
+    int tty = isatty(2), shown = 0;
+    double start = now_s(), last = start;
+    uint64_t n = 0;
+    while (!rc) {
+        int best = -1;
+        for (int i = 0; i < r->nin; i++)
+            if (r->in[i].has_event && (best < 0 || r->in[i].pending.time_ns < r->in[best].pending.time_ns))
+                best = i;
+        if (best < 0)
+            break;
+        vt_record_t rec = { .type = VT_REC_EVENT };
+        rec.u.event = r->in[best].pending;
+        if (vt_model_feed(r->in[best].model, &rec)) {
+            fprintf(stderr, "vramtrace: %s: out of memory\n", r->in[best].path);
+            rc = VT_EXIT_BAD_INPUT;
+            break;
+        }
+        rc = advance(&r->in[best]);
+        if (tty && (++n & 4095) == 0) {
+            double t = now_s();
+            if (t - start > 1.0 && t - last > 0.25) {
+                progress(r, start, &shown);
+                last = t;
+            }
+        }
+    }
+    if (shown)
+        fprintf(stderr, "\r%*s\r", 72, "");
+    return rc;
+}
+
+static void cleanup(vt_report_t *r)
+{
+    for (int i = 0; i < r->nin; i++) {
+        if (r->in[i].reader)
+            vt_reader_close(r->in[i].reader);
+        vt_model_free(r->in[i].model);
+        free(r->in[i].path);
+    }
+    free(r->in);
+    vt_rules_free(r->rules);
+}
+
+int vt_cmd_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "fail-on-spill", no_argument, NULL, 'f' },
+        { "margin", required_argument, NULL, 'm' },
+        { "rules", required_argument, NULL, 'r' },
+        { "top", required_argument, NULL, 't' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    vt_report_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return VT_EXIT_BAD_INPUT;
+    r->opts.margin_pct = 15;
+    r->opts.top = 10;
+    r->rules = vt_rules_new();
+    int nrules = 0, rc = VT_EXIT_OK, c;
+    vt_error_t err = { 0 };
+    if (!r->rules) {
+        free(r);
+        return VT_EXIT_BAD_INPUT;
+    }
+    optind = 1;
+    opterr = 1;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j':
+            r->opts.json = 1;
+            break;
+        case 'f':
+            r->opts.fail_on_spill = 1;
+            break;
+        case 'm':
+            errno = 0;
+            r->opts.margin_pct = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(r->opts.margin_pct >= 0 && r->opts.margin_pct <= 100)) {
+                fprintf(stderr, "vramtrace: report: --margin wants a percentage 0..100, got '%s'\n", optarg);
+                rc = VT_EXIT_BAD_INPUT;
+                goto out;
+            }
+            break;
+        case 't':
+            r->opts.top = (int)strtol(optarg, &end, 10);
+            if (end == optarg || *end || r->opts.top < 0) {
+                fprintf(stderr, "vramtrace: report: --top wants a count, got '%s'\n", optarg);
+                rc = VT_EXIT_BAD_INPUT;
+                goto out;
+            }
+            break;
+        case 'r':
+            nrules++;
+            if (vt_rules_load_file(r->rules, optarg, &err)) {
+                fprintf(stderr, "vramtrace: %s:%llu: %s: %s\n", err.path, (unsigned long long)err.offset,
+                        vt_error_message(err.code), err.detail);
+                rc = VT_EXIT_BAD_INPUT;
+                goto out;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            goto out;
+        default:
+            usage(stderr);
+            rc = VT_EXIT_BAD_INPUT;
+            goto out;
+        }
+    }
+    const char *env = getenv("VRAMTRACE_RULES");
+    if (!nrules && env && *env && vt_rules_load_file(r->rules, env, &err)) {
+        fprintf(stderr, "vramtrace: %s:%llu: %s (from VRAMTRACE_RULES): %s\n", err.path,
+                (unsigned long long)err.offset, vt_error_message(err.code), err.detail);
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    char **paths = NULL;
+    int npaths = 0;
+    for (int i = optind; i < argc; i++)
+        if (add_path(&paths, &npaths, argv[i])) {
+            for (int k = 0; k < npaths; k++)
+                free(paths[k]);
+            free(paths);
+            rc = VT_EXIT_BAD_INPUT;
+            goto out;
+        }
+    r->in = calloc((size_t)npaths, sizeof *r->in);
+    if (!r->in) {
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    for (int i = 0; i < npaths; i++) {
+        r->in[i].path = paths[i];
+        r->nin = i + 1;
+    }
+    free(paths);
+    for (int i = 0; i < r->nin && !rc; i++) {
+        vt_report_input_t *in = &r->in[i];
+        vt_error_t e = { 0 };
+        int orc = vt_reader_open(in->path, &in->reader, &e);
+        if (orc) {
+            snprintf(e.path, sizeof e.path, "%s", in->path);
+            vt_error_print(&e);
+            in->reader = NULL;
+            rc = VT_EXIT_BAD_INPUT;
+            break;
+        }
+        in->model = vt_model_new(r->rules, r->opts.margin_pct);
+        if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
+            fprintf(stderr, "vramtrace: out of memory\n");
+            rc = VT_EXIT_BAD_INPUT;
+            break;
+        }
+        vt_model_set_hook(in->model, vt_gpus_hook, r);
+        uint64_t st = vt_model_proc(in->model)->mono_start_ns;
+        if (i == 0 || st < r->t0)
+            r->t0 = st;
+    }
+    if (!rc)
+        rc = replay(r);
+    if (rc)
+        goto out;
+    int spilled = 0;
+    for (int i = 0; i < r->nin; i++) {
+        vt_model_finish(r->in[i].model);
+        spilled |= vt_model_proc(r->in[i].model)->tip.valid;
+        if (r->in[i].truncated)
+            fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
+                    r->in[i].path, (unsigned long long)r->in[i].stop_offset);
+    }
+    vt_gpus_finish(r);
+    if (r->opts.json)
+        vt_report_json(r, stdout);
+    else
+        vt_report_text(r, stdout);
+    fflush(stdout);
+    if (spilled && r->opts.fail_on_spill)
+        rc = 1;
+out:
+    cleanup(r);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* Small helpers shared by the text and JSON printers (see report.h). */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void vt_uuid_str(const uint8_t u[16], char out[48])
+{
+    /* nvidia-smi's form, so users can match it against `nvidia-smi -L`. */
+    snprintf(out, 48, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+int vt_uuid_known(const uint8_t u[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (u[i])
+            return 1;
+    return 0;
+}
+
+static const vt_proc_t *sort_proc;
+
+static int cmp_sites(const void *a, const void *b)
+{
+    const vt_site_t *x = &sort_proc->sites[*(const size_t *)a], *y = &sort_proc->sites[*(const size_t *)b];
+    if (x->at_peak != y->at_peak)
+        return x->at_peak > y->at_peak ? -1 : 1;
+    if (x->max_live != y->max_live)
+        return x->max_live > y->max_live ? -1 : 1;
+    if (x->total_bytes != y->total_bytes)
+        return x->total_bytes > y->total_bytes ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+size_t *vt_sites_ranked(const vt_proc_t *p)
+{
+    size_t *idx = malloc((p->nsites ? p->nsites : 1) * sizeof *idx);
+    if (!idx)
+        return NULL;
+    for (size_t i = 0; i < p->nsites; i++)
+        idx[i] = i;
+    sort_proc = p;
+    qsort(idx, p->nsites, sizeof *idx, cmp_sites);
+    return idx;
+}
+
+const char *vt_api_name(unsigned api)
+{
+    const vt_api_info_t *info = vt_api_info(api);
+    return info ? info->name : "?";
+}
+
+const char *vt_base(const char *path)
+{
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : path ? path : "";
+}

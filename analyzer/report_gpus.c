@@ -1,0 +1,93 @@
+/* The per-GPU combined view: every process's tracked device bytes summed
+ * per GPU UUID on one timeline (monotonic time; every trace on a host
+ * shares the clock). Driven by the model's device hook, in the merged event
+ * order report.c produces. Devices without a DEVICE record (no UUID) are
+ * left out: they cannot be matched across processes. */
+#include "report.h"
+
+#include <string.h>
+
+static vt_gpu_t *gpu_for(vt_report_t *r, const vt_dev_t *d)
+{
+    for (int i = 0; i < r->ngpus; i++)
+        if (!memcmp(r->gpus[i].uuid, d->uuid, 16))
+            return &r->gpus[i];
+    if (r->ngpus >= VT_MAX_GPUS)
+        return NULL;
+    vt_gpu_t *g = &r->gpus[r->ngpus++];
+    memset(g, 0, sizeof *g);
+    memcpy(g->uuid, d->uuid, 16);
+    memcpy(g->name, d->name, sizeof g->name);
+    g->ordinal = d->ordinal;
+    g->total = d->total;
+    return g;
+}
+
+static int slot_for(vt_gpu_t *g, const vt_model_t *m, int dev)
+{
+    for (int i = 0; i < g->nprocs; i++)
+        if (g->procs[i] == m && g->dev_index[i] == dev)
+            return i;
+    if (g->nprocs >= VT_GPU_MAX_PROCS)
+        return -1;
+    g->procs[g->nprocs] = m;
+    g->dev_index[g->nprocs] = dev;
+    g->contrib[g->nprocs] = 0;
+    return g->nprocs++;
+}
+
+void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
+{
+    vt_report_t *r = ctx;
+    const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
+    if (!d->have_info || !vt_uuid_known(d->uuid))
+        return;
+    vt_gpu_t *g = gpu_for(r, d);
+    if (!g)
+        return;
+    int s = slot_for(g, m, dev);
+    if (s < 0)
+        return;
+    g->tracked = g->tracked - g->contrib[s] + d->mem.tracked;
+    g->contrib[s] = d->mem.tracked;
+    if (g->have_peak && g->tracked <= g->peak_bytes)
+        return;
+    g->have_peak = 1;
+    g->peak_bytes = g->tracked;
+    g->peak_time_abs = t;
+    memset(g->peak_by_tag, 0, sizeof g->peak_by_tag);
+    for (int i = 0; i < g->nprocs; i++) {
+        const vt_dev_t *pd = &vt_model_proc(g->procs[i])->devs[g->dev_index[i]];
+        for (int k = 0; k < VT_MAX_TAGS; k++)
+            g->peak_by_tag[k] += pd->mem.by_tag[k];
+        g->peak_contrib[i] = g->contrib[i];
+    }
+}
+
+void vt_gpus_finish(vt_report_t *r)
+{
+    /* GPUs a process only saw (DEVICE record, no allocation) still count,
+     * and the driver's free is card-wide: the minimum over processes. */
+    for (int i = 0; i < r->nin; i++) {
+        const vt_model_t *m = r->in[i].model;
+        const vt_proc_t *p = vt_model_proc(m);
+        for (int k = 0; k < p->ndevs; k++) {
+            const vt_dev_t *d = &p->devs[k];
+            if (!d->have_info || !vt_uuid_known(d->uuid))
+                continue;
+            vt_gpu_t *g = gpu_for(r, d);
+            if (!g || slot_for(g, m, k) < 0)
+                continue;
+            if (!g->total)
+                g->total = d->total;
+            if (d->have_min) {
+                uint64_t t = p->mono_start_ns + d->min_free_time_ns;
+                if (!g->have_min || d->min_free < g->min_free) {
+                    g->have_min = 1;
+                    g->min_free = d->min_free;
+                    g->min_free_time_abs = t;
+                }
+            }
+        }
+    }
+}

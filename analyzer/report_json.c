@@ -1,0 +1,363 @@
+/* --json output, schema "vramtrace-report/1". Every field is documented in
+ * docs/report.md; adding a field is compatible, renaming or removing one
+ * needs a new schema version. by_tag objects always hold the four built-in
+ * tags (then any custom tag); times are ns since the process's trace start
+ * (gpus: since the earliest trace start); bytes are integers. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "json.h"
+#include "report.h"
+
+static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const uint64_t *v)
+{
+    vt_json_obj(j, key);
+    for (int t = 0; t < vt_rules_tag_count(rules); t++)
+        vt_json_u64(j, vt_rules_tag_name(rules, t), v[t]);
+    vt_json_obj_end(j);
+}
+
+static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
+{
+    vt_frame_t frames[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), leaf, frames, VT_MAX_STACK_DEPTH);
+    vt_json_arr(j, "stack");
+    for (int i = 0; i < n; i++) {
+        vt_json_obj(j, NULL);
+        vt_json_str(j, "function", frames[i].display);
+        vt_json_str(j, "module", frames[i].module);
+        vt_json_str(j, "file", "");
+        vt_json_u64(j, "line", 0);
+        vt_json_u64(j, "ip", frames[i].ip);
+        vt_json_obj_end(j);
+    }
+    vt_json_arr_end(j);
+}
+
+static void event_view(vt_json_t *j, const char *key, const vt_model_t *m, const vt_event_view_t *v, int with_stack)
+{
+    if (!v->valid) {
+        vt_json_null(j, key);
+        return;
+    }
+    const vt_rules_t *rules = vt_model_rules(m);
+    vt_json_obj(j, key);
+    vt_json_u64(j, "time_ns", v->time_ns);
+    vt_json_str(j, "api", vt_api_name(v->api));
+    vt_json_u64(j, "bytes", v->bytes);
+    vt_json_str(j, "tag", vt_rules_tag_name(rules, v->tag));
+    vt_json_i64(j, "device", v->device);
+    vt_json_u64(j, "result", v->result);
+    vt_json_u64(j, "tid", v->tid);
+    if (with_stack)
+        stack(j, m, v->stack);
+    vt_json_obj_end(j);
+}
+
+static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
+{
+    const vt_rules_t *rules = vt_model_rules(m);
+    double margin = vt_model_margin(m);
+    char uuid[48];
+    vt_json_obj(j, NULL);
+    vt_json_i64(j, "ordinal", d->ordinal);
+    if (d->have_info && vt_uuid_known(d->uuid)) {
+        vt_uuid_str(d->uuid, uuid);
+        vt_json_str(j, "uuid", uuid);
+    } else {
+        vt_json_str(j, "uuid", "");
+    }
+    vt_json_str(j, "name", d->name);
+    vt_json_u64(j, "total_bytes", d->total);
+    vt_json_obj(j, "peak");
+    vt_json_u64(j, "time_ns", d->mem.peak_time_ns);
+    vt_json_u64(j, "tracked_bytes", d->mem.peak_bytes);
+    by_tag(j, "by_tag", rules, d->mem.peak_by_tag);
+    vt_json_obj_end(j);
+    vt_json_u64(j, "live_bytes", d->mem.tracked);
+    by_tag(j, "live_by_tag", rules, d->mem.by_tag);
+    vt_json_u64(j, "allocs", d->allocs);
+    vt_json_u64(j, "failures", d->failures);
+
+    vt_json_obj(j, "headroom");
+    uint64_t reserve = d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
+    vt_json_u64(j, "context_bytes", reserve);
+    vt_json_u64(j, "min_free_bytes", d->have_min ? d->min_free : 0);
+    vt_json_u64(j, "min_free_time_ns", d->have_min ? d->min_free_time_ns : 0);
+    vt_json_bool(j, "min_free_estimated", d->have_min && d->min_free_estimated);
+    int64_t untracked = 0;
+    if (d->have_free && d->total >= d->last_free)
+        untracked = (int64_t)(d->total - d->last_free) - (int64_t)reserve - (int64_t)d->tracked_at_sample;
+    vt_json_u64(j, "untracked_bytes", untracked > 0 ? (uint64_t)untracked : 0);
+    vt_json_u64(j, "tracked_live_bytes", d->mem.tracked);
+    vt_json_u64(j, "last_free_bytes", d->have_free ? d->last_free : 0);
+    vt_json_u64(j, "last_free_time_ns", d->have_free ? d->last_free_time_ns : 0);
+    vt_json_bool(j, "free_known", d->have_free);
+    vt_json_u64(j, "free_at_peak_bytes", d->have_free_at_peak ? d->free_at_peak : 0);
+    vt_json_num(j, "margin_pct", margin);
+    vt_json_u64(j, "margin_bytes", (uint64_t)(margin / 100.0 * (double)d->total));
+    vt_json_bool(j, "above_margin", !d->below_margin.valid);
+    if (d->below_margin.valid) {
+        vt_json_obj(j, "first_below_margin");
+        vt_json_u64(j, "time_ns", d->below_margin.time_ns);
+        vt_json_str(j, "api", vt_api_name(d->below_margin.api));
+        vt_json_u64(j, "bytes", d->below_margin.bytes);
+        vt_json_str(j, "tag", vt_rules_tag_name(rules, d->below_margin.tag));
+        vt_json_u64(j, "free_after_bytes", d->below_margin.free_after);
+        stack(j, m, d->below_margin.stack);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "first_below_margin");
+    }
+    vt_json_obj_end(j);
+
+    vt_json_obj(j, "fragmentation");
+    vt_json_u64(j, "rounding_waste_bytes", d->peak_rounding_waste);
+    vt_json_u64(j, "va_reserved_bytes", d->peak_va_reserved);
+    vt_json_u64(j, "va_mapped_bytes", d->peak_va_mapped);
+    vt_json_u64(j, "va_unmapped_bytes", d->peak_va_reserved > d->peak_va_mapped ? d->peak_va_reserved - d->peak_va_mapped : 0);
+    vt_json_u64(j, "va_reserved_max_bytes", d->max_va_reserved);
+    vt_json_u64(j, "vmm_physical_bytes", d->peak_vmm_physical);
+    vt_json_null(j, "pool_slack_bytes");
+    if (d->frag_computed) {
+        vt_json_obj(j, "external");
+        vt_json_u64(j, "live_allocations", d->frag_live_allocs);
+        vt_json_u64(j, "span_bytes", d->frag_span);
+        vt_json_u64(j, "hole_bytes", d->frag_holes);
+        vt_json_u64(j, "largest_hole_bytes", d->frag_largest_hole);
+        vt_json_num(j, "ratio", d->frag_holes ? 1.0 - (double)d->frag_largest_hole / (double)d->frag_holes : 0.0);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "external");
+    }
+    vt_json_obj(j, "failed_with_free");
+    vt_json_u64(j, "count", d->failed_with_free);
+    if (d->failed_with_free && d->first_failed_with_free.valid) {
+        vt_json_obj(j, "first");
+        vt_json_u64(j, "time_ns", d->first_failed_with_free.time_ns);
+        vt_json_str(j, "api", vt_api_name(d->first_failed_with_free.api));
+        vt_json_u64(j, "bytes", d->first_failed_with_free.bytes);
+        int64_t fe = d->first_failed_with_free.free_est;
+        vt_json_u64(j, "free_bytes", fe > 0 ? (uint64_t)fe : 0);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "first");
+    }
+    vt_json_obj_end(j);
+    vt_json_obj(j, "flush_retry");
+    vt_json_u64(j, "count", d->retry_bursts);
+    vt_json_u64(j, "freed_bytes", d->retry_freed_bytes);
+    if (d->retry_bursts) {
+        vt_json_obj(j, "first");
+        vt_json_u64(j, "time_ns", d->first_burst.time_ns);
+        vt_json_str(j, "api", vt_api_name(d->first_burst.api));
+        vt_json_u64(j, "bytes", d->first_burst.bytes);
+        vt_json_u64(j, "frees", d->first_burst_frees);
+        vt_json_u64(j, "freed_bytes", d->first_burst_freed);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "first");
+    }
+    vt_json_obj_end(j);
+    vt_json_obj_end(j);
+    vt_json_obj_end(j);
+}
+
+static void tagged(vt_json_t *j, const char *key, const vt_rules_t *rules, const vt_tagged_peak_t *tp)
+{
+    vt_json_obj(j, key);
+    vt_json_u64(j, "peak_bytes", tp->peak_bytes);
+    vt_json_u64(j, "peak_time_ns", tp->peak_time_ns);
+    by_tag(j, "by_tag", rules, tp->peak_by_tag);
+    vt_json_u64(j, "live_bytes", tp->tracked);
+}
+
+static void spill(vt_json_t *j, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_rules_t *rules = vt_model_rules(m);
+    if (!p->tip.valid) {
+        vt_json_null(j, "spill");
+        return;
+    }
+    vt_json_obj(j, "spill");
+    vt_json_str(j, "kind", vt_spill_kind_name(p->tip_kind));
+    event_view(j, "event", m, &p->tip, 1);
+    vt_json_obj(j, "device_state");
+    vt_json_i64(j, "device", p->tip.device);
+    vt_json_u64(j, "tracked_bytes", p->tip.dev_tracked);
+    by_tag(j, "by_tag", rules, p->tip.dev_by_tag);
+    vt_json_bool(j, "free_known", p->tip.have_free);
+    vt_json_u64(j, "last_free_bytes", p->tip.last_free);
+    vt_json_u64(j, "headroom_bytes", p->tip.free_est > 0 ? (uint64_t)p->tip.free_est : 0);
+    vt_json_obj_end(j);
+    vt_json_obj(j, "kinds");
+    for (int k = 0; k < VT_SPILL_KINDS; k++) {
+        vt_json_obj(j, vt_spill_kind_name(k));
+        vt_json_u64(j, "count", p->spill_count[k]);
+        vt_json_u64(j, "bytes", p->spill_bytes[k]);
+        vt_json_obj_end(j);
+    }
+    vt_json_obj_end(j);
+    vt_json_u64(j, "later_count", p->nlater);
+    vt_json_arr(j, "later");
+    for (uint64_t i = 0; i < p->nlater && i < VT_MAX_LATER_SPILLS; i++) {
+        const vt_spill_brief_t *b = &p->later[i];
+        vt_json_obj(j, NULL);
+        vt_json_str(j, "kind", vt_spill_kind_name(b->kind));
+        vt_json_u64(j, "time_ns", b->time_ns);
+        vt_json_str(j, "api", vt_api_name(b->api));
+        vt_json_u64(j, "bytes", b->bytes);
+        vt_json_str(j, "tag", vt_rules_tag_name(rules, b->tag));
+        vt_json_i64(j, "device", b->device);
+        vt_json_u64(j, "result", b->result);
+        vt_json_obj_end(j);
+    }
+    vt_json_arr_end(j);
+    uint64_t more = p->oom_shortfall;
+    if (p->fallback_peak > more)
+        more = p->fallback_peak;
+    if (p->oversub_excess > more)
+        more = p->oversub_excess;
+    vt_json_u64(j, "more_vram_bytes", more);
+    vt_json_u64(j, "host_fallback_peak_bytes", p->fallback_peak);
+    vt_json_u64(j, "oom_shortfall_bytes", p->oom_shortfall);
+    vt_json_u64(j, "managed_excess_bytes", p->oversub_excess);
+    vt_json_obj_end(j);
+}
+
+static void process(vt_json_t *j, const vt_report_input_t *in)
+{
+    const vt_model_t *m = in->model;
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_rules_t *rules = vt_model_rules(m);
+    vt_json_obj(j, NULL);
+    vt_json_u64(j, "pid", p->pid);
+    vt_json_u64(j, "ppid", p->ppid);
+    vt_json_str(j, "exe", p->exe);
+    vt_json_arr(j, "argv");
+    for (uint32_t i = 0; i < p->argc; i++)
+        vt_json_str(j, NULL, p->argv[i]);
+    vt_json_arr_end(j);
+    vt_json_str(j, "hostname", p->hostname);
+    vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
+    vt_json_obj(j, "trace");
+    vt_json_str(j, "path", in->path);
+    vt_json_bool(j, "complete", p->ended && !in->truncated);
+    vt_json_bool(j, "ended", p->ended);
+    vt_json_bool(j, "truncated", in->truncated);
+    if (in->truncated)
+        vt_json_u64(j, "stopped_at_offset", in->stop_offset);
+    else
+        vt_json_null(j, "stopped_at_offset");
+    vt_json_u64(j, "duration_ns", p->ended ? p->end_time_ns
+                                           : (p->last_time_ns > p->mono_start_ns ? p->last_time_ns - p->mono_start_ns : 0));
+    vt_json_obj_end(j);
+    vt_json_obj(j, "events");
+    vt_json_u64(j, "allocs", p->events.allocs);
+    vt_json_u64(j, "frees", p->events.frees);
+    vt_json_u64(j, "failed", p->events.failed);
+    vt_json_u64(j, "dropped", p->events.dropped);
+    vt_json_u64(j, "total", p->events.total);
+    vt_json_u64(j, "unmatched_frees", p->events.unmatched_frees);
+    vt_json_u64(j, "implicit_frees", p->events.implicit_frees);
+    vt_json_u64(j, "unknown_api", p->events.unknown_api);
+    vt_json_u64(j, "stacks_lost", p->events.stacks_lost);
+    vt_json_obj_end(j);
+    vt_json_obj(j, "apis");
+    for (unsigned a = 0; a < VT_API_COUNT; a++) {
+        if (!p->apis[a].calls)
+            continue;
+        vt_json_obj(j, vt_api_name(a));
+        vt_json_u64(j, "calls", p->apis[a].calls);
+        vt_json_u64(j, "failed", p->apis[a].failed);
+        vt_json_u64(j, "bytes", p->apis[a].bytes);
+        vt_json_obj_end(j);
+    }
+    vt_json_obj_end(j);
+    vt_json_arr(j, "devices");
+    for (int i = 0; i < p->ndevs; i++)
+        device(j, m, &p->devs[i]);
+    vt_json_arr_end(j);
+    tagged(j, "host_pinned", rules, &p->host);
+    vt_json_u64(j, "registered_bytes", p->host_registered);
+    vt_json_obj_end(j);
+    tagged(j, "managed", rules, &p->managed);
+    vt_json_obj_end(j);
+    vt_json_u64(j, "offloaded_weights_bytes", p->host.peak_by_tag[VT_TAG_WEIGHTS]);
+    vt_json_obj(j, "pools");
+    vt_json_u64(j, "created", p->pools_created);
+    vt_json_u64(j, "allocs", p->pool_allocs);
+    vt_json_u64(j, "trims", p->pool_trims);
+    vt_json_obj_end(j);
+    spill(j, m);
+    size_t *rank = vt_sites_ranked(p);
+    vt_json_arr(j, "sites");
+    for (size_t k = 0; rank && k < p->nsites; k++) {
+        const vt_site_t *s = &p->sites[rank[k]];
+        char rule[1024];
+        vt_rules_describe(rules, &s->match, rule, sizeof rule);
+        vt_json_obj(j, NULL);
+        vt_json_str(j, "tag", vt_rules_tag_name(rules, s->match.tag));
+        vt_json_str(j, "rule", rule);
+        vt_json_str(j, "space", vt_space_name(s->space));
+        vt_json_i64(j, "device", s->device);
+        vt_json_u64(j, "calls", s->calls);
+        vt_json_u64(j, "failed", s->failed);
+        vt_json_u64(j, "peak_bytes", s->at_peak);
+        vt_json_u64(j, "max_live_bytes", s->max_live);
+        vt_json_u64(j, "total_bytes", s->total_bytes);
+        vt_json_u64(j, "live_bytes", s->live);
+        stack(j, m, s->stack);
+        vt_json_obj_end(j);
+    }
+    vt_json_arr_end(j);
+    free(rank);
+    vt_json_obj_end(j);
+}
+
+void vt_report_json(const vt_report_t *r, FILE *out)
+{
+    vt_json_t j;
+    vt_json_init(&j, out);
+    vt_json_obj(&j, NULL);
+    vt_json_str(&j, "schema", "vramtrace-report/1");
+    vt_json_num(&j, "margin_pct", r->opts.margin_pct);
+    vt_json_arr(&j, "processes");
+    for (int i = 0; i < r->nin; i++)
+        process(&j, &r->in[i]);
+    vt_json_arr_end(&j);
+    vt_json_arr(&j, "gpus");
+    for (int g = 0; g < r->ngpus; g++) {
+        const vt_gpu_t *gp = &r->gpus[g];
+        char uuid[48];
+        vt_uuid_str(gp->uuid, uuid);
+        vt_json_obj(&j, NULL);
+        vt_json_str(&j, "uuid", uuid);
+        vt_json_str(&j, "name", gp->name);
+        vt_json_u64(&j, "total_bytes", gp->total);
+        vt_json_obj(&j, "peak");
+        vt_json_u64(&j, "time_ns", gp->have_peak && gp->peak_time_abs > r->t0 ? gp->peak_time_abs - r->t0 : 0);
+        vt_json_u64(&j, "tracked_bytes", gp->peak_bytes);
+        by_tag(&j, "by_tag", r->rules, gp->peak_by_tag);
+        vt_json_obj_end(&j);
+        vt_json_u64(&j, "min_free_bytes", gp->have_min ? gp->min_free : 0);
+        vt_json_u64(&j, "min_free_time_ns", gp->have_min && gp->min_free_time_abs > r->t0 ? gp->min_free_time_abs - r->t0 : 0);
+        vt_json_arr(&j, "processes");
+        for (int k = 0; k < gp->nprocs; k++) {
+            const vt_proc_t *p = vt_model_proc(gp->procs[k]);
+            vt_json_obj(&j, NULL);
+            vt_json_u64(&j, "pid", p->pid);
+            vt_json_str(&j, "exe", vt_base(p->exe));
+            vt_json_i64(&j, "ordinal", p->devs[gp->dev_index[k]].ordinal);
+            vt_json_u64(&j, "peak_bytes", p->devs[gp->dev_index[k]].mem.peak_bytes);
+            vt_json_u64(&j, "bytes_at_gpu_peak", gp->have_peak ? gp->peak_contrib[k] : 0);
+            vt_json_obj_end(&j);
+        }
+        vt_json_arr_end(&j);
+        vt_json_obj_end(&j);
+    }
+    vt_json_arr_end(&j);
+    vt_json_obj_end(&j);
+    vt_json_finish(&j);
+}

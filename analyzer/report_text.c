@@ -1,0 +1,317 @@
+/* The text report: the verdict first, in plain words (did it spill, where,
+ * why, how much headroom), then aligned tables per process and per GPU.
+ * Sizes use sizes.h; numbers here are the same ones --json prints. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "sizes.h"
+
+#define W 11   /* width of a size column */
+
+static const char *tagn(const vt_model_t *m, int tag)
+{
+    return vt_rules_tag_name(vt_model_rules(m), tag);
+}
+
+static const char *dev_label(const vt_dev_t *d, char *buf, size_t n)
+{
+    if (d->name[0])
+        snprintf(buf, n, "GPU %d (%s)", d->ordinal, d->name);
+    else
+        snprintf(buf, n, "GPU %d", d->ordinal);
+    return buf;
+}
+
+static uint64_t reserve_of(const vt_dev_t *d)
+{
+    return d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
+}
+
+static uint64_t untracked_of(const vt_dev_t *d)
+{
+    if (!d->have_free || d->total < d->last_free)
+        return 0;
+    int64_t u = (int64_t)(d->total - d->last_free) - (int64_t)reserve_of(d) - (int64_t)d->tracked_at_sample;
+    return u > 0 ? (uint64_t)u : 0;
+}
+
+static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char *indent, int max)
+{
+    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), leaf, fr, VT_MAX_STACK_DEPTH);
+    if (!n)
+        fprintf(o, "%s(no stack recorded)\n", indent);
+    for (int i = 0; i < n && (max <= 0 || i < max); i++) {
+        if (fr[i].display[0])
+            fprintf(o, "%s#%-2d %s", indent, i, fr[i].display);
+        else
+            fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, fr[i].ip);
+        if (fr[i].module_base[0])
+            fprintf(o, "  [%s]", fr[i].module_base);
+        fputc('\n', o);
+    }
+    if (max > 0 && n > max)
+        fprintf(o, "%s... %d more frames\n", indent, n - max);
+}
+
+static void verdict(FILE *o, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200];
+    if (p->tip.valid) {
+        const vt_event_view_t *v = &p->tip;
+        int di = vt_model_dev_index(m, v->device);
+        const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
+        fprintf(o, "VERDICT: SPILL. The model did not fit in VRAM");
+        if (d)
+            fprintf(o, " of %s", dev_label(d, dl, sizeof dl));
+        fprintf(o, ".\n");
+        switch (p->tip_kind) {
+        case VT_SPILL_OOM:
+            fprintf(o, "  Tipped by: %s of %s for %s failed (error %u) at %s;", vt_api_name(v->api),
+                    vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), v->result, vt_fmt_time(t, v->time_ns));
+            break;
+        case VT_SPILL_HOST_FALLBACK:
+            fprintf(o, "  Tipped by: %s of %s for %s landed in pinned host memory at %s;", vt_api_name(v->api),
+                    vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), vt_fmt_time(t, v->time_ns));
+            break;
+        case VT_SPILL_MANAGED_OVERSUB:
+            fprintf(o, "  Tipped by: %s of %s for %s at %s took device + managed memory past the card's total;",
+                    vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), vt_fmt_time(t, v->time_ns));
+            break;
+        default:
+            fprintf(o, "  Tipped by: %s of %s for %s at %s succeeded although only %s was free: the driver "
+                       "fell back to system memory;",
+                    vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), vt_fmt_time(t, v->time_ns),
+                    vt_fmt_bytes(b, v->free_est > 0 ? (uint64_t)v->free_est : 0));
+            break;
+        }
+        if (d)
+            fprintf(o, " %s was tracked and about %s free then.\n", vt_fmt_bytes(b, v->dev_tracked),
+                    vt_fmt_bytes(c, v->free_est > 0 ? (uint64_t)v->free_est : 0));
+        else
+            fprintf(o, "\n");
+        if (p->spill_count[VT_SPILL_HOST_FALLBACK] && p->tip_kind != VT_SPILL_HOST_FALLBACK)
+            fprintf(o, "  Then %" PRIu64 " allocation%s fell back to pinned host memory (%s at most at once).\n",
+                    p->spill_count[VT_SPILL_HOST_FALLBACK], p->spill_count[VT_SPILL_HOST_FALLBACK] == 1 ? "" : "s",
+                    vt_fmt_bytes(a, p->fallback_peak));
+        uint64_t more = p->oom_shortfall;
+        if (p->fallback_peak > more)
+            more = p->fallback_peak;
+        if (p->oversub_excess > more)
+            more = p->oversub_excess;
+        if (more)
+            fprintf(o, "  More VRAM needed to hold everything: at least %s.\n", vt_fmt_bytes(a, more));
+    } else {
+        fprintf(o, "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory.\n");
+    }
+    if (p->host.peak_by_tag[VT_TAG_WEIGHTS])
+        fprintf(o, "  %s of weights sit in pinned host memory: layers offloaded to the CPU "
+                   "(llama.cpp's CUDA_Host model buffer); they run at host speed.\n",
+                vt_fmt_bytes(a, p->host.peak_by_tag[VT_TAG_WEIGHTS]));
+    for (int i = 0; i < p->ndevs; i++) {
+        const vt_dev_t *d = &p->devs[i];
+        dev_label(d, dl, sizeof dl);
+        if (!d->have_min || !d->total) {
+            fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace).\n", dl,
+                    vt_fmt_bytes(a, d->mem.peak_bytes));
+            continue;
+        }
+        fprintf(o, "  %s: peak %s of %s; least free %s (%.1f%%) at %s.", dl, vt_fmt_bytes(a, d->mem.peak_bytes),
+                vt_fmt_bytes(b, d->total), vt_fmt_bytes(c, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
+                vt_fmt_time(t, d->min_free_time_ns));
+        if (d->below_margin.valid)
+            fprintf(o, " Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
+                    vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes),
+                    tagn(m, d->below_margin.tag), vt_fmt_time(t, d->below_margin.time_ns));
+        else
+            fprintf(o, " Stayed above the %g%% margin: %s to spare beyond it.\n", vt_model_margin(m),
+                    vt_fmt_bytes(a, d->min_free - (uint64_t)(vt_model_margin(m) / 100.0 * (double)d->total)));
+    }
+}
+
+static void tag_rows(FILE *o, const vt_model_t *m, const uint64_t *v, uint64_t total, const char *indent)
+{
+    char a[VT_SIZE_BUF];
+    for (int t = 0; t < vt_rules_tag_count(vt_model_rules(m)); t++) {
+        if (!v[t] && t >= VT_TAG_BUILTIN_COUNT)
+            continue;
+        fprintf(o, "%s%-18s %*s  %5.1f%%\n", indent, tagn(m, t), W, vt_fmt_bytes(a, v[t]),
+                total ? 100.0 * (double)v[t] / (double)total : 0.0);
+    }
+}
+
+static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200], uuid[48];
+    fprintf(o, "\n%s", dev_label(d, dl, sizeof dl));
+    if (d->have_info && vt_uuid_known(d->uuid)) {
+        vt_uuid_str(d->uuid, uuid);
+        fprintf(o, "  %s", uuid);
+    }
+    fprintf(o, "\n");
+    fprintf(o, "  %-20s %*s\n", "total", W, vt_fmt_bytes(a, d->total));
+    fprintf(o, "  %-20s %*s\n", "context reserve", W, vt_fmt_bytes(a, reserve_of(d)));
+    fprintf(o, "  %-20s %*s  at %s\n", "peak tracked", W, vt_fmt_bytes(a, d->mem.peak_bytes),
+            vt_fmt_time(t, d->mem.peak_time_ns));
+    tag_rows(o, m, d->mem.peak_by_tag, d->mem.peak_bytes, "    ");
+    fprintf(o, "  %-20s %*s\n", "live at end", W, vt_fmt_bytes(a, d->mem.tracked));
+    fprintf(o, "  %-20s %*s\n", "untracked", W, vt_fmt_bytes(a, untracked_of(d)));
+    if (d->have_free) {
+        fprintf(o, "  %-20s %*s  at %s\n", "last free (driver)", W, vt_fmt_bytes(a, d->last_free),
+                vt_fmt_time(t, d->last_free_time_ns));
+        fprintf(o, "  %-20s %*s  at %s%s\n", "min free", W, vt_fmt_bytes(a, d->min_free),
+                vt_fmt_time(t, d->min_free_time_ns), d->min_free_estimated ? " (estimated)" : "");
+        fprintf(o, "  %-20s %*s\n", "free at peak", W, vt_fmt_bytes(a, d->free_at_peak));
+    }
+    fprintf(o, "  fragmentation\n");
+    fprintf(o, "    %-18s %*s\n", "rounding waste", W, vt_fmt_bytes(a, d->peak_rounding_waste));
+    if (d->max_va_reserved || d->peak_vmm_physical)
+        fprintf(o, "    %-18s %*s reserved, %s mapped at peak\n", "VMM address space", W,
+                vt_fmt_bytes(a, d->peak_va_reserved), vt_fmt_bytes(b, d->peak_va_mapped));
+    if (d->frag_computed)
+        fprintf(o, "    %-18s %*s in holes between %" PRIu64 " live allocations; largest hole %s\n",
+                "external at peak", W, vt_fmt_bytes(a, d->frag_holes), d->frag_live_allocs,
+                vt_fmt_bytes(b, d->frag_largest_hole));
+    if (d->failed_with_free)
+        fprintf(o, "    SMOKING GUN: %" PRIu64 " request%s failed although the driver reported enough free memory "
+                   "(fragmentation, or memory held by another context)\n",
+                d->failed_with_free, d->failed_with_free == 1 ? "" : "s");
+    if (d->retry_bursts)
+        fprintf(o, "    SMOKING GUN: %" PRIu64 " flush-and-retry burst%s: a failure, then %s of cached blocks "
+                   "freed, then the same request succeeded\n",
+                d->retry_bursts, d->retry_bursts == 1 ? "" : "s", vt_fmt_bytes(a, d->retry_freed_bytes));
+}
+
+static void tagged_section(FILE *o, const vt_model_t *m, const char *title, const vt_tagged_peak_t *tp)
+{
+    char a[VT_SIZE_BUF], t[VT_SIZE_BUF];
+    if (!tp->have_peak)
+        return;
+    fprintf(o, "\n%s\n  %-20s %*s  at %s\n", title, "peak", W, vt_fmt_bytes(a, tp->peak_bytes),
+            vt_fmt_time(t, tp->peak_time_ns));
+    tag_rows(o, m, tp->peak_by_tag, tp->peak_bytes, "    ");
+}
+
+static void process_section(FILE *o, const vt_report_t *r, const vt_report_input_t *in)
+{
+    const vt_model_t *m = in->model;
+    const vt_proc_t *p = vt_model_proc(m);
+    char a[VT_SIZE_BUF], t[VT_SIZE_BUF];
+    fprintf(o, "== %s (pid %" PRIu64 ") ", vt_base(p->exe), p->pid);
+    for (uint32_t i = 0; i < p->argc && i < 8; i++)
+        fprintf(o, "%s%s", i ? " " : "", p->argv[i]);
+    if (p->argc > 8)
+        fprintf(o, " ...");
+    fprintf(o, "\n");
+    if (in->truncated)
+        fprintf(o, "NOTE: the trace stops at offset %" PRIu64 " (%s): the process was killed or is still "
+                   "running; everything before that is reported.\n",
+                in->stop_offset, in->stop_reason);
+    else if (!p->ended)
+        fprintf(o, "NOTE: no clean exit recorded: the process died or was still running when the trace was read.\n");
+    if (p->events.dropped)
+        fprintf(o, "NOTE: the shim dropped %" PRIu64 " events (buffer full); numbers are lower bounds.\n",
+                p->events.dropped);
+    verdict(o, m);
+
+    if (p->tip.valid) {
+        const vt_event_view_t *v = &p->tip;
+        fprintf(o, "\nTipping event: %s, %s %s for %s on GPU %d at %s, result %u\n", vt_spill_kind_name(p->tip_kind),
+                vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), v->device, vt_fmt_time(t, v->time_ns),
+                v->result);
+        print_stack(o, m, v->stack, "    ", 0);
+        if (v->device >= 0) {
+            fprintf(o, "  device state then: %s tracked, last driver free %s, estimated free %s\n",
+                    vt_fmt_bytes(a, v->dev_tracked), vt_fmt_bytes(t, v->last_free),
+                    vt_fmt_sbytes((char[VT_SIZE_BUF]){ 0 }, v->free_est));
+            tag_rows(o, m, v->dev_by_tag, v->dev_tracked, "    ");
+        }
+        if (p->nlater) {
+            fprintf(o, "  later spill events: %" PRIu64 "", p->nlater);
+            for (int k = 0; k < VT_SPILL_KINDS; k++) {
+                uint64_t n = p->spill_count[k] - (k == p->tip_kind);
+                if (n)
+                    fprintf(o, "; %s %" PRIu64, vt_spill_kind_name(k), n);
+            }
+            fprintf(o, "\n");
+            for (uint64_t i = 0; i < p->nlater && i < 10; i++) {
+                const vt_spill_brief_t *b = &p->later[i];
+                fprintf(o, "    %-24s %10s  %-28s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
+                        vt_api_name(b->api), W, vt_fmt_bytes(a, b->bytes), tagn(m, b->tag));
+            }
+            if (p->nlater > 10)
+                fprintf(o, "    ... %" PRIu64 " more\n", p->nlater - 10);
+        }
+    }
+    for (int i = 0; i < p->ndevs; i++)
+        device_section(o, m, &p->devs[i]);
+    tagged_section(o, m, "Pinned host memory", &p->host);
+    tagged_section(o, m, "Managed memory", &p->managed);
+
+    size_t *rank = vt_sites_ranked(p);
+    size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    if (rank && shown) {
+        fprintf(o, "\nTop allocation sites (by bytes live at peak)\n");
+        for (size_t k = 0; k < shown; k++) {
+            const vt_site_t *s = &p->sites[rank[k]];
+            char rule[1024], where[32];
+            vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
+            if (s->space == VT_SPACE_DEVICE)
+                snprintf(where, sizeof where, "GPU %d", s->device);
+            else
+                snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+            fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  rule: %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
+                    tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s",
+                    rule[0] ? rule : "none (untagged: write a rule for a frame below)");
+            print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
+        }
+        if (shown < p->nsites)
+            fprintf(o, "  ... %zu more sites (--top 0 shows all)\n", p->nsites - shown);
+    }
+    free(rank);
+
+    fprintf(o, "\nEntry points              calls   failed       bytes\n");
+    for (unsigned api = 0; api < VT_API_COUNT; api++)
+        if (p->apis[api].calls)
+            fprintf(o, "  %-22s %7" PRIu64 " %8" PRIu64 " %*s\n", vt_api_name(api), p->apis[api].calls,
+                    p->apis[api].failed, W, vt_fmt_bytes(a, p->apis[api].bytes));
+    fprintf(o, "Events: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64 " failed, %" PRIu64 " dropped",
+            p->events.allocs, p->events.frees, p->events.failed, p->events.dropped);
+    if (p->events.unmatched_frees)
+        fprintf(o, ", %" PRIu64 " frees of unknown pointers", p->events.unmatched_frees);
+    if (p->events.implicit_frees)
+        fprintf(o, ", %" PRIu64 " reused live pointers", p->events.implicit_frees);
+    fprintf(o, "\n");
+}
+
+void vt_report_text(const vt_report_t *r, FILE *o)
+{
+    for (int i = 0; i < r->nin; i++) {
+        if (i)
+            fprintf(o, "\n");
+        process_section(o, r, &r->in[i]);
+    }
+    if (r->nin < 2 || !r->ngpus)
+        return;
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF], uuid[48];
+    fprintf(o, "\n== GPUs across all %d processes\n", r->nin);
+    for (int g = 0; g < r->ngpus; g++) {
+        const vt_gpu_t *gp = &r->gpus[g];
+        vt_uuid_str(gp->uuid, uuid);
+        fprintf(o, "\n%s  %s  total %s\n", gp->name[0] ? gp->name : "GPU", uuid, vt_fmt_bytes(a, gp->total));
+        fprintf(o, "  combined peak %s at %s; least free %s\n", vt_fmt_bytes(a, gp->peak_bytes),
+                vt_fmt_time(t, gp->peak_time_abs > r->t0 ? gp->peak_time_abs - r->t0 : 0),
+                gp->have_min ? vt_fmt_bytes(b, gp->min_free) : "unknown");
+        for (int k = 0; k < VT_MAX_TAGS && k < vt_rules_tag_count(r->rules); k++)
+            if (gp->peak_by_tag[k] || k < VT_TAG_BUILTIN_COUNT)
+                fprintf(o, "    %-18s %*s\n", vt_rules_tag_name(r->rules, k), W, vt_fmt_bytes(a, gp->peak_by_tag[k]));
+        for (int k = 0; k < gp->nprocs; k++) {
+            const vt_proc_t *p = vt_model_proc(gp->procs[k]);
+            fprintf(o, "    pid %-8" PRIu64 " %-16s %*s at the combined peak, own peak %s\n", p->pid, vt_base(p->exe), W,
+                    vt_fmt_bytes(a, gp->peak_contrib[k]), vt_fmt_bytes(b, p->devs[gp->dev_index[k]].mem.peak_bytes));
+        }
+    }
+}

@@ -1,0 +1,21 @@
+# tests/unit/report.mk: the report's libraries and unit tests.
+# __cxa_demangle (analyzer/demangle.c) lives in the C++ runtime.
+ANALYZER_LIBS += -lstdc++
+
+# Unit tests link the report's own modules directly (no main.c).
+REPORT_UNIT_OBJS := $(addprefix $(B)/obj/analyzer/,model.o model_map.o model_spill.o model_frag.o \
+	stacks.o demangle.o rules.o rules_builtin.o errors.o)
+
+$(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ANALYZER_CFLAGS) -Itests -c $< -o $@
+
+$(B)/test_model: $(B)/obj/tests/unit/test_model.o $(REPORT_UNIT_OBJS)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++
+
+$(B)/test_rules: $(B)/obj/tests/unit/test_rules.o $(REPORT_UNIT_OBJS)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++
+
+TEST_BINS += $(B)/test_model $(B)/test_rules
+
+-include $(B)/obj/tests/unit/test_model.d $(B)/obj/tests/unit/test_rules.d
