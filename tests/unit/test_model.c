@@ -1,0 +1,261 @@
+/* Unit tests of the replay model (analyzer/model*.c): vt_record_t sequences
+ * fed straight in, exact numbers out. TAP on stdout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "tap.h"
+
+#define MiB (1024ull * 1024)
+#define GiB (1024ull * MiB)
+#define T0 1000000000ull
+
+static vt_model_t *m;
+
+static void feed(vt_record_t *r)
+{
+    if (vt_model_feed(m, r))
+        TAP_OK(0, "feed failed");
+}
+
+static void frame(uint64_t ip, const char *fn)
+{
+    vt_record_t r = { .type = VT_REC_FRAME };
+    r.u.frame.ip = ip;
+    r.u.frame.function.data = fn;
+    r.u.frame.function.len = (uint32_t)strlen(fn);
+    feed(&r);
+}
+
+static void node(uint64_t id, uint64_t parent, uint64_t ip)
+{
+    vt_record_t r = { .type = VT_REC_STACK };
+    r.u.stack.node_id = id;
+    r.u.stack.parent_id = parent;
+    r.u.stack.ip = ip;
+    feed(&r);
+}
+
+static void device(int ord, uint64_t total, uint64_t freeb)
+{
+    vt_record_t r = { .type = VT_REC_DEVICE };
+    r.u.device.ordinal = ord;
+    r.u.device.time_ns = T0;
+    r.u.device.total_bytes = total;
+    r.u.device.free_bytes = freeb;
+    r.u.device.uuid[0] = (uint8_t)(ord + 1);
+    feed(&r);
+}
+
+static void ev(uint64_t t, int api, int dev, uint64_t ptr, uint64_t size, uint32_t result, uint32_t stack)
+{
+    vt_record_t r = { .type = VT_REC_EVENT };
+    r.u.event.time_ns = T0 + t;
+    r.u.event.api = (uint16_t)api;
+    r.u.event.device = (int16_t)dev;
+    r.u.event.ptr = ptr;
+    r.u.event.size = size;
+    r.u.event.result = result;
+    r.u.event.stack = stack;
+    r.u.event.tid = 7;
+    feed(&r);
+}
+
+static void evx(uint64_t t, int api, int dev, uint64_t ptr, uint64_t size, uint64_t reserved, uint64_t aux, uint32_t flags)
+{
+    vt_record_t r = { .type = VT_REC_EVENT };
+    r.u.event.time_ns = T0 + t;
+    r.u.event.api = (uint16_t)api;
+    r.u.event.device = (int16_t)dev;
+    r.u.event.ptr = ptr;
+    r.u.event.size = size;
+    r.u.event.reserved = reserved;
+    r.u.event.aux = aux;
+    r.u.event.flags = flags;
+    r.u.event.tid = 7;
+    feed(&r);
+}
+
+/* stacks: 3 weights, 5 kv, 7 scratch, 8 unknown (leaf = cudaMalloc) */
+static void setup(vt_rules_t *rules, uint64_t total, uint64_t freeb)
+{
+    m = vt_model_new(rules, 15);
+    vt_rec_process_t p = { 0 };
+    p.pid = 42;
+    p.mono_start_ns = T0;
+    vt_model_set_process(m, &p);
+    frame(0x10, "main");
+    frame(0x20, "_ZN11llama_model12load_tensorsER18llama_model_loader");
+    frame(0x30, "ggml_backend_alloc_ctx_tensors_from_buft");
+    frame(0x40, "_ZN14llama_kv_cacheC1ERK11llama_model9ggml_typeS3_bbjjjj");
+    frame(0x50, "ggml_gallocr_reserve_n");
+    frame(0x60, "cudaMalloc");
+    node(1, 0, 0x10);
+    node(2, 1, 0x20);
+    node(3, 2, 0x60);  /* weights: cudaMalloc <- load_tensors <- main */
+    node(4, 1, 0x40);
+    node(5, 4, 0x60);  /* kv */
+    node(6, 1, 0x50);
+    node(7, 6, 0x60);  /* scratch */
+    node(8, 1, 0x60);  /* unknown: cudaMalloc <- main */
+    if (total)
+        device(0, total, freeb);
+}
+
+int main(void)
+{
+    vt_rules_t *rules = vt_rules_new();
+    const vt_proc_t *p;
+    const vt_dev_t *d;
+
+    /* -- tags, peaks, sites, headroom -- */
+    setup(rules, 24 * GiB, 23 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x1000000, 10 * GiB, 0, 3);
+    ev(2000, VT_API_cudaMalloc, 0, 0x400000000, 2 * GiB, 0, 5);
+    ev(3000, VT_API_cudaMalloc, 0, 0x500000000, 1 * GiB, 0, 7);
+    ev(4000, VT_API_cudaFree, 0, 0x500000000, 0, 0, 7);
+    ev(5000, VT_API_cudaMalloc, 0, 0x600000000, 512 * MiB, 0, 8);
+    evx(6000, VT_API_cuMemGetInfo_v2, 0, 0, 9 * GiB, 0, 24 * GiB, VT_EF_SAMPLE);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_EQ_U64(p->ndevs, 1, "one device");
+    TAP_EQ_U64(d->mem.peak_bytes, 13 * GiB, "peak tracked = weights + kv + scratch");
+    TAP_EQ_U64(d->mem.peak_time_ns, 3000, "peak time since trace start");
+    TAP_EQ_U64(d->mem.peak_by_tag[VT_TAG_WEIGHTS], 10 * GiB, "weights at peak");
+    TAP_EQ_U64(d->mem.peak_by_tag[VT_TAG_KV], 2 * GiB, "kv at peak");
+    TAP_EQ_U64(d->mem.peak_by_tag[VT_TAG_SCRATCH], 1 * GiB, "scratch at peak");
+    TAP_EQ_U64(d->mem.peak_by_tag[VT_TAG_UNKNOWN], 0, "unknown at peak");
+    TAP_EQ_U64(d->mem.tracked, 12 * GiB + 512 * MiB, "live at end");
+    TAP_EQ_U64(d->first_free, 23 * GiB, "free at first sight");
+    /* untracked = (24 - 9) - 1 (reserve) - 12.5 tracked = 1.5 GiB */
+    TAP_EQ_U64(d->last_free, 9 * GiB, "last sample");
+    TAP_EQ_U64(d->tracked_at_sample, 12 * GiB + 512 * MiB, "tracked at the sample");
+    TAP_EQ_U64(d->min_free, 9 * GiB, "min free from the sample");
+    TAP_EQ_U64(d->min_free_time_ns, 6000, "min free time");
+    TAP_EQ_U64(d->free_at_peak, 10 * GiB, "free at peak = 23 - 13 (estimate)");
+    TAP_OK(!d->below_margin.valid, "9 GiB free stays above 15%% of 24 GiB");
+    TAP_OK(!p->tip.valid, "no spill");
+    TAP_EQ_U64(p->nsites, 4, "four sites");
+    for (size_t i = 0; i < p->nsites; i++) {
+        const vt_site_t *s = &p->sites[i];
+        if (s->stack == 7) {
+            TAP_EQ_U64(s->at_peak, 1 * GiB, "scratch site held 1 GiB at the peak");
+            TAP_EQ_U64(s->live, 0, "scratch site freed");
+        }
+        if (s->stack == 8)
+            TAP_EQ_U64(s->at_peak, 0, "unknown site came after the peak");
+    }
+    TAP_EQ_U64(p->apis[VT_API_cudaMalloc].calls, 4, "cudaMalloc calls");
+    TAP_EQ_U64(p->apis[VT_API_cudaFree].bytes, 1 * GiB, "cudaFree bytes are the freed size");
+    vt_model_free(m);
+
+    /* -- bad frees, reuse, managed freed by cudaFree -- */
+    setup(rules, 24 * GiB, 23 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x1000, 1 * MiB, 0, 8);
+    ev(2000, VT_API_cudaFree, 0, 0x1000, 0, 0, 0);
+    ev(3000, VT_API_cudaFree, 0, 0x1000, 0, 0, 0);
+    ev(3500, VT_API_cudaFree, 0, 0, 0, 0, 0);
+    ev(4000, VT_API_cudaMalloc, 0, 0x2000, 2 * MiB, 0, 8);
+    ev(5000, VT_API_cudaMalloc, 0, 0x2000, 3 * MiB, 0, 8);
+    ev(6000, VT_API_cudaMallocManaged, -1, 0x9000, 4 * MiB, 0, 8);
+    ev(7000, VT_API_cudaFree, 0, 0x9000, 0, 0, 0);
+    ev(8000, 9999, 0, 0, 0, 0, 0);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    TAP_EQ_U64(p->events.unmatched_frees, 1, "double free counted, not fatal; free(NULL) ignored");
+    TAP_EQ_U64(p->events.implicit_frees, 1, "alloc at a live pointer frees the old one");
+    TAP_EQ_U64(p->devs[0].mem.tracked, 3 * MiB, "only the newer allocation is live");
+    TAP_EQ_U64(p->managed.peak_bytes, 4 * MiB, "managed peak");
+    TAP_EQ_U64(p->managed.tracked, 0, "cudaFree released managed memory");
+    TAP_EQ_U64(p->events.unknown_api, 1, "unknown api counted");
+    TAP_EQ_U64(p->events.frees, 2, "matched frees");
+    vt_model_free(m);
+
+    /* -- OOM, smoking gun (after-failure sample), flush-and-retry -- */
+    setup(rules, 16 * GiB, 15 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x100000000, 8 * GiB, 0, 3);
+    ev(2000, VT_API_cudaMalloc, 0, 0x300000000, 1 * GiB, 0, 7);
+    ev(3000, VT_API_cudaMalloc, 0, 0x400000000, 1 * GiB, 0, 7);
+    ev(4000, VT_API_cudaMalloc, 0, 0, 4 * GiB, 2, 7);   /* estimate: 5 GiB free: looks free */
+    evx(4100, VT_API_cuMemGetInfo_v2, 0, 0, 5 * GiB, 0, 16 * GiB, VT_EF_SAMPLE | VT_EF_AFTER_FAILURE);
+    ev(5000, VT_API_cudaFree, 0, 0x300000000, 0, 0, 0);
+    ev(5100, VT_API_cudaFree, 0, 0x400000000, 0, 0, 0);
+    ev(6000, VT_API_cudaMalloc, 0, 0x500000000, 4 * GiB, 0, 7);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_OK(p->tip.valid && p->tip_kind == VT_SPILL_OOM, "oom is the tipping event");
+    TAP_EQ_U64(p->tip.bytes, 4 * GiB, "tip size");
+    TAP_EQ_U64(p->tip.time_ns, 4000, "tip time");
+    TAP_EQ_U64(p->tip.tag, VT_TAG_SCRATCH, "tip tag");
+    TAP_EQ_U64(p->tip.dev_tracked, 10 * GiB, "tracked at the tip");
+    TAP_EQ_U64(d->failed_with_free, 1, "smoking gun: failed while 5 GiB were free");
+    TAP_EQ_U64(d->retry_bursts, 1, "flush-and-retry burst");
+    TAP_EQ_U64(d->retry_freed_bytes, 2 * GiB, "burst freed 2 GiB");
+    TAP_EQ_U64(d->first_burst_frees, 2, "two frees in the burst");
+    TAP_EQ_U64(p->spill_count[VT_SPILL_OOM], 1, "one oom");
+    TAP_EQ_U64(p->spill_count[VT_SPILL_OVER_CAPACITY], 0, "retry within free memory is no over_capacity");
+    TAP_EQ_U64(d->failures, 1, "device failures");
+    vt_model_free(m);
+
+    /* same failure, but the driver says memory really was gone */
+    setup(rules, 16 * GiB, 15 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x100000000, 8 * GiB, 0, 3);
+    ev(4000, VT_API_cudaMalloc, 0, 0, 4 * GiB, 2, 3);
+    evx(4100, VT_API_cuMemGetInfo_v2, 0, 0, 1 * GiB, 0, 16 * GiB, VT_EF_SAMPLE | VT_EF_AFTER_FAILURE);
+    ev(5000, VT_API_cudaMallocHost, -1, 0x7000000000, 4 * GiB, 0, 3);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_EQ_U64(d->failed_with_free, 0, "no smoking gun when the after-failure sample is low");
+    TAP_EQ_U64(p->tip.free_est, 1 * GiB, "tip's free comes from the after-failure sample");
+    TAP_EQ_U64(p->spill_count[VT_SPILL_HOST_FALLBACK], 1, "weights landed in pinned host after the failure");
+    TAP_EQ_U64(p->fallback_peak, 4 * GiB, "host fallback bytes");
+    TAP_EQ_U64(p->oom_shortfall, 0, "shortfall unknown-to-estimate: 4 GiB asked, 7 GiB estimated");
+    TAP_EQ_U64(p->host.peak_by_tag[VT_TAG_WEIGHTS], 4 * GiB, "offloaded weights");
+    /* margin: 15% of 16 GiB = 2.4 GiB; the sample (1 GiB) crossed it after the 8 GiB alloc */
+    TAP_OK(d->below_margin.valid && d->below_margin.bytes == 8 * GiB, "first allocation below the margin named");
+    vt_model_free(m);
+
+    /* -- over_capacity and managed oversubscription -- */
+    setup(rules, 8 * GiB, 7 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x100000000, 6 * GiB, 0, 3);
+    ev(2000, VT_API_cudaMalloc, 0, 0x300000000, 2 * GiB, 0, 5);   /* 1 GiB free: over capacity */
+    ev(3000, VT_API_cudaMallocManaged, -1, 0x900000000, 1 * GiB, 0, 8);
+    ev(4000, VT_API_cudaFree, 0, 0x900000000, 0, 0, 0);
+    ev(5000, VT_API_cudaMallocManaged, -1, 0x900000000, 1 * GiB, 0, 8);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    TAP_OK(p->tip.valid && p->tip_kind == VT_SPILL_OVER_CAPACITY, "over_capacity tips");
+    TAP_EQ_U64(p->tip.free_est, 1 * GiB, "estimated free before it");
+    TAP_EQ_U64(p->spill_count[VT_SPILL_MANAGED_OVERSUB], 2, "managed oversubscription, re-armed after dropping");
+    TAP_EQ_U64(p->oversub_excess, 1 * GiB, "8 device + 1 managed over an 8 GiB card");
+    TAP_EQ_U64(p->nlater, 2, "two later spill events");
+    vt_model_free(m);
+
+    /* -- VMM, rounding, external fragmentation -- */
+    setup(rules, 80 * GiB, 79 * GiB);
+    evx(1000, VT_API_cuMemAddressReserve, 0, 0x10000000000, 32 * GiB, 0, 0, 0);
+    evx(2000, VT_API_cuMemCreate, 0, 0xa1, 2 * GiB, 0, 0, 0);
+    evx(3000, VT_API_cuMemMap, 0, 0x10000000000, 2 * GiB, 0, 0xa1, 0);
+    evx(4000, VT_API_cudaMallocPitch, 0, 0x20000000000, 100 * MiB, 128 * MiB, 0, 0);
+    evx(5000, VT_API_cudaMalloc, 0, 0x20010000000, 64 * MiB, 0, 0, 0);   /* 128 MiB after the pitch one: a hole */
+    evx(6000, VT_API_cudaFree, 0, 0x20000000000, 0, 0, 0, 0);
+    vt_model_finish(m);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_EQ_U64(d->mem.peak_bytes, 2 * GiB + 164 * MiB, "VMM physical counts as device memory");
+    TAP_EQ_U64(d->peak_vmm_physical, 2 * GiB, "vmm physical at peak");
+    TAP_EQ_U64(d->peak_va_reserved, 32 * GiB, "VA reserved at peak");
+    TAP_EQ_U64(d->peak_va_mapped, 2 * GiB, "VA mapped at peak");
+    TAP_EQ_U64(d->peak_rounding_waste, 28 * MiB, "pitch rounding waste");
+    TAP_OK(d->frag_computed, "external fragmentation measured at peak");
+    TAP_EQ_U64(d->frag_live_allocs, 3, "three live ranges at peak");
+    TAP_EQ_U64(d->frag_largest_hole, 0x20000000000ull - 0x10000000000ull - 2 * GiB, "largest hole: mapping to pitch alloc");
+    TAP_EQ_U64(d->frag_holes, 0x20000000000ull - 0x10000000000ull - 2 * GiB + 156 * MiB, "all holes");
+    vt_model_free(m);
+
+    vt_rules_free(rules);
+    return tap_done();
+}
