@@ -111,9 +111,12 @@ RT_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int
     return drv(rc);
 }
 
-static cudaError_t malloc_async(PFN_cuMemAllocAsync_v11020 fn, void **devPtr, size_t size, cudaStream_t s)
+/* The flavour is chosen after NEED_CTX: the pointers exist only once the
+ * driver is loaded, and this may be the process's first runtime call. */
+static cudaError_t malloc_async(int ptsz, void **devPtr, size_t size, cudaStream_t s)
 {
     NEED_CTX();
+    PFN_cuMemAllocAsync_v11020 fn = ptsz ? rt_drv.memAllocAsync_ptsz : rt_drv.memAllocAsync;
     if (!devPtr)
         return ret(cudaErrorInvalidValue);
     CUdeviceptr d;
@@ -125,17 +128,18 @@ static cudaError_t malloc_async(PFN_cuMemAllocAsync_v11020 fn, void **devPtr, si
 
 RT_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
-    return malloc_async(rt_drv.memAllocAsync, devPtr, size, hStream);
+    return malloc_async(0, devPtr, size, hStream);
 }
 
 RT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
-    return malloc_async(rt_drv.memAllocAsync_ptsz, devPtr, size, hStream);
+    return malloc_async(1, devPtr, size, hStream);
 }
 
-static cudaError_t free_async(PFN_cuMemFreeAsync_v11020 fn, void *devPtr, cudaStream_t s)
+static cudaError_t free_async(int ptsz, void *devPtr, cudaStream_t s)
 {
     NEED_CTX();
+    PFN_cuMemFreeAsync_v11020 fn = ptsz ? rt_drv.memFreeAsync_ptsz : rt_drv.memFreeAsync;
     if (!devPtr)
         return cudaSuccess;
     return drv(fn((CUdeviceptr)(uintptr_t)devPtr, s));
@@ -143,18 +147,18 @@ static cudaError_t free_async(PFN_cuMemFreeAsync_v11020 fn, void *devPtr, cudaSt
 
 RT_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
-    return free_async(rt_drv.memFreeAsync, devPtr, hStream);
+    return free_async(0, devPtr, hStream);
 }
 
 RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 {
-    return free_async(rt_drv.memFreeAsync_ptsz, devPtr, hStream);
+    return free_async(1, devPtr, hStream);
 }
 
-static cudaError_t from_pool(PFN_cuMemAllocFromPoolAsync_v11020 fn, void **ptr, size_t size,
-                             cudaMemPool_t pool, cudaStream_t s)
+static cudaError_t from_pool(int ptsz, void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t s)
 {
     NEED_CTX();
+    PFN_cuMemAllocFromPoolAsync_v11020 fn = ptsz ? rt_drv.memAllocFromPoolAsync_ptsz : rt_drv.memAllocFromPoolAsync;
     if (!ptr)
         return ret(cudaErrorInvalidValue);
     CUdeviceptr d;
@@ -166,13 +170,13 @@ static cudaError_t from_pool(PFN_cuMemAllocFromPoolAsync_v11020 fn, void **ptr, 
 
 RT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
-    return from_pool(rt_drv.memAllocFromPoolAsync, ptr, size, memPool, stream);
+    return from_pool(0, ptr, size, memPool, stream);
 }
 
 RT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
                                                    cudaStream_t stream)
 {
-    return from_pool(rt_drv.memAllocFromPoolAsync_ptsz, ptr, size, memPool, stream);
+    return from_pool(1, ptr, size, memPool, stream);
 }
 
 RT_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)

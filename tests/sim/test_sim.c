@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -528,6 +529,10 @@ static void mode_runtime(void)
 static void mode_frag(void)
 {
     void *a, *b, *c, *d, *e;
+    /* The process's first runtime call may be a stream-ordered one. */
+    OKC(cudaMallocAsync(&a, 1, NULL));
+    OKC(cudaFreeAsync(a, NULL));
+    OKC(cudaDeviceSynchronize());
     OKC(cudaMalloc(&a, 256 * MiB));
     OKC(cudaMalloc(&b, 256 * MiB));
     OKC(cudaMalloc(&c, 256 * MiB));
@@ -641,6 +646,48 @@ static void mode_shared(const char *self)
     OKC(cudaMalloc(&p, 6 * GiB));
 }
 
+/* Default environment: threads allocating concurrently through the runtime
+ * (each gets its context lazily) leave the accounting exact. */
+static void *thread_body(void *arg)
+{
+    uintptr_t seed = (uintptr_t)arg, bad = 0;
+    void *live[16] = {0};
+    for (int i = 0; i < 2000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int slot = (int)((seed >> 33) % 16);
+        if (live[slot]) {
+            bad += cudaFree(live[slot]) != cudaSuccess;
+            live[slot] = NULL;
+        } else if (slot & 1) {
+            bad += cudaMallocAsync(&live[slot], (size_t)((seed >> 40) % (8 * MiB) + 1), NULL) != cudaSuccess;
+        } else {
+            bad += cudaMalloc(&live[slot], (size_t)((seed >> 40) % (64 * MiB) + 1)) != cudaSuccess;
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        if (live[i])
+            bad += cudaFree(live[i]) != cudaSuccess;
+    return (void *)bad;
+}
+
+static void mode_threads(void)
+{
+    pthread_t th[8];
+    uintptr_t bad = 0;
+    for (uintptr_t i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, thread_body, (void *)(i + 1));
+    for (int i = 0; i < 8; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        bad += (uintptr_t)r;
+    }
+    TAP_EQ_U64(bad, 0, "every call of 8 threads succeeded");
+    size_t f, t;
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&f, &t);
+    TAP_EQ_U64(f, 24 * GiB - 448 * MiB, "accounting exact after the threads");
+}
+
 static void mode_shared_child(void)
 {
     void *p;
@@ -675,10 +722,12 @@ int main(int argc, char **argv)
         mode_nodev();
     else if (!strcmp(mode, "nov2"))
         mode_nov2();
+    else if (!strcmp(mode, "threads"))
+        mode_threads();
     else if (!strcmp(mode, "shared"))
         mode_shared(argv[0]);
     else {
-        fprintf(stderr, "usage: %s driver|runtime|frag|fallback|config|nodev|nov2|shared\n", argv[0]);
+        fprintf(stderr, "usage: %s driver|runtime|frag|fallback|config|nodev|nov2|threads|shared\n", argv[0]);
         return 2;
     }
     return tap_done();

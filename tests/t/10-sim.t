@@ -36,6 +36,7 @@ mode "per-device configuration" config VTSIM_DEVICES=4GiB VTSIM_RESERVE=0,1GiB \
 is "$(grep -c "warning: invalid VTSIM_HOST_LIMIT='lots'" "$D/config.err")" 1 \
     "an invalid value warns once"
 mode "no device" nodev VTSIM_DEVICES=none
+mode "8 threads allocating concurrently" threads
 mode "pre-12.0 driver (sim-nov2)" nov2 LD_LIBRARY_PATH=$B/sim-nov2
 mode "another process holds VRAM (VTSIM_SHARED)" shared VTSIM_SHARED=$D/shared \
     VTSIM_DEVICES=8GiB VTSIM_RESERVE=512MiB
