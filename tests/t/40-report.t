@@ -1,0 +1,280 @@
+#!/bin/sh
+# `vramtrace report` end to end on traces shaped like llama.cpp (real frame
+# names, libllama/libggml as shared libraries: tests/golden/llama_stacks.vt),
+# written by build/vtgen with exact numbers, asserted exactly through --json.
+. tests/t/lib.sh
+GEN=$B/vtgen
+D=$(tmpdir)
+trap 'rm -rf "$D"' EXIT
+STACKS=tests/golden/llama_stacks.vt
+MiB=1048576
+GiB=1073741824
+
+# jq may be missing: python3 evaluates an expression over the document `d`.
+j() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$@"; }
+
+for t in "$B/test_model" "$B/test_rules"; do
+    if "$t" >"$D/unit.out" 2>&1; then
+        ok "$(basename "$t") ($(grep -c '^ok' "$D/unit.out") checks)"
+    else
+        nok "$(basename "$t")"
+        grep -v '^ok' "$D/unit.out" | sed 's/^/# /'
+    fi
+done
+
+header() { # PID EXE TOTAL FREE UUID
+    echo "process pid=$1 ppid=1 exe=$2 argv=$(basename "$2"),-m,model.gguf host=box start=1000000000"
+    echo "device 0 total=$3 free=$4 name=\"NVIDIA Sim\" uuid=$5 t=0"
+    cat "$STACKS"
+}
+# layers N FROM STACK API PTRBASE TIME0: N allocations of 450 MiB, 512 MiB apart
+layers() {
+    i=0
+    while [ $i -lt "$1" ]; do
+        printf 'event t=%d api=%s dev=0 ptr=0x%x size=450MiB stack=%s flags=runtime\n' \
+            $(($6 + i * 1000)) "$4" $(($5 + i * 0x20000000)) "$3"
+        i=$((i + 1))
+    done
+}
+gen() { "$GEN" "$D/$1.vt" -o "$D/$1.vtrace" || nok "vtgen $1"; }
+report() { name=$1; shift; "$VT" report "$@" "$D/$name.vtrace" >"$D/$name.out" 2>"$D/$name.err"; }
+json() { name=$1; shift; "$VT" report --json "$@" "$D/$name.vtrace" >"$D/$name.json" 2>"$D/$name.jerr"; }
+valid_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1"; }
+
+# -- 1. a 70B-shaped model that does not fit: oom, then CUDA_Host fallback ---
+# 24 GiB card, 23.5 GiB free at first sight (512 MiB context reserve). 52 of
+# 80 layers of 450 MiB fit; the 53rd fails; the driver then reports 152 MiB
+# free (so 512 MiB is untracked); 28 layers go to pinned host memory.
+{
+    header 4242 /opt/llama.cpp/bin/llama-server 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
+    layers 52 0 8 cudaMalloc 0x7000000000 1000000
+    echo 'event t=2000000 api=cudaMalloc dev=0 size=450MiB result=2 stack=8 flags=runtime'
+    echo 'event t=2000100 api=cuMemGetInfo_v2 dev=0 size=152MiB aux=24GiB flags=sample|after_failure'
+    layers 28 0 10 cudaMallocHost 0x600000000000 3000000 | sed 's/dev=0/dev=-1/'
+    echo 'end t=9000000 events=82 dropped=0'
+} >"$D/oom.vt"
+gen oom
+json oom; is "$?" 0 "oom: report exits 0"
+check "oom: JSON is valid" valid_json "$D/oom.json"
+P='d["processes"][0]'
+is "$(j "$D/oom.json" 'd["schema"]')" "vramtrace-report/1" "schema version"
+is "$(j "$D/oom.json" "$P['spill']['kind']")" oom "oom: tipping kind"
+is "$(j "$D/oom.json" "$P['spill']['event']['time_ns']")" 2000000 "oom: tipping time"
+is "$(j "$D/oom.json" "$P['spill']['event']['api']")" cudaMalloc "oom: tipping api"
+is "$(j "$D/oom.json" "$P['spill']['event']['bytes']")" $((450 * MiB)) "oom: tipping size"
+is "$(j "$D/oom.json" "$P['spill']['event']['tag']")" weights "oom: tipping tag"
+is "$(j "$D/oom.json" "$P['spill']['event']['result']")" 2 "oom: tipping result"
+is "$(j "$D/oom.json" "$P['spill']['event']['stack'][5]['function']")" "llama_model::load_tensors(llama_model_loader&)" "oom: tipping stack is symbolized and demangled"
+is "$(j "$D/oom.json" "$P['spill']['device_state']['tracked_bytes']")" $((52 * 450 * MiB)) "oom: tracked at the tip"
+is "$(j "$D/oom.json" "$P['spill']['device_state']['by_tag']['weights']")" $((52 * 450 * MiB)) "oom: weights at the tip"
+is "$(j "$D/oom.json" "$P['spill']['device_state']['last_free_bytes']")" $((152 * MiB)) "oom: free at the tip (after-failure sample)"
+is "$(j "$D/oom.json" "$P['spill']['kinds']['host_fallback']['count']")" 28 "host_fallback: 28 layers"
+is "$(j "$D/oom.json" "$P['spill']['kinds']['host_fallback']['bytes']")" $((28 * 450 * MiB)) "host_fallback: bytes"
+is "$(j "$D/oom.json" "$P['spill']['later_count']")" 28 "later spill events summarized"
+is "$(j "$D/oom.json" "$P['spill']['more_vram_bytes']")" $((28 * 450 * MiB)) "more VRAM needed = what fell back"
+is "$(j "$D/oom.json" "$P['host_pinned']['by_tag']['weights']")" $((28 * 450 * MiB)) "pinned host weights"
+is "$(j "$D/oom.json" "$P['offloaded_weights_bytes']")" $((28 * 450 * MiB)) "offloaded weights"
+DV="$P['devices'][0]"
+is "$(j "$D/oom.json" "$DV['uuid']")" GPU-01234567-89ab-cdef-0123-456789abcdef "uuid in nvidia-smi form"
+is "$(j "$D/oom.json" "$DV['peak']['tracked_bytes']")" $((52 * 450 * MiB)) "device peak"
+is "$(j "$D/oom.json" "$DV['peak']['by_tag']")" '{"weights": 24536678400, "kv": 0, "scratch": 0, "unknown": 0}' "by_tag holds the four tags"
+is "$(j "$D/oom.json" "$DV['headroom']['context_bytes']")" $((512 * MiB)) "context reserve"
+is "$(j "$D/oom.json" "$DV['headroom']['untracked_bytes']")" $((512 * MiB)) "untracked bytes"
+is "$(j "$D/oom.json" "$DV['headroom']['min_free_bytes']")" $((152 * MiB)) "min free"
+is "$(j "$D/oom.json" "$DV['headroom']['min_free_time_ns']")" 2000100 "min free time"
+is "$(j "$D/oom.json" "$DV['headroom']['free_at_peak_bytes']")" $((664 * MiB)) "free at peak (estimate)"
+is "$(j "$D/oom.json" "$DV['headroom']['above_margin']")" false "15% margin broken"
+# 23.5 GiB - n*450 MiB < 3.6 GiB first at n = 46 (t = 1000000 + 45*1000)
+is "$(j "$D/oom.json" "$DV['headroom']['first_below_margin']['time_ns']")" 1045000 "first allocation below the margin"
+is "$(j "$D/oom.json" "$DV['headroom']['first_below_margin']['free_after_bytes']")" $((24064 * MiB - 46 * 450 * MiB)) "free after it"
+is "$(j "$D/oom.json" "$DV['fragmentation']['failed_with_free']['count']")" 0 "no smoking gun: the driver had 152 MiB"
+is "$(j "$D/oom.json" "$DV['fragmentation']['external']['hole_bytes']")" $((51 * 62 * MiB)) "external fragmentation: holes between layers"
+is "$(j "$D/oom.json" "$DV['fragmentation']['external']['largest_hole_bytes']")" $((62 * MiB)) "largest hole"
+is "$(j "$D/oom.json" "$P['events']")" '{"allocs": 80, "frees": 0, "failed": 1, "dropped": 0, "total": 82, "unmatched_frees": 0, "implicit_frees": 0, "unknown_api": 0, "stacks_lost": 0}' "event counts"
+is "$(j "$D/oom.json" "$P['apis']['cudaMalloc']")" '{"calls": 53, "failed": 1, "bytes": 24536678400}' "per-api stats"
+is "$(j "$D/oom.json" "$P['sites'][0]['rule']")" "builtin:llama.cpp weights llama_model::load_tensors @ frame 5" "site rule names the frame"
+is "$(j "$D/oom.json" "$P['sites'][0]['peak_bytes']")" $((52 * 450 * MiB)) "top site bytes at peak"
+is "$(j "$D/oom.json" "$P['sites'][0]['calls']")" 53 "top site calls"
+report oom; is "$?" 0 "oom: text report"
+is "$(head -n 2 "$D/oom.out" | tail -n 1)" "VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (NVIDIA Sim)." "verdict first, plain words"
+check "text says the offloaded layers in those words" grep -q "layers offloaded to the CPU (llama.cpp's CUDA_Host model buffer)" "$D/oom.out"
+report oom --fail-on-spill; is "$?" 1 "--fail-on-spill exits 1 on a spill"
+
+# -- 2. a model that fits: every tag, rounding, untracked, the margin holds -
+# 80 GiB card, 79.5 GiB free. 80 layers (35.16 GiB weights), 4 GiB KV,
+# 1000 MiB compute buffer reserved as 1024 MiB, a 64 MiB ggml pool block,
+# a 32 MiB cuBLASLt workspace (stripped frame), 16 MiB from an untagged app.
+{
+    header 777 /usr/bin/ollama 80GiB 79.5GiB 00112233445566778899aabbccddeeff
+    layers 80 0 8 cudaMalloc 0x7000000000 1000000
+    echo 'event t=2000000 api=cudaMalloc dev=0 ptr=0x9000000000 size=4GiB stack=17 flags=runtime'
+    echo 'event t=2100000 api=cudaMalloc dev=0 ptr=0x9100000000 size=1000MiB reserved=1024MiB stack=23 flags=runtime'
+    echo 'event t=2200000 api=cudaMalloc dev=0 ptr=0x9200000000 size=64MiB stack=25 flags=runtime'
+    echo 'event t=2300000 api=cudaMalloc dev=0 ptr=0x9300000000 size=32MiB stack=27 flags=runtime'
+    echo 'event t=2400000 api=cudaMalloc dev=0 ptr=0x9400000000 size=16MiB stack=29 flags=runtime'
+    echo 'event t=2500000 api=cuMemGetInfo_v2 dev=0 size=37GiB aux=80GiB flags=sample|at_peak'
+    echo 'event t=3000000 api=cudaFree dev=0 ptr=0x9400000000 flags=runtime'
+    echo 'end t=4000000 events=87 dropped=0'
+} >"$D/fit.vt"
+gen fit
+json fit; is "$?" 0 "fit: report exits 0"
+check "fit: JSON is valid" valid_json "$D/fit.json"
+is "$(j "$D/fit.json" "$P['spill']")" null "fit: spill is null"
+is "$(j "$D/fit.json" "$DV['peak']['by_tag']['weights']")" $((80 * 450 * MiB)) "fit: weights"
+is "$(j "$D/fit.json" "$DV['peak']['by_tag']['kv']")" $((4 * GiB)) "fit: kv"
+is "$(j "$D/fit.json" "$DV['peak']['by_tag']['scratch']")" $(((1000 + 64 + 32) * MiB)) "fit: scratch (gallocr + pool + cuBLASLt)"
+is "$(j "$D/fit.json" "$DV['peak']['by_tag']['unknown']")" $((16 * MiB)) "fit: unknown"
+is "$(j "$D/fit.json" "$DV['peak']['time_ns']")" 2400000 "fit: peak time"
+is "$(j "$D/fit.json" "$DV['fragmentation']['rounding_waste_bytes']")" $((24 * MiB)) "fit: rounding waste"
+# used by the driver at the sample: 80 - 37 = 43 GiB; reserve 0.5; tracked 40.29 GiB
+is "$(j "$D/fit.json" "$DV['headroom']['untracked_bytes']")" $((43 * GiB - 512 * MiB - (36000 + 4096 + 1000 + 64 + 32 + 16) * MiB)) "fit: untracked"
+is "$(j "$D/fit.json" "$DV['headroom']['free_at_peak_bytes']")" $((37 * GiB)) "fit: free at peak from the at_peak sample"
+is "$(j "$D/fit.json" "$DV['headroom']['min_free_bytes']")" $((37 * GiB)) "fit: min free"
+is "$(j "$D/fit.json" "$DV['headroom']['above_margin']")" true "fit: stayed above 15%"
+is "$(j "$D/fit.json" "$DV['headroom']['first_below_margin']")" null "fit: nothing below the margin"
+is "$(j "$D/fit.json" "[s['tag'] for s in $P['sites']]")" '["weights", "kv", "scratch", "scratch", "scratch", "unknown"]' "fit: sites ranked by bytes at peak"
+is "$(j "$D/fit.json" "$P['sites'][3]['rule']")" "builtin:llama.cpp scratch ggml_cuda_pool_leg::alloc @ frame 1" "fit: pool rule"
+is "$(j "$D/fit.json" "$P['sites'][4]['rule']")" "builtin:cuda-libs scratch module:libcublas* @ frame 1" "fit: cuBLAS by module"
+is "$(j "$D/fit.json" "$P['sites'][5]['rule']")" "" "fit: untagged site has no rule"
+is "$(j "$D/fit.json" "$P['sites'][5]['stack'][1]['function']")" myapp_alloc "fit: untagged site shows its stack"
+report fit --fail-on-spill; is "$?" 0 "fit: --fail-on-spill exits 0 without a spill"
+is "$(sed -n 2p "$D/fit.out")" "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory." "fit: verdict"
+check "fit: headroom said in words" grep -q "Stayed above the 15% margin" "$D/fit.out"
+json fit --margin 60; is "$(j "$D/fit.json" "$DV['headroom']['above_margin']")" false "--margin 60 breaks the margin"
+is "$(j "$D/fit.json" "$DV['headroom']['margin_bytes']")" $((48 * GiB)) "--margin 60 bytes"
+
+# -- 3. over_capacity and managed oversubscription ---------------------------
+{
+    header 900 /usr/bin/python3 8GiB 7GiB 0f0e0d0c0b0a09080706050403020100
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x100000000 size=6GiB stack=8'
+    echo 'event t=2000 api=cudaMalloc dev=0 ptr=0x300000000 size=2GiB stack=17'
+    echo 'event t=3000 api=cudaMallocManaged dev=-1 ptr=0x900000000 size=3GiB stack=31'
+    echo 'end t=4000 events=3 dropped=0'
+} >"$D/cap.vt"
+gen cap
+json cap
+check "cap: JSON is valid" valid_json "$D/cap.json"
+is "$(j "$D/cap.json" "$P['spill']['kind']")" over_capacity "over_capacity: a 2 GiB request succeeded with 1 GiB free"
+is "$(j "$D/cap.json" "$P['spill']['event']['tag']")" kv "over_capacity: tag"
+is "$(j "$D/cap.json" "$P['spill']['device_state']['headroom_bytes']")" $((1 * GiB)) "over_capacity: headroom then"
+is "$(j "$D/cap.json" "$P['spill']['kinds']['managed_oversubscription']['count']")" 1 "managed_oversubscription counted"
+is "$(j "$D/cap.json" "$P['spill']['managed_excess_bytes']")" $((3 * GiB)) "managed excess over the card"
+is "$(j "$D/cap.json" "$P['managed']['peak_bytes']")" $((3 * GiB)) "managed peak"
+is "$(j "$D/cap.json" "$P['managed']['by_tag']['unknown']")" $((3 * GiB)) "managed by tag"
+{
+    header 901 /usr/bin/python3 8GiB 7GiB 0f0e0d0c0b0a09080706050403020100
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x100000000 size=6GiB stack=8'
+    echo 'event t=3000 api=cudaMallocManaged dev=-1 ptr=0x900000000 size=3GiB stack=31'
+} >"$D/mgd.vt"
+gen mgd
+json mgd
+is "$(j "$D/mgd.json" "$P['spill']['kind']")" managed_oversubscription "managed_oversubscription tips when it is first"
+is "$(j "$D/mgd.json" "$P['spill']['event']['api']")" cudaMallocManaged "managed_oversubscription: the managed request"
+
+# -- 4. fragmentation smoking guns and VMM -----------------------------------
+# ggml's VMM pool reserves 32 GiB of address space and maps 1 GiB; a legacy
+# pool request of 2 GiB fails with 10 GiB reported free; then the pool frees
+# two cached blocks and the same request on the same thread succeeds.
+{
+    header 555 /opt/llama.cpp/bin/llama-cli 16GiB 15GiB 1111111111111111111111111111111
+    echo 'event t=1000 api=cuMemAddressReserve dev=0 ptr=0x10000000000 size=32GiB'
+    echo 'event t=1100 api=cuMemCreate dev=0 ptr=0xa1 size=1GiB stack=33'
+    echo 'event t=1200 api=cuMemMap dev=0 ptr=0x10000000000 size=1GiB aux=0xa1'
+    echo 'event t=2000 api=cudaMalloc dev=0 ptr=0x20000000000 size=1GiB stack=25 tid=9'
+    echo 'event t=2100 api=cudaMalloc dev=0 ptr=0x20080000000 size=1GiB stack=25 tid=9'
+    echo 'event t=3000 api=cudaMalloc dev=0 size=2GiB result=2 stack=25 tid=9'
+    echo 'event t=3050 api=cuMemGetInfo_v2 dev=0 size=10GiB aux=16GiB flags=sample|after_failure'
+    echo 'event t=3100 api=cudaFree dev=0 ptr=0x20000000000 tid=9'
+    echo 'event t=3200 api=cudaFree dev=0 ptr=0x20080000000 tid=9'
+    echo 'event t=3300 api=cudaMalloc dev=0 ptr=0x20000000000 size=2GiB stack=25 tid=9'
+} | sed 's/uuid=1111111111111111111111111111111 /uuid=11111111111111111111111111111111 /' >"$D/frag.vt"
+gen frag
+json frag
+check "frag: JSON is valid" valid_json "$D/frag.json"
+F="$DV['fragmentation']"
+is "$(j "$D/frag.json" "$F['failed_with_free']['count']")" 1 "smoking gun: failed with 10 GiB free"
+is "$(j "$D/frag.json" "$F['failed_with_free']['first']['bytes']")" $((2 * GiB)) "smoking gun: request size"
+is "$(j "$D/frag.json" "$F['flush_retry']['count']")" 1 "flush-and-retry burst"
+is "$(j "$D/frag.json" "$F['flush_retry']['freed_bytes']")" $((2 * GiB)) "burst freed bytes"
+is "$(j "$D/frag.json" "$F['flush_retry']['first']['frees']")" 2 "burst frees"
+is "$(j "$D/frag.json" "$F['va_reserved_bytes']")" $((32 * GiB)) "VMM reserved VA at peak"
+is "$(j "$D/frag.json" "$F['va_mapped_bytes']")" $((1 * GiB)) "VMM mapped at peak"
+is "$(j "$D/frag.json" "$F['va_unmapped_bytes']")" $((31 * GiB)) "VMM reserved but unmapped"
+is "$(j "$D/frag.json" "$F['vmm_physical_bytes']")" $((1 * GiB)) "VMM physical"
+is "$(j "$D/frag.json" "$DV['peak']['by_tag']['scratch']")" $((3 * GiB)) "VMM pool and legacy pool are scratch"
+is "$(j "$D/frag.json" "$F['external']['live_allocations']")" 3 "external: live ranges at peak"
+is "$(j "$D/frag.json" "$F['external']['hole_bytes']")" $((0x20000000000 - 0x10000000000 - GiB + GiB)) "external: hole bytes"
+is "$(j "$D/frag.json" "$F['external']['largest_hole_bytes']")" $((0x20000000000 - 0x10000000000 - GiB)) "external: largest hole"
+is "$(j "$D/frag.json" "$P['spill']['kind']")" oom "frag: the failure is an oom spill"
+report frag
+check "frag: smoking guns in the text" grep -q "SMOKING GUN: 1 flush-and-retry burst" "$D/frag.out"
+
+# -- 5. a directory: ollama server + runner on one GPU (matched by UUID) ----
+mkdir -p "$D/dir"
+{
+    header 100 /usr/bin/ollama 24GiB 23.5GiB aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x100000000 size=256MiB stack=29'
+    echo 'event t=90000 api=cudaFree dev=0 ptr=0x100000000'
+} >"$D/srv.vt"
+{
+    header 101 /usr/lib/ollama/runner 24GiB 23.25GiB aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+    layers 20 0 8 cudaMalloc 0x7000000000 2000
+    echo 'event t=50000 api=cudaMalloc dev=0 ptr=0x9000000000 size=2GiB stack=17'
+} >"$D/run.vt"
+"$GEN" "$D/srv.vt" -o "$D/dir/ollama.100.vtrace" && "$GEN" "$D/run.vt" -o "$D/dir/runner.101.vtrace" || nok "vtgen dir"
+"$VT" report --json "$D/dir" >"$D/dir.json" 2>"$D/dir.err"
+is "$?" 0 "dir: report exits 0"
+check "dir: JSON is valid" valid_json "$D/dir.json"
+is "$(j "$D/dir.json" 'len(d["processes"])')" 2 "dir: two processes"
+is "$(j "$D/dir.json" '[p["pid"] for p in d["processes"]]')" "[100, 101]" "dir: per-process sections"
+is "$(j "$D/dir.json" 'len(d["gpus"])')" 1 "dir: one GPU by UUID"
+is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["tracked_bytes"]')" $((256 * MiB + 20 * 450 * MiB + 2 * GiB)) "dir: combined peak while both lived"
+is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["time_ns"]')" 50000 "dir: combined peak time on one timeline"
+is "$(j "$D/dir.json" '[p["bytes_at_gpu_peak"] for p in d["gpus"][0]["processes"]]')" "[$((256 * MiB)), $((20 * 450 * MiB + 2 * GiB))]" "dir: each process at the combined peak"
+is "$(j "$D/dir.json" 'd["gpus"][0]["processes"][1]["peak_bytes"]')" $((20 * 450 * MiB + 2 * GiB)) "dir: runner's own peak"
+"$VT" report "$D/dir" >"$D/dir.out" 2>&1
+check "dir: text has the combined view" grep -q "== GPUs across all 2 processes" "$D/dir.out"
+
+# -- 6. truncated, corrupt, not a trace --------------------------------------
+{
+    header 4242 /opt/llama.cpp/bin/llama-server 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
+    layers 10 0 8 cudaMalloc 0x7000000000 1000000
+    echo chunk
+    layers 10 10 8 cudaMalloc 0x8000000000 2000000
+} >"$D/trunc.vt"
+gen trunc
+size=$(wc -c <"$D/trunc.vtrace")
+head -c $((size - 7)) "$D/trunc.vtrace" >"$D/cut.vtrace"
+"$VT" report --json "$D/cut.vtrace" >"$D/cut.json" 2>"$D/cut.err"
+is "$?" 0 "truncated: still a report"
+is "$(j "$D/cut.json" "$P['devices'][0]['peak']['tracked_bytes']")" $((10 * 450 * MiB)) "truncated: complete chunks counted"
+is "$(j "$D/cut.json" "$P['trace']['truncated']")" true "truncated: flagged"
+check "truncated: says where it stopped" grep -q "offset [0-9]*: trace ends in the middle of a chunk" "$D/cut.err"
+printf 'hello, not a trace at all\n' >"$D/junk.vtrace"
+"$VT" report "$D/junk.vtrace" >"$D/junk.out" 2>"$D/junk.err"
+is "$?" 2 "not a trace: exit 2"
+check "not a trace: names file and offset" grep -q "junk.vtrace: offset 0" "$D/junk.err"
+cp "$D/trunc.vtrace" "$D/bad.vtrace"
+printf '\377\377\377\377' | dd of="$D/bad.vtrace" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+"$VT" report "$D/bad.vtrace" >"$D/bad.out" 2>"$D/bad.err"
+is "$?" 2 "corrupt chunk: exit 2"
+check "corrupt chunk: names file and offset" grep -q "bad.vtrace: offset [0-9]" "$D/bad.err"
+printf 'prelude version=99\nprocess pid=1\n' >"$D/v99.vt"
+gen v99
+"$VT" report "$D/v99.vtrace" >/dev/null 2>"$D/v99.err"
+is "$?" 2 "newer format version: exit 2"
+
+# -- 7. user rules ------------------------------------------------------------
+printf '# app rules\nkv   myapp_alloc\n' >"$D/my.rules"
+json fit --rules "$D/my.rules"
+is "$(j "$D/fit.json" "$P['sites'][5]['tag']")" kv "user rule tags the app site"
+is "$(j "$D/fit.json" "$P['sites'][5]['rule']")" "$D/my.rules:2 kv myapp_alloc @ frame 1" "user rule named by file:line"
+printf 'activations myapp_*\n' >"$D/env.rules"
+VRAMTRACE_RULES="$D/env.rules" "$VT" report --json "$D/fit.vtrace" >"$D/env.json" 2>/dev/null
+is "$(j "$D/env.json" "$P['devices'][0]['peak']['by_tag']['activations']")" $((16 * MiB)) "VRAMTRACE_RULES with a custom tag"
+printf 'weights ok_pattern\nkv\n' >"$D/bad.rules"
+"$VT" report --rules "$D/bad.rules" "$D/fit.vtrace" >/dev/null 2>"$D/rules.err"
+is "$?" 2 "bad rules file: exit 2"
+check "bad rules file: file:line in the message" grep -q "bad.rules:2: bad rules file" "$D/rules.err"
+
+done_testing
