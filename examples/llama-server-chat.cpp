@@ -19,6 +19,14 @@
  *   request 6 (5000 -> 6000 tokens) fails: cudaMalloc of 800 MiB
  *   (838860800 bytes) with 132 MiB free. The server stays up: exit 0.
  *
+ * With --stdin the server takes one request per line (its token count)
+ * until end of input, and keeps serving after a failed request. Field
+ * story 3 uses it: request 1 (1000 tokens) is served, then gpu-hog takes
+ * 2048 MiB (a browser opening a WebGL tab), request 2 (2000 tokens) still
+ * fits the 2048 cells, request 3 needs 800 MiB more KV with 484 MiB free
+ * and fails. Without gpu-hog it would have succeeded; in the report the
+ * 2048 MiB are untracked (another process), not the server's.
+ *
  * stdout, one line per request:  request=N n_past=N n_ctx=N status=ok|error
  */
 #include "common/common.h"
@@ -31,11 +39,16 @@ struct chat_args {
     uint32_t kv_grow = 1024;
     int turns = 8;
     uint32_t turn_tokens = 1000;
+    bool from_stdin = false;
 };
 
 static int chat_arg(int argc, char **argv, int i, void *user)
 {
     chat_args *a = (chat_args *)user;
+    if (!strcmp(argv[i], "--stdin")) {
+        a->from_stdin = true;
+        return 1;
+    }
     if (i + 1 >= argc)
         return 0;
     if (!strcmp(argv[i], "--kv-grow"))
@@ -64,7 +77,8 @@ int main(int argc, char **argv)
     common_params p;
     chat_args chat;
     if (common_params_parse(argc + n_def, args, p, chat_arg, &chat,
-                            "  --kv-grow N --turns N --turn-tokens N   (defaults 1024, 8, 1000)\n"))
+                            "  --kv-grow N --turns N --turn-tokens N   (defaults 1024, 8, 1000)\n"
+                            "  --stdin   one request per line of stdin (its token count) until EOF\n"))
         return 1;
     p.cparams.kv_grow = chat.kv_grow;
     llama_model *model;
@@ -75,10 +89,17 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "main: server is listening on http://127.0.0.1:8080\n");
     int failed = 0;
-    for (int t = 1; t <= chat.turns && !failed; t++) {
+    char line[64];
+    for (int t = 1; chat.from_stdin || (t <= chat.turns && !failed); t++) {
+        uint32_t n = chat.turn_tokens;
+        if (chat.from_stdin) {
+            if (!fgets(line, sizeof line, stdin))
+                break;
+            n = (uint32_t)strtoul(line, nullptr, 10);
+        }
         fprintf(stderr, "slot update_slots: id  0 | task %d | new prompt, n_past = %u, n_tokens = %u\n", t,
-                llama_n_past(ctx), chat.turn_tokens);
-        failed = llama_decode(ctx, chat.turn_tokens) != 0;
+                llama_n_past(ctx), n);
+        failed = llama_decode(ctx, n) != 0;
         if (failed)
             fprintf(stderr, "srv  send_error: task id = %d, error: Input prompt is too big compared to KV size. Please try increasing KV size.\n", t);
         printf("request=%d n_past=%u n_ctx=%u status=%s\n", t, llama_n_past(ctx), llama_n_ctx(ctx),

@@ -8,9 +8,9 @@
  *
  *   1. ggml_cuda_pool_vmm on device 0 serves the matmul temporaries of a
  *      70B model (n_embd 8192, n_ff 28672) for ubatches of 128, 512 and
- *      2048 tokens: 32 GiB of VA reserved, 64 MiB mapped in seven
- *      cuMemCreate calls (2+2+2+10+2+46 MiB... see below), handles released
- *      right after mapping, as ggml does.
+ *      2048 tokens: 32 GiB of VA reserved, 64 MiB mapped in six
+ *      cuMemCreate calls, each handle released right after mapping, as
+ *      ggml does (the mapping keeps the memory alive).
  *   2. An expandable segment (PyTorch) reserves 9/8 of the card's memory
  *      in VA (27660 MiB on 24 GiB) and maps 20 MiB pages as a KV cache
  *      grows by ten 1 GiB blocks: 10240 MiB mapped in 512 pages. The last

@@ -165,8 +165,10 @@ bool common_init_from_params(common_params &p, llama_model **model, llama_contex
         for (int d = 0; d < n_dev; d++)
             ggml_backend_cuda_get_device_memory(d, &free_bytes[d], &total);
         int ngl = fit_layers(p, tried, n_dev, free_bytes);
-        fprintf(stderr, "common_init_from_params: %d layers do not fit in %zu MiB free on CUDA0; retrying with -ngl %d\n",
-                tried, free_bytes[0] / MiB, ngl);
+        fprintf(stderr, "common_init_from_params: %d layers do not fit; free:", tried);
+        for (int d = 0; d < n_dev; d++)
+            fprintf(stderr, " CUDA%d %zu MiB", d, free_bytes[d] / MiB);
+        fprintf(stderr, "; retrying with -ngl %d\n", ngl);
         p.mparams.n_gpu_layers = ngl;
     }
 }

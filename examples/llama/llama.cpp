@@ -315,8 +315,13 @@ NOINLINE llama_context::llama_context(llama_model &m, const llama_context_params
         bufts[n++] = ggml_backend_cuda_buffer_type(d);
     bufts[n++] = model.n_devices ? ggml_backend_cuda_host_buffer_type() : ggml_backend_cpu_buffer_type();
     sched = ggml_backend_sched_new(bufts, n);
-    if (!graph_reserve(cparams.n_ubatch))
+    if (!graph_reserve(cparams.n_ubatch)) {
+        /* A throwing constructor runs no destructor: free what was reserved
+         * on the other GPUs here, or the retry would find it still held. */
+        ggml_backend_sched_free(sched);
+        sched = nullptr;
         throw std::runtime_error("failed to allocate compute pp buffers");
+    }
     for (int i = 0; i < n; i++)
         if (ggml_backend_sched_get_buffer_size(sched, i))
             fprintf(stderr, "llama_context: %10s compute buffer size = %8.2f MiB\n",
