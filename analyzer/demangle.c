@@ -13,10 +13,11 @@ char *vt_demangle(const char *name, size_t len)
     char *raw = malloc(len + 1);
     if (!raw)
         return NULL;
-    memcpy(raw, name, len);
+    if (len)
+        memcpy(raw, name, len);
     raw[len] = 0;
     /* A NUL inside the bytes cuts the name there: names are C strings in ELF. */
-    if (raw[0] == '_' && raw[1] == 'Z') {
+    if (len >= 2 && raw[0] == '_' && raw[1] == 'Z') {
         int status = -1;
         char *d = __cxa_demangle(raw, NULL, NULL, &status);
         if (d && status == 0) {

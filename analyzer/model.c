@@ -76,7 +76,8 @@ static char *dup_bytes(vt_bytes_t b)
 {
     char *s = malloc((size_t)b.len + 1);
     if (s) {
-        memcpy(s, b.data, b.len);
+        if (b.len)
+            memcpy(s, b.data, b.len);
         s[b.len] = 0;
     }
     return s;
@@ -677,7 +678,8 @@ static void device_record(vt_model_t *m, const vt_rec_device_t *r)
     d->have_info = 1;
     memcpy(d->uuid, r->uuid, 16);
     size_t n = r->name.len < sizeof d->name - 1 ? r->name.len : sizeof d->name - 1;
-    memcpy(d->name, r->name.data, n);
+    if (n)
+        memcpy(d->name, r->name.data, n);
     d->name[n] = 0;
     d->total = r->total_bytes;
     d->first_free = r->free_bytes <= r->total_bytes ? r->free_bytes : r->total_bytes;

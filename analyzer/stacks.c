@@ -95,7 +95,8 @@ int vt_stacks_add_module(vt_stacks_t *s, const vt_rec_module_t *m)
     char *path = malloc((size_t)m->path.len + 1);
     if (!path)
         return VT_E_NOMEM;
-    memcpy(path, m->path.data, m->path.len);
+    if (m->path.len)
+        memcpy(path, m->path.data, m->path.len);
     path[m->path.len] = 0;
     free(dst->path);
     dst->id = m->module_id;

@@ -277,4 +277,12 @@ printf 'weights ok_pattern\nkv\n' >"$D/bad.rules"
 is "$?" 2 "bad rules file: exit 2"
 check "bad rules file: file:line in the message" grep -q "bad.rules:2: bad rules file" "$D/rules.err"
 
+# -- 8. hostile but well-formed records: a report, never a crash -----------
+"$GEN" tests/golden/hostile.vt -o "$D/hostile.vtrace" || nok "vtgen hostile"
+"$VT" report --json "$D/hostile.vtrace" >"$D/hostile.json" 2>"$D/hostile.err"
+is "$?" 0 "hostile records: exit 0"
+check "hostile records: JSON is valid" valid_json "$D/hostile.json"
+"$VT" report "$D/hostile.vtrace" >/dev/null 2>&1
+is "$?" 0 "hostile records: text report"
+
 done_testing
