@@ -1,6 +1,8 @@
 /* External fragmentation of a device's address space: live device
  * allocations and VMM mappings sorted by address; holes are the gaps
- * between consecutive ones inside [lowest start, highest end). Computed
+ * between consecutive ones inside [lowest start, highest end), except gaps
+ * larger than the device's total, which separate VA regions (span is the
+ * sum of the regions). Computed
  * once per local maximum of tracked bytes (see live_remove in model.c), so
  * the figures describe the peak. Skipped (frag_skipped) above
  * VT_FRAG_MAX_LIVE live entries to bound time. */
@@ -50,21 +52,30 @@ int vt_m_frag_compute(vt_model_t *m, int dev)
     size_t n = collect(m, &m->by_ptr, dev, L_ALLOC, v, total);
     n += collect(m, &m->by_map, dev, L_MAP, v + n, total - n);
     qsort(v, n, sizeof *v, cmp_range);
-    uint64_t holes = 0, largest = 0, end = n ? v[0].a : 0;
+    uint64_t holes = 0, largest = 0, span = 0, start = n ? v[0].a : 0, end = start;
     for (size_t i = 0; i < n; i++) {
         if (v[i].a > end) {
             uint64_t h = v[i].a - end;
-            holes += h;
-            if (h > largest)
-                largest = h;
+            if (d->total && h > d->total) {
+                /* A gap larger than the card cannot be free device memory:
+                 * the driver put the next allocation in another VA region
+                 * (cudaMalloc heap vs a VMM reservation). New region. */
+                span += end - start;
+                start = v[i].a;
+            } else {
+                holes += h;
+                if (h > largest)
+                    largest = h;
+            }
         }
         if (v[i].a + v[i].n > end)
             end = v[i].a + v[i].n;
     }
+    span += end - start;
     d->frag_computed = 1;
     d->frag_skipped = 0;
     d->frag_live_allocs = n;
-    d->frag_span = n ? end - v[0].a : 0;
+    d->frag_span = span;
     d->frag_holes = holes;
     d->frag_largest_hole = largest;
     free(v);

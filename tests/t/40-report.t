@@ -203,8 +203,10 @@ is "$(j "$D/frag.json" "$F['va_unmapped_bytes']")" $((31 * GiB)) "VMM reserved b
 is "$(j "$D/frag.json" "$F['vmm_physical_bytes']")" $((1 * GiB)) "VMM physical"
 is "$(j "$D/frag.json" "$DV['peak']['by_tag']['scratch']")" $((3 * GiB)) "VMM pool and legacy pool are scratch"
 is "$(j "$D/frag.json" "$F['external']['live_allocations']")" 3 "external: live ranges at peak"
-is "$(j "$D/frag.json" "$F['external']['hole_bytes']")" $((0x20000000000 - 0x10000000000 - GiB + GiB)) "external: hole bytes"
-is "$(j "$D/frag.json" "$F['external']['largest_hole_bytes']")" $((0x20000000000 - 0x10000000000 - GiB)) "external: largest hole"
+# at the peak: the VMM mapping (its own VA region) and two 1 GiB pool blocks 2 GiB apart
+is "$(j "$D/frag.json" "$F['external']['hole_bytes']")" $((1 * GiB)) "external: hole bytes"
+is "$(j "$D/frag.json" "$F['external']['largest_hole_bytes']")" $((1 * GiB)) "external: largest hole"
+is "$(j "$D/frag.json" "$F['external']['span_bytes']")" $((4 * GiB)) "external: span of both VA regions"
 is "$(j "$D/frag.json" "$P['spill']['kind']")" oom "frag: the failure is an oom spill"
 report frag
 check "frag: smoking guns in the text" grep -q "SMOKING GUN: 1 flush-and-retry burst" "$D/frag.out"
