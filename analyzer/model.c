@@ -530,6 +530,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
                 d->retry_bursts++;
                 d->retry_freed_bytes += d->retry_freed;
             }
+            d->retry_recovered++;
             d->retry_active = 0;
         }
         d->pend_fail_active = 0;

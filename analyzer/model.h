@@ -113,6 +113,7 @@ typedef struct vt_dev {
     uint64_t pend_fail_size;
     vt_event_view_t pend_fail_view;
     uint64_t retry_bursts, retry_freed_bytes;
+    uint64_t retry_recovered;   /* failures whose same-size retry on the same thread succeeded */
     vt_event_view_t first_burst;
     uint64_t first_burst_frees, first_burst_freed;
     int retry_active;

@@ -147,6 +147,7 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_obj(j, "flush_retry");
     vt_json_u64(j, "count", d->retry_bursts);
     vt_json_u64(j, "freed_bytes", d->retry_freed_bytes);
+    vt_json_u64(j, "recovered", d->retry_recovered);
     if (d->retry_bursts) {
         vt_json_obj(j, "first");
         vt_json_u64(j, "time_ns", d->first_burst.time_ns);

@@ -64,10 +64,25 @@ static void verdict(FILE *o, const vt_model_t *m)
         const vt_event_view_t *v = &p->tip;
         int di = vt_model_dev_index(m, v->device);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
-        fprintf(o, "VERDICT: SPILL. The model did not fit in VRAM");
-        if (d)
-            fprintf(o, " of %s", dev_label(d, dl, sizeof dl));
-        fprintf(o, ".\n");
+        uint64_t failures = 0, recovered = 0;
+        for (int i = 0; i < p->ndevs; i++) {
+            failures += p->devs[i].failures;
+            recovered += p->devs[i].retry_recovered;
+        }
+        int other = 0;
+        for (int k = 0; k < VT_SPILL_KINDS; k++)
+            other |= k != VT_SPILL_OOM && p->spill_count[k];
+        if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures) {
+            fprintf(o, "VERDICT: NEAR SPILL. A device request failed");
+            if (d)
+                fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
+            fprintf(o, ",\n  then succeeded when retried: nothing left VRAM, but the run stalled at the limit.\n");
+        } else {
+            fprintf(o, "VERDICT: SPILL. The model did not fit in VRAM");
+            if (d)
+                fprintf(o, " of %s", dev_label(d, dl, sizeof dl));
+            fprintf(o, ".\n");
+        }
         switch (p->tip_kind) {
         case VT_SPILL_OOM:
             fprintf(o, "  Tipped by: %s of %s for %s failed (error %u) at %s;", vt_api_name(v->api),
@@ -93,6 +108,13 @@ static void verdict(FILE *o, const vt_model_t *m)
                     vt_fmt_bytes(c, v->free_est > 0 ? (uint64_t)v->free_est : 0));
         else
             fprintf(o, "\n");
+        if (d && d->failed_with_free)
+            fprintf(o, "  SMOKING GUN: the driver reported enough free memory when %s failed: the free "
+                       "memory was fragmented or held by another context.\n",
+                    d->failed_with_free == 1 ? "the request" : "requests");
+        if (d && d->retry_bursts)
+            fprintf(o, "  The allocator flushed %s of cached blocks and retried (%" PRIu64 " time%s).\n",
+                    vt_fmt_bytes(a, d->retry_freed_bytes), d->retry_bursts, d->retry_bursts == 1 ? "" : "s");
         if (p->spill_count[VT_SPILL_HOST_FALLBACK] && p->tip_kind != VT_SPILL_HOST_FALLBACK)
             fprintf(o, "  Then %" PRIu64 " allocation%s fell back to pinned host memory (%s at most at once).\n",
                     p->spill_count[VT_SPILL_HOST_FALLBACK], p->spill_count[VT_SPILL_HOST_FALLBACK] == 1 ? "" : "s",

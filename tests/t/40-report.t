@@ -208,8 +208,10 @@ is "$(j "$D/frag.json" "$F['external']['hole_bytes']")" $((1 * GiB)) "external: 
 is "$(j "$D/frag.json" "$F['external']['largest_hole_bytes']")" $((1 * GiB)) "external: largest hole"
 is "$(j "$D/frag.json" "$F['external']['span_bytes']")" $((4 * GiB)) "external: span of both VA regions"
 is "$(j "$D/frag.json" "$P['spill']['kind']")" oom "frag: the failure is an oom spill"
+is "$(j "$D/frag.json" "$F['flush_retry']['recovered']")" 1 "retry recovered the failure"
 report frag
 check "frag: smoking guns in the text" grep -q "SMOKING GUN: 1 flush-and-retry burst" "$D/frag.out"
+check "frag: a recovered failure is a near spill" grep -q "^VERDICT: NEAR SPILL. A device request failed on GPU 0" "$D/frag.out"
 
 # -- 5. a directory: ollama server + runner on one GPU (matched by UUID) ----
 mkdir -p "$D/dir"
