@@ -126,6 +126,8 @@ static void verdict(FILE *o, const vt_model_t *m)
             more = p->oversub_excess;
         if (more)
             fprintf(o, "  More VRAM needed to hold everything: at least %s.\n", vt_fmt_bytes(a, more));
+    } else if (!p->events.allocs && !p->events.failed) {
+        fprintf(o, "VERDICT: NO GPU MEMORY USED. This process allocated nothing through CUDA.\n");
     } else {
         fprintf(o, "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory.\n");
     }
