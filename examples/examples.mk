@@ -75,16 +75,16 @@ $(EX)/gpu-hog: $(EX)/obj/gpu-hog.o | $(SIM_LIBS)
 	$(CC) -o $@ $< $(EX_CUDART) $(EX_RPATH)
 
 # Story 1 on a fresh simulated 24 GiB card, traced into a fresh directory.
-# The program's own log goes to demo.log: the report is the point.
+# The program's own log goes next to the traces, not on screen: the report
+# is the point, and its verdict must be on the first screen.
 demo: $(B)/libvramtrace.so $(B)/vramtrace $(EX_PROGS) $(SIM_LIBS)
-	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX") && \
-	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap on a simulated 24 GiB GPU" && \
-	echo "demo: traces and the program's log in $$d" && \
-	env -u VTSIM_SHARED -u VTSIM_EXTERNAL VTSIM_DEVICES=24GiB VRAMTRACE_DIR=$$d \
-	    LD_LIBRARY_PATH=$(abspath $(B)/sim) LD_PRELOAD=$(abspath $(B)/libvramtrace.so) \
-	    $(EX)/llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >$$d/demo.log 2>&1; \
-	echo "demo: llama-cli exited with status $$?; the load backed off to fewer GPU layers:" && \
-	grep -E 'failed|retrying|offloaded' $$d/demo.log | sed 's/^/    /'; echo && \
-	$(B)/vramtrace report $$d
+	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX") && mkdir -p $$d/traces && \
+	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap, on a simulated 24 GiB GPU" && \
+	env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u GGML_CUDA_ENABLE_UNIFIED_MEMORY \
+	    VTSIM_DEVICES=24GiB VRAMTRACE_DIR=$$d/traces LD_LIBRARY_PATH=$(abspath $(B)/sim) \
+	    LD_PRELOAD=$(abspath $(B)/libvramtrace.so) \
+	    $(EX)/llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >$$d/llama-cli.log 2>&1; \
+	echo "demo: it exited with status $$? (log: $$d/llama-cli.log); now: vramtrace report $$d/traces" && echo && \
+	$(B)/vramtrace report $$d/traces
 
 -include $(patsubst %.o,%.d,$(wildcard $(EX)/obj/*.o $(EX)/obj/*/*.o))
