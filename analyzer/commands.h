@@ -14,5 +14,6 @@
 
 int vt_cmd_dump(int argc, char **argv);    /* dump.c */
 int vt_cmd_report(int argc, char **argv);  /* report*.c */
+int vt_cmd_record(int argc, char **argv);  /* record.c */
 
 #endif

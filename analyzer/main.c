@@ -14,6 +14,7 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *help;
 } commands[] = {
+    { "record", vt_cmd_record, "run CMD under the shim, tracing into DIR; print the verdict" },
     { "report", vt_cmd_report, "explain the VRAM use of traces: TRACE|DIR..." },
     { "dump", vt_cmd_dump, "print every record of TRACE, decoded, one per line" },
 };
