@@ -22,8 +22,15 @@ CPPFLAGS_COMMON := -Iinclude -I$(CUDA_HOME)/include -DVT_VERSION='"$(VERSION)"' 
 CFLAGS_COMMON := -std=gnu11 $(OPT) -g $(WARN) $(SANFLAGS) -fno-omit-frame-pointer
 LDFLAGS_COMMON := $(SANFLAGS)
 
-.PHONY: all test demo bench fuzz clean install deps
+.PHONY: all test demo demo-bins demo-run bench fuzz clean install deps
 all: $(B)/.deps-ok
+
+# The README's first command. The build is quiet (errors still show) so the
+# report's verdict lands on the first screen.
+demo: $(B)/.deps-ok
+	@echo "demo: building vramtrace, the simulated GPU and the examples..."
+	@$(MAKE) -s --no-print-directory demo-bins >/dev/null
+	@$(MAKE) -s --no-print-directory demo-run
 
 # Dependencies: installed with apt-get when run as root on Debian/Ubuntu,
 # otherwise the one command to run is printed (scripts/deps.sh).
@@ -39,6 +46,16 @@ include preload/preload.mk
 -include examples/examples.mk
 -include tests/unit/*.mk
 include tests/tests.mk
+
+# PREFIX/DESTDIR as usual; the shim goes in lib/vramtrace/, where
+# `vramtrace record` looks for it relative to its own binary.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vramtrace \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/include/vramtrace
+	install -m 0755 $(B)/vramtrace $(DESTDIR)$(PREFIX)/bin/vramtrace
+	install -m 0755 $(B)/libvramtrace.so $(DESTDIR)$(PREFIX)/lib/vramtrace/libvramtrace.so
+	install -m 0644 docs/vramtrace.1 $(DESTDIR)$(PREFIX)/share/man/man1/vramtrace.1
+	install -m 0644 include/vramtrace/*.h $(DESTDIR)$(PREFIX)/include/vramtrace/
 
 clean:
 	rm -rf $(B)

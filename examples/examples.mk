@@ -77,7 +77,9 @@ $(EX)/gpu-hog: $(EX)/obj/gpu-hog.o | $(SIM_LIBS)
 # Story 1 on a fresh simulated 24 GiB card, traced into a fresh directory.
 # The program's own log goes next to the traces, not on screen: the report
 # is the point, and its verdict must be on the first screen.
-demo: $(B)/libvramtrace.so $(B)/vramtrace $(EX_PROGS) $(SIM_LIBS)
+demo-bins: $(B)/libvramtrace.so $(B)/vramtrace $(EX_PROGS) $(SIM_LIBS)
+
+demo-run: demo-bins
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX") && mkdir -p $$d/traces && \
 	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap, on a simulated 24 GiB GPU" && \
 	env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u GGML_CUDA_ENABLE_UNIFIED_MEMORY \
