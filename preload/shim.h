@@ -36,7 +36,6 @@ typedef struct vt_options {
     int sample_ms;      /* VRAMTRACE_SAMPLE_MS: meminfo rate limit */
     uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
     int disable;        /* VRAMTRACE_DISABLE */
-    int quiet;          /* VRAMTRACE_QUIET: no stderr notes except failures */
 } vt_options_t;
 
 extern vt_options_t vt_opt;
