@@ -373,26 +373,60 @@ static int live_insert(vt_model_t *m, const live_t *e, uint64_t t)
     return 0;
 }
 
-/* Removes the entry at key from kind's map; *out gets a copy. @return 1 if
- * it was live. */
-static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out)
+/* The state before the first decrease after a peak is the peak state: the
+ * one moment external fragmentation "at peak" can be measured, so it is
+ * taken before e leaves its map. */
+static void frag_before_decrease(vt_model_t *m, const live_t *e)
+{
+    if (e->dev >= 0 && m->p.devs[e->dev].frag_pending &&
+        ((e->kind == L_ALLOC && e->space == VT_SPACE_DEVICE) || e->kind == L_HANDLE || e->kind == L_MAP))
+        vt_m_frag_compute(m, e->dev);
+}
+
+/* Uncharges live entry i (already out of its map), recycles its slot and
+ * adds to *phys the device bytes this gave back to the driver. */
+static int live_drop(vt_model_t *m, uint32_t i, uint64_t t, uint64_t *phys)
+{
+    live_t e = m->live[i];
+    account(m, &e, -1, t);
+    if (e.dev >= 0 && ((e.kind == L_ALLOC && e.space == VT_SPACE_DEVICE) || e.kind == L_HANDLE))
+        *phys += e.size;
+    return live_free_slot(m, i);
+}
+
+/* Removes the entry at key from kind's map; *out (if set) gets a copy and
+ * *phys (if set) the device bytes really given back to the driver.
+ * @return 1 if it was live, 0 if not, or VT_E_NOMEM. A VMM handle that is
+ * still mapped is only detached (model_internal.h): 1, with *phys 0. */
+static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out, uint64_t *phys)
 {
     uint32_t i;
+    uint64_t freed = 0;
+    if (phys)
+        *phys = 0;
     if (!vt_map_get(map_of(m, kind), key, &i))
         return 0;
     live_t e = m->live[i];
-    /* The state before the first decrease after a peak is the peak state:
-     * the one moment external fragmentation "at peak" can be measured. */
-    if (e.dev >= 0 && m->p.devs[e.dev].frag_pending &&
-        ((e.kind == L_ALLOC && e.space == VT_SPACE_DEVICE) || e.kind == L_HANDLE || e.kind == L_MAP))
-        vt_m_frag_compute(m, e.dev);
-    vt_map_del(map_of(m, kind), key, NULL);
-    if (live_free_slot(m, i))
-        return VT_E_NOMEM;
-    account(m, &e, -1, t);
     if (out)
         *out = e;
-    return 1;
+    if (e.kind == L_HANDLE && e.link) {
+        vt_map_del(&m->by_handle, key, NULL);
+        m->live[i].released = 1;
+        return 1;
+    }
+    frag_before_decrease(m, &e);
+    vt_map_del(map_of(m, kind), key, NULL);
+    int rc = live_drop(m, i, t, &freed);
+    if (e.kind == L_MAP && e.link != UINT32_MAX) {
+        live_t *h = &m->live[e.link];
+        if (h->link)
+            h->link--;
+        if (!h->link && h->released && live_drop(m, e.link, t, &freed))
+            rc = VT_E_NOMEM;
+    }
+    if (phys)
+        *phys = freed;
+    return rc ? rc : 1;
 }
 
 /* ---- events ---- */
@@ -507,11 +541,11 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     p->apis[ev->api].bytes += ev->size;
     p->events.allocs++;
     s->total_bytes += ev->size;
-    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di };
+    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
     uint32_t old;
     if (vt_map_get(map_of(m, kind), ev->ptr, &old)) {
         p->events.implicit_frees++;
-        if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL) < 0)
+        if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL, NULL) < 0)
             return VT_E_NOMEM;
     }
     vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
@@ -573,7 +607,8 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
         return 0;   /* free(NULL) is a no-op by the API's contract */
     m->seq++;
     live_t e;
-    int got = live_remove(m, kind, ev->ptr, ev->time_ns, &e);
+    uint64_t phys;
+    int got = live_remove(m, kind, ev->ptr, ev->time_ns, &e, &phys);
     if (got < 0)
         return got;
     if (!got) {
@@ -582,11 +617,13 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
     }
     p->events.frees++;
     p->apis[ev->api].bytes += e.size;
-    if (e.dev >= 0 && (e.space == VT_SPACE_DEVICE || e.kind == L_HANDLE)) {
+    /* Only bytes the driver got back can let a retry succeed: not a VA
+     * range, nor a handle whose mappings keep it alive. */
+    if (e.dev >= 0 && phys) {
         vt_dev_t *d = &p->devs[e.dev];
         if (d->retry_active) {
             d->retry_frees++;
-            d->retry_freed += e.size;
+            d->retry_freed += phys;
         }
     }
     if (e.space == VT_SPACE_DEVICE || e.space == VT_SPACE_MANAGED)
@@ -599,15 +636,19 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     if (ev->result != 0 || !ev->ptr)
         return 0;
     int di = dev_for(m, ev->device);
-    if (kind == L_MAP) {
-        uint32_t hi;
-        if (vt_map_get(&m->by_handle, ev->aux, &hi))
-            di = m->live[hi].dev;
-    }
-    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di };
-    if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL) > 0)
-        m->p.events.implicit_frees++;
-    return live_insert(m, &e, ev->time_ns);
+    int rc = live_remove(m, kind, ev->ptr, ev->time_ns, NULL, NULL);
+    if (rc < 0)
+        return rc;
+    m->p.events.implicit_frees += rc > 0;
+    uint32_t hi = UINT32_MAX;
+    if (kind == L_MAP && vt_map_get(&m->by_handle, ev->aux, &hi))
+        di = m->live[hi].dev;
+    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, hi };
+    if (live_insert(m, &e, ev->time_ns))
+        return VT_E_NOMEM;
+    if (hi != UINT32_MAX)
+        m->live[hi].link++;
+    return 0;
 }
 
 static int feed_event(vt_model_t *m, const vt_event_t *ev)

@@ -1,8 +1,16 @@
 /* Private to model*.c: the live-allocation table and helpers shared by the
  * replay (model.c), spill detection (model_spill.c) and fragmentation
  * (model_frag.c). Invariant: every live_t reachable from one of the four
- * maps has been charged exactly once to its space's counters; releasing it
- * uncharges exactly that. */
+ * maps, or (a released VMM handle) from a live mapping's `link`, has been
+ * charged exactly once to its space's counters; releasing it uncharges
+ * exactly that.
+ *
+ * VMM lifetime (CUDA semantics): cuMemRelease only drops the handle; the
+ * physical memory lives until the last mapping of it is unmapped. ggml
+ * releases right after cuMemMap. So a released handle that is still mapped
+ * leaves by_handle (the handle value is invalid, and may be reused) but its
+ * entry stays charged, reachable from its mappings, until the last one
+ * goes. */
 #ifndef VT_MODEL_INTERNAL_H
 #define VT_MODEL_INTERNAL_H
 
@@ -24,6 +32,9 @@ typedef struct live {
     uint8_t space;      /* enum vt_space */
     uint8_t fallback;   /* counted as host_fallback */
     int16_t dev;        /* index into proc.devs, -1 none */
+    uint8_t released;   /* L_HANDLE: cuMemRelease seen, alive through its maps */
+    uint32_t link;      /* L_MAP: live index of its handle (UINT32_MAX none);
+                         * L_HANDLE: number of live mappings of it */
 } live_t;
 
 struct vt_model {

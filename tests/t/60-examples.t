@@ -63,7 +63,6 @@ todo_is() {
     T=$((T+1))
     if [ "$1" = "$2" ]; then echo "ok $T - $3 # TODO $4"; else echo "not ok $T - $3 # TODO $4"; echo "#   got '$1', want '$2'"; fi
 }
-VMM_TODO="ggml releases the pool's handle right after cuMemMap; the memory lives until cuMemUnmap"
 
 # ---- 1. 70B Q4_K_M on a 24 GiB card: spills to CUDA_Host -------------------
 D=$TMP/s1
@@ -82,10 +81,10 @@ is "$(q $D.json '16234 * M <= s["more_vram_bytes"] <= 16340 * M')" True "1: more
 is "$(q $D.json '{k: v // M for k, v in p["host_pinned"]["by_tag"].items()}')" \
     "{'weights': 16234, 'kv': 0, 'scratch': 80, 'unknown': 0}" "1: pinned host by tag"
 is "$(q $D.json '[d0["peak"]["by_tag"][k] // M for k in ("weights", "kv")]')" "[21150, 1504]" "1: GPU peak weights and KV"
-todo_is "$(q $D.json 'd0["peak"]["by_tag"]["scratch"] // M')" 1104 "1: GPU peak scratch: 1088 compute + 16 VMM pool" "$VMM_TODO"
+is "$(q $D.json 'd0["peak"]["by_tag"]["scratch"] // M')" 1104 "1: GPU peak scratch: 1088 compute + 16 VMM pool"
 is "$(q $D.json '(d0["headroom"]["context_bytes"] // M, d0["headroom"]["min_free_bytes"] // M, d0["headroom"]["above_margin"])')" \
     "(448, 370, False)" "1: headroom: 448 MiB context, 370 MiB least free, below 15%"
-todo_is "$(q $D.json 'd0["headroom"]["untracked_bytes"]')" 0 "1: nothing untracked" "$VMM_TODO"
+is "$(q $D.json 'd0["headroom"]["untracked_bytes"]')" 0 "1: nothing untracked"
 "$VT" report $D >$D.txt 2>&1
 check "1: text report starts with the verdict" sh -c "head -3 $D.txt | grep -q 'VERDICT: SPILL'"
 
@@ -101,7 +100,7 @@ is "$(q $D.json '[f in frames(s["event"]) for f in ("llama_kv_cache::llama_kv_ca
     "[True, True]" "2: grown from decode, in the KV cache constructor"
 is "$(q $D.json '(s["device_state"]["last_free_bytes"] // M, s["oom_shortfall_bytes"])')" "(132, 700448768)" "2: 132 MiB free, 668 MiB short"
 is "$(q $D.json '[d0["peak"]["by_tag"][k] // M for k in ("weights", "kv")]')" "[7400, 4000]" "2: peak weights 7400, KV 4000 (5120 cells)"
-todo_is "$(q $D.json 'd0["peak"]["by_tag"]["scratch"] // M')" 308 "2: peak scratch: 300 compute + 8 VMM pool" "$VMM_TODO"
+is "$(q $D.json 'd0["peak"]["by_tag"]["scratch"] // M')" 308 "2: peak scratch: 300 compute + 8 VMM pool"
 
 # ---- 3a. another process takes VRAM while the server runs ------------------
 D=$TMP/s3a
@@ -169,7 +168,7 @@ report $D
 is "$(q $D.json 'sorted(x["trace"]["ended"] for x in r["processes"])')" "[False, True]" "6: two traced processes; the SIGKILLed one has no END"
 R='proc(lambda x: x["trace"]["ended"])[0]["devices"][0]'
 is "$(q $D.json "[$R['peak']['by_tag'][k] // M for k in ('weights', 'kv')]")" "[4570, 512]" "6: the runner holds the model: 4570 MiB weights, 512 MiB KV"
-todo_is "$(q $D.json "$R['peak']['by_tag']['scratch'] // M")" 268 "6: runner scratch: 260 compute + 8 VMM pool" "$VMM_TODO"
+is "$(q $D.json "$R['peak']['by_tag']['scratch'] // M")" 268 "6: runner scratch: 260 compute + 8 VMM pool"
 is "$(q $D.json 'len(r["gpus"]), [x["exe"] for x in r["gpus"][0]["processes"]]')" "(1, ['ollama-serve'])" "6: one GPU in the combined view"
 
 # ---- 7. VMM pools through cuGetProcAddress ---------------------------------
@@ -180,7 +179,7 @@ report $D
 is "$(q $D.json '(p["apis"]["cuMemCreate"]["calls"], p["apis"]["cuMemMap"]["calls"], "cudaMalloc" in p["apis"], p["spill"])')" \
     "(518, 518, False, None)" "7: 6 ggml + 512 PyTorch pages mapped, no cudaMalloc, no spill"
 is "$(q $D.json 'd0["fragmentation"]["va_reserved_max_bytes"] // M')" $((32768 + 27660)) "7: VA reserved: 32 GiB (ggml) + 27660 MiB (PyTorch)"
-todo_is "$(q $D.json 'd0["peak"]["tracked_bytes"] // M')" 10304 "7: device peak 10240 + 64 MiB ggml pool" "$VMM_TODO"
+is "$(q $D.json 'd0["peak"]["tracked_bytes"] // M')" 10304 "7: device peak 10240 + 64 MiB ggml pool"
 
 # ---- 8. two mismatched cards, --tensor-split ---------------------------------
 D=$TMP/s8

@@ -257,6 +257,33 @@ int main(void)
     TAP_EQ_U64(d->frag_span, 2 * GiB + 256 * MiB + 64 * MiB, "span: sum of the two regions");
     vt_model_free(m);
 
+    /* -- VMM: cuMemRelease right after cuMemMap (ggml): alive until unmapped -- */
+    setup(rules, 80 * GiB, 79 * GiB);
+    evx(1000, VT_API_cuMemAddressReserve, 0, 0x10000000000, 1 * GiB, 0, 0, 0);
+    evx(2000, VT_API_cuMemCreate, 0, 0xa1, 64 * MiB, 0, 0, 0);
+    evx(3000, VT_API_cuMemMap, 0, 0x10000000000, 32 * MiB, 0, 0xa1, 0);
+    evx(3500, VT_API_cuMemMap, 0, 0x10002000000, 32 * MiB, 0, 0xa1, 0);   /* two mappings of one handle */
+    evx(4000, VT_API_cuMemRelease, 0, 0xa1, 0, 0, 0, 0);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_EQ_U64(d->mem.tracked, 64 * MiB, "released but mapped: still live");
+    TAP_EQ_U64(p->events.frees, 1, "the release is a matched free");
+    evx(4500, VT_API_cuMemRelease, 0, 0xa1, 0, 0, 0, 0);
+    TAP_EQ_U64(p->events.unmatched_frees, 1, "a second release of the handle is unmatched");
+    evx(5000, VT_API_cuMemCreate, 0, 0xa1, 2 * MiB, 0, 0, 0);   /* the handle value reused */
+    TAP_EQ_U64(d->mem.tracked, 66 * MiB, "a reused handle value is a new allocation");
+    evx(6000, VT_API_cuMemUnmap, 0, 0x10000000000, 32 * MiB, 0, 0, 0);
+    TAP_EQ_U64(d->mem.tracked, 66 * MiB, "one mapping left: still live");
+    evx(7000, VT_API_cuMemUnmap, 0, 0x10002000000, 32 * MiB, 0, 0, 0);
+    TAP_EQ_U64(d->mem.tracked, 2 * MiB, "last unmap frees the physical memory");
+    evx(8000, VT_API_cuMemRelease, 0, 0xa1, 0, 0, 0, 0);
+    TAP_EQ_U64(d->mem.tracked, 0, "an unmapped handle goes at release");
+    TAP_EQ_U64(d->vmm_physical, 0, "no physical memory left");
+    TAP_EQ_U64(d->va_mapped, 0, "nothing mapped");
+    vt_model_finish(m);
+    TAP_EQ_U64(d->mem.peak_bytes, 66 * MiB, "peak counts the released-but-mapped handle");
+    vt_model_free(m);
+
     vt_rules_free(rules);
     return tap_done();
 }
