@@ -1,0 +1,31 @@
+# tests/bench/bench.mk: `make bench`, the overhead benchmark (never part of
+# `make test`; tests/t/90-bench-smoke.t runs only its quick mode). Included
+# through tests/unit/zz-bench.mk, before tests/tests.mk reads TEST_BINS.
+#
+#   make bench                 the full table (a few minutes)
+#   make bench BENCH_QUICK=1   a ~30 s smoke of every row, small sizes
+#   make bench BENCH_EVENTS=N  the analyzer's big trace holds N events
+#                              (default 50000000)
+# tests/bench/run.sh prints the table; docs/performance.md explains it.
+
+BENCH_BINS := $(B)/bench/hotpath $(B)/bench/vtspawn $(B)/bench/gentrace
+
+# The hot-path program: -O2 like a server, no sibling calls so every one of
+# its recursive frames is a real frame the unwinder walks.
+$(B)/bench/hotpath: tests/bench/hotpath.c $(SIM_LIBS) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O2 -fno-optimize-sibling-calls -o $@ $< \
+	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+
+$(B)/bench/vtspawn: tests/bench/vtspawn.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -o $@ $< $(LDFLAGS_COMMON)
+
+$(B)/bench/gentrace: tests/bench/gentrace.c $(TRACEGEN_OBJ) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -Itests/tools -o $@ $< $(TRACEGEN_OBJ) $(LDFLAGS_COMMON) -lzstd
+
+TEST_BINS += $(BENCH_BINS)
+
+bench: $(B)/libvramtrace.so $(B)/vramtrace $(BENCH_BINS) $(SIM_LIBS)
+	@BENCH_QUICK=$(BENCH_QUICK) BENCH_EVENTS=$(BENCH_EVENTS) sh tests/bench/run.sh

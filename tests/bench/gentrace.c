@@ -1,0 +1,280 @@
+/* gentrace: writes a large synthetic trace for the analyzer benchmark, fast
+ * enough that `make bench` can make a 50M-event trace in seconds (built on
+ * tests/tools/tracegen.h and include/vramtrace/encode.h).
+ *
+ *   gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED]
+ *     EVENTS  events in total (default 1000000)
+ *     LIVE    allocations kept live in the steady state (default 10000)
+ *     STACKS  distinct allocation stacks (default 1000)
+ *     DEPTH   frames per stack (default 20)
+ *
+ * Shape: one process, one 80 GiB device, one module. The stacks share a
+ * trunk of frames and branch in their innermost levels (like real servers:
+ * one main loop, many layers), so the calling-context tree holds
+ * STACKS leaves and about 1.1 * STACKS nodes. Every frame has a mangled C++
+ * name so the report's demangler runs. Events: LIVE allocations, then free a
+ * random live allocation / allocate a new one, alternating, with random
+ * sizes (1 byte to 8 MiB), random stacks and a few threads; a cuMemGetInfo
+ * sample every 1000 events, as the shim takes them. Chunks close at 1 MiB
+ * of records, as the shim's writer does, and the file ends with an END
+ * record. Prints `events=N bytes=B` on stdout.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tracegen.h"
+#include "vramtrace/encode.h"
+#include "vramtrace/entrypoints.h"
+
+#define CHUNK_RAW (1u << 20)
+#define MODULE_BASE 0x7f3a00000000ull
+#define VA_BASE 0x7e0000000000ull
+#define VA_STRIDE (16ull << 20)
+#define DEVICE_TOTAL (80ull << 30)
+#define BRANCH 10
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545f4914f6cdd1dull;
+}
+
+static tg_t g;
+static uint64_t now_ns = 1000000000ull;
+
+static void maybe_chunk(void)
+{
+    if (g.chunk.len >= CHUNK_RAW)
+        tg_chunk(&g, NULL);
+}
+
+static void record(uint8_t type, const uint8_t *payload, size_t len)
+{
+    tg_record(&g, type, payload, len);
+    maybe_chunk();
+}
+
+static void frame(uint64_t ip, const char *name)
+{
+    uint8_t buf[512], *p = buf;
+    p = vt_put_varint(p, ip);
+    p = vt_put_varint(p, 1);
+    p = vt_put_varint(p, 0x40);
+    p = vt_put_str(p, name, strlen(name), 256);
+    record(VT_REC_FRAME, buf, (size_t)(p - buf));
+}
+
+static uint32_t node_count;
+
+static uint32_t node(uint32_t parent, uint64_t ip)
+{
+    uint8_t buf[32], *p = buf;
+    uint32_t id = ++node_count;
+    p = vt_put_varint(p, id);
+    p = vt_put_varint(p, parent);
+    p = vt_put_varint(p, ip);
+    record(VT_REC_STACK, buf, (size_t)(p - buf));
+    return id;
+}
+
+/* Builds STACKS leaves: a trunk of depth - levels frames, then `levels`
+ * branching levels of BRANCH children each, numbered so leaf s is the path
+ * of s's base-BRANCH digits. Returns the leaf ids. */
+static uint32_t *build_stacks(uint32_t stacks, int depth)
+{
+    int levels = 1;
+    uint64_t cap = BRANCH;
+    while (cap < stacks) {
+        cap *= BRANCH;
+        levels++;
+    }
+    if (levels > depth)
+        levels = depth;
+    char name[256];
+    uint32_t id = 0;
+    uint64_t ip = MODULE_BASE + 0x1000;
+    for (int d = 0; d < depth - levels; d++, ip += 0x40) {
+        snprintf(name, sizeof name, "_ZN5bench6server4loopILi%dEE3runEv", d);
+        frame(ip, name);
+        id = node(id, ip);
+    }
+    uint32_t trunk = id;
+    /* Frames for every (level, digit): their ips are shared by every node
+     * at that level with that digit, as inlined layers share code. */
+    uint64_t level_ip[32][BRANCH];
+    for (int l = 0; l < levels; l++)
+        for (int b = 0; b < BRANCH; b++, ip += 0x40) {
+            level_ip[l][b] = ip;
+            snprintf(name, sizeof name, "_ZN5bench5layerILi%dEE7forwardILi%dEEEvRKNS_6tensorE", l, b);
+            frame(ip, name);
+        }
+    uint32_t *leaf = malloc(stacks * sizeof *leaf);
+    /* prefix ids for the current path, reused while digits match */
+    uint32_t path_id[32];
+    int path_digit[32];
+    for (int l = 0; l < levels; l++)
+        path_digit[l] = -1;
+    if (!leaf)
+        exit(1);
+    for (uint32_t s = 0; s < stacks; s++) {
+        uint32_t parent = trunk, v = s;
+        int digits[32];
+        for (int l = levels - 1; l >= 0; l--) {
+            digits[l] = (int)(v % BRANCH);
+            v /= BRANCH;
+        }
+        int same = 1;
+        for (int l = 0; l < levels; l++) {
+            if (!same || path_digit[l] != digits[l]) {
+                same = 0;
+                path_digit[l] = digits[l];
+                path_id[l] = node(parent, level_ip[l][digits[l]]);
+            }
+            parent = path_id[l];
+        }
+        leaf[s] = parent;
+    }
+    return leaf;
+}
+
+static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
+                  uint32_t stack)
+{
+    uint8_t buf[12 * VT_VARINT_MAX], *p = buf;
+    now_ns += 100 + next_rand() % 1900;
+    if (g.chunk.len == 0)
+        g.prev_event_ns = g.start_ns; /* each chunk restarts the delta base */
+    p = vt_put_varint(p, api);
+    p = vt_put_zz(p, tg_event_dt(&g, now_ns));
+    p = vt_put_varint(p, tid);
+    p = vt_put_zz(p, 0);
+    p = vt_put_varint(p, ptr);
+    p = vt_put_varint(p, size);
+    p = vt_put_varint(p, 0);
+    p = vt_put_varint(p, aux);
+    p = vt_put_varint(p, flags);
+    p = vt_put_varint(p, 0);
+    p = vt_put_varint(p, stack);
+    record(VT_REC_EVENT, buf, (size_t)(p - buf));
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL;
+    uint64_t events = 1000000, live = 10000, stacks = 1000;
+    int depth = 20, c;
+    while ((c = getopt(argc, argv, "o:e:l:s:d:r:")) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'e': events = strtoull(optarg, NULL, 10); break;
+        case 'l': live = strtoull(optarg, NULL, 10); break;
+        case 's': stacks = strtoull(optarg, NULL, 10); break;
+        case 'd': depth = atoi(optarg); break;
+        case 'r': rng = strtoull(optarg, NULL, 10) * 0x9e3779b97f4a7c15ull | 1; break;
+        default: return 2;
+        }
+    }
+    if (!out || live < 1 || stacks < 1 || stacks > (1u << 24) || depth < 1 || depth > 30) {
+        fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED]\n");
+        return 2;
+    }
+    FILE *f = fopen(out, "wb");
+    if (!f) {
+        perror(out);
+        return 1;
+    }
+    static char iobuf[1 << 20];
+    setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+    tg_init(&g, f);
+
+    /* PROCESS, in the header. */
+    tg_buf_t b = { 0 };
+    const char *exe = "/usr/bin/bench-server", *argv0 = "bench-server";
+    tg_buf_varint(&b, 4242);
+    tg_buf_varint(&b, 1);
+    tg_buf_varint(&b, now_ns);
+    tg_buf_varint(&b, 1700000000000000000ull);
+    tg_buf_str(&b, "0.1.0", 5);
+    tg_buf_str(&b, exe, strlen(exe));
+    tg_buf_str(&b, "benchhost", 9);
+    tg_buf_varint(&b, 1);
+    tg_buf_str(&b, argv0, strlen(argv0));
+    tg_record(&g, VT_REC_PROCESS, b.p, b.len);
+    tg_set_start(&g, now_ns);
+    tg_write_header(&g);
+
+    b.len = 0;
+    uint8_t uuid[16] = { 0xbe, 0x4c };
+    tg_buf_zz(&b, 0);
+    tg_buf_varint(&b, now_ns);
+    tg_buf_varint(&b, DEVICE_TOTAL);
+    tg_buf_varint(&b, DEVICE_TOTAL - (512ull << 20));
+    tg_buf_bytes(&b, uuid, 16);
+    tg_buf_str(&b, "Simulated H100", 14);
+    record(VT_REC_DEVICE, b.p, b.len);
+
+    b.len = 0;
+    const char *mod = "/usr/lib/libbench.so";
+    tg_buf_varint(&b, 1);
+    tg_buf_varint(&b, MODULE_BASE);
+    tg_buf_varint(&b, 64ull << 20);
+    tg_buf_str(&b, "\x12\x34\x56\x78", 4);
+    tg_buf_str(&b, mod, strlen(mod));
+    record(VT_REC_MODULE, b.p, b.len);
+    tg_buf_free(&b);
+
+    uint32_t *leaf = build_stacks((uint32_t)stacks, depth);
+    /* Live allocations by slot: slot i's address is fixed, so a freed
+     * address comes back, as the driver's do. */
+    uint64_t *size = calloc(live, sizeof *size);
+    if (!size)
+        return 1;
+    uint64_t n = 0, free_slots = live;
+    uint64_t tracked = 0;
+    while (n < events) {
+        uint32_t tid = 100 + (uint32_t)(next_rand() % 4);
+        uint64_t slot = next_rand() % live;
+        if (n % 1000 == 999) {
+            event(VT_API_cuMemGetInfo_v2, tid, 0, DEVICE_TOTAL - (512ull << 20) - tracked, DEVICE_TOTAL,
+                  VT_EF_SAMPLE, 0);
+        } else if (size[slot] && (free_slots == 0 || (n & 1))) {
+            event(VT_API_cudaFree, tid, VA_BASE + slot * VA_STRIDE, 0, 0, VT_EF_RUNTIME,
+                  leaf[next_rand() % stacks]);
+            tracked -= size[slot];
+            size[slot] = 0;
+            free_slots++;
+        } else {
+            /* Find a free slot near the random one, so live stays ~LIVE. */
+            while (size[slot])
+                slot = (slot + 1) % live;
+            uint64_t sz = 1 + next_rand() % (8u << 20);
+            event(VT_API_cudaMalloc, tid, VA_BASE + slot * VA_STRIDE, sz, 0, VT_EF_RUNTIME,
+                  leaf[next_rand() % stacks]);
+            size[slot] = sz;
+            tracked += sz;
+            free_slots--;
+        }
+        n++;
+    }
+    uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
+    p = vt_put_varint(p, now_ns + 1000);
+    p = vt_put_varint(p, n);
+    p = vt_put_varint(p, 0);
+    tg_record(&g, VT_REC_END, buf, (size_t)(p - buf));
+    tg_finish(&g);
+    fclose(f);
+    struct stat st;
+    stat(out, &st);
+    printf("events=%llu bytes=%lld nodes=%u\n", (unsigned long long)n, (long long)st.st_size, node_count);
+    free(size);
+    free(leaf);
+    return 0;
+}

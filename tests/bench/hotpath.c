@@ -1,0 +1,296 @@
+/* hotpath.c: the allocation loop `make bench` times with and without a
+ * tracer (our shim, heaptrack), so the difference is the tracer's cost per
+ * alloc+free pair.
+ *
+ *   hotpath MODE PAIRS [depth=20] [live=64] [threads=1] [stacks=1]
+ *           [sizes=fixed|random] [seed=1]
+ *
+ * MODE: cu (cuMemAlloc_v2/cuMemFree_v2, linked), rt (cudaMalloc/cudaFree),
+ * malloc (malloc/free: heaptrack's shape of the same program), none (no
+ * allocator at all: prints the thread count only, for the no-CUDA checks).
+ *
+ * Each thread descends `depth` noinline recursive frames, then keeps `live`
+ * allocations in a ring: every pair frees the oldest and allocates a new
+ * one, so the tracer sees a steady state and never a growing heap. With
+ * stacks=K > 1, every pair re-descends along one of K distinct paths (a
+ * random path index picks between two frame functions per level), so the
+ * tracer sees K distinct call stacks. sizes=random draws each size at random
+ * (trace-size measurement: sizes that compress like real ones do).
+ *
+ * Output, one line: `threads=T pairs=N wall_ns=W tasks=K`, where wall_ns
+ * covers only the timed loop (all threads released together, until the last
+ * one ends) and tasks is /proc/self/task counted while every worker is alive
+ * (so a tracer that starts its own thread shows up).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#define NOINLINE __attribute__((noinline))
+
+enum { M_CU, M_RT, M_MALLOC, M_NONE };
+
+static int mode, depth = 20, live = 64, nthreads = 1, random_sizes;
+static long pairs, nstacks = 1;
+static uint64_t seed = 1;
+static CUcontext ctx;
+static pthread_barrier_t start_line, end_line;
+
+typedef struct worker {
+    uint64_t rng;
+    void **ring;
+    long done;
+    int failed;
+    int pos;
+} worker_t;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* xorshift64*: cheap enough not to show in the baseline. */
+static uint64_t next_rand(worker_t *w)
+{
+    w->rng ^= w->rng >> 12;
+    w->rng ^= w->rng << 25;
+    w->rng ^= w->rng >> 27;
+    return w->rng * 0x2545f4914f6cdd1dull;
+}
+
+static size_t pick_size(worker_t *w, long i)
+{
+    if (random_sizes)
+        return 1 + (size_t)(next_rand(w) % (256u << 10));
+    /* A handful of page multiples: the shape of a server's buffers. */
+    return (size_t)(1 + i % 16) * 4096u;
+}
+
+static void release(void *p)
+{
+    if (!p)
+        return;
+    if (mode == M_CU)
+        cuMemFree_v2((CUdeviceptr)(uintptr_t)p);
+    else if (mode == M_RT)
+        cudaFree(p);
+    else
+        free(p);
+}
+
+static void *acquire(size_t size)
+{
+    void *p = NULL;
+    if (mode == M_CU) {
+        CUdeviceptr d = 0;
+        if (cuMemAlloc_v2(&d, size) == CUDA_SUCCESS)
+            p = (void *)(uintptr_t)d;
+    } else if (mode == M_RT) {
+        if (cudaMalloc(&p, size) != cudaSuccess)
+            p = NULL;
+    } else {
+        p = malloc(size);
+        if (p)
+            *(volatile char *)p = 1; /* a real use, so the pair is never elided */
+    }
+    return p;
+}
+
+/* One pair at the current stack. */
+NOINLINE static void pair(worker_t *w)
+{
+    void **slot = &w->ring[w->pos];
+    w->pos = (w->pos + 1) % live;
+    release(*slot);
+    *slot = acquire(pick_size(w, w->done));
+    if (!*slot)
+        w->failed++;
+    w->done++;
+}
+
+/* Two frame functions per level: a path through them is one stack. The
+ * barrier after each call keeps the frames real (no tail calls, no loops). */
+NOINLINE static void path_b(worker_t *w, int d, uint64_t path);
+NOINLINE static void path_a(worker_t *w, int d, uint64_t path)
+{
+    if (d == 0)
+        pair(w);
+    else if ((path >> (d % 20)) & 1)
+        path_b(w, d - 1, path);
+    else
+        path_a(w, d - 1, path);
+    __asm__ volatile("" ::: "memory");
+}
+
+NOINLINE static void path_b(worker_t *w, int d, uint64_t path)
+{
+    if (d == 0)
+        pair(w);
+    else if ((path >> (d % 20)) & 1)
+        path_b(w, d - 1, path);
+    else
+        path_a(w, d - 1, path);
+    __asm__ volatile("" ::: "memory");
+}
+
+/* The fixed-stack loop at the bottom of `depth` frames. */
+NOINLINE static void loop_at_depth(worker_t *w, int d, long n)
+{
+    if (d > 0) {
+        loop_at_depth(w, d - 1, n);
+        __asm__ volatile("" ::: "memory");
+        return;
+    }
+    for (long i = 0; i < n; i++)
+        pair(w);
+}
+
+static void run_pairs(worker_t *w, long n)
+{
+    if (nstacks <= 1) {
+        loop_at_depth(w, depth, n);
+        return;
+    }
+    for (long i = 0; i < n; i++)
+        path_a(w, depth, next_rand(w) % (uint64_t)nstacks);
+}
+
+static int count_tasks(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static int tasks_seen;
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    if (mode == M_CU && cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        w->failed++;
+    /* Warm-up: the tracer's first call starts it (thread, file, tables);
+     * that is start-up cost, not per-pair cost. Frees everything after. */
+    if (mode != M_NONE) {
+        run_pairs(w, 2L * live);
+        for (int i = 0; i < live; i++) {
+            release(w->ring[i]);
+            w->ring[i] = NULL;
+        }
+        w->pos = 0;
+        w->done = 0;
+    }
+    pthread_barrier_wait(&start_line);
+    if (mode != M_NONE)
+        run_pairs(w, pairs);
+    pthread_barrier_wait(&end_line);
+    /* Every worker is alive here: the main thread counts tasks now. */
+    pthread_barrier_wait(&end_line);
+    for (int i = 0; i < live; i++)
+        release(w->ring[i]);
+    return NULL;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: hotpath cu|rt|malloc|none PAIRS [depth=N] [live=N] [threads=N] [stacks=N] "
+                    "[sizes=fixed|random] [seed=N]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        usage();
+    if (!strcmp(argv[1], "cu"))
+        mode = M_CU;
+    else if (!strcmp(argv[1], "rt"))
+        mode = M_RT;
+    else if (!strcmp(argv[1], "malloc"))
+        mode = M_MALLOC;
+    else if (!strcmp(argv[1], "none"))
+        mode = M_NONE;
+    else
+        usage();
+    pairs = atol(argv[2]);
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "depth=", 6))
+            depth = atoi(a + 6);
+        else if (!strncmp(a, "live=", 5))
+            live = atoi(a + 5);
+        else if (!strncmp(a, "threads=", 8))
+            nthreads = atoi(a + 8);
+        else if (!strncmp(a, "stacks=", 7))
+            nstacks = atol(a + 7);
+        else if (!strcmp(a, "sizes=random"))
+            random_sizes = 1;
+        else if (!strcmp(a, "sizes=fixed"))
+            random_sizes = 0;
+        else if (!strncmp(a, "seed=", 5))
+            seed = strtoull(a + 5, NULL, 10);
+        else
+            usage();
+    }
+    if (pairs < 0 || depth < 0 || live < 1 || nthreads < 1 || nthreads > 1024 || nstacks < 1)
+        usage();
+
+    if (mode == M_CU) {
+        CUdevice dev;
+        if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev)) {
+            fprintf(stderr, "hotpath: no (simulated) device\n");
+            return 1;
+        }
+    }
+
+    pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1);
+    pthread_barrier_init(&end_line, NULL, (unsigned)nthreads + 1);
+    pthread_t *th = calloc((size_t)nthreads, sizeof *th);
+    worker_t *w = calloc((size_t)nthreads, sizeof *w);
+    if (!th || !w)
+        return 1;
+    for (int i = 0; i < nthreads; i++) {
+        w[i].rng = (seed + (uint64_t)i) * 0x9e3779b97f4a7c15ull | 1;
+        w[i].ring = calloc((size_t)live, sizeof(void *));
+        if (!w[i].ring || pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "hotpath: cannot start thread %d\n", i);
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&start_line);
+    uint64_t t0 = now_ns();
+    pthread_barrier_wait(&end_line);
+    uint64_t t1 = now_ns();
+    tasks_seen = count_tasks();
+    pthread_barrier_wait(&end_line);
+    int failed = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(th[i], NULL);
+        failed += w[i].failed;
+        free(w[i].ring);
+    }
+    printf("threads=%d pairs=%ld wall_ns=%llu tasks=%d\n", nthreads, pairs * nthreads,
+           (unsigned long long)(t1 - t0), tasks_seen);
+    free(th);
+    free(w);
+    if (failed) {
+        fprintf(stderr, "hotpath: %d allocations failed\n", failed);
+        return 1;
+    }
+    return 0;
+}
