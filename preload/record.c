@@ -375,7 +375,8 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
     if (ev->device == -1 && (call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED))
         ev->device = (int16_t)vt_driver_current_device();
     if (ev->device >= 0 && atomic_load(&vt_devices[ev->device].state) == 0)
-        capture_device(ev->device, result == 0 && call->kind == VT_KIND_ALLOC ? ev->size : 0);
+        capture_device(ev->device,
+                       result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);
     ev->stack = vt_stack_capture(2);
 
     vt_ring_slot_t *slot = call->slot ? call->slot : vt_ring_claim();
