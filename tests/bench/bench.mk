@@ -29,3 +29,12 @@ TEST_BINS += $(BENCH_BINS)
 
 bench: $(B)/libvramtrace.so $(B)/vramtrace $(BENCH_BINS) $(SIM_LIBS)
 	@BENCH_QUICK=$(BENCH_QUICK) BENCH_EVENTS=$(BENCH_EVENTS) sh tests/bench/run.sh
+
+# The startup floor: LD_PRELOAD of a library that does nothing.
+$(B)/bench/libempty.so: tests/bench/empty.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
+
+BENCH_BINS += $(B)/bench/libempty.so
+TEST_BINS += $(B)/bench/libempty.so
+bench: $(B)/bench/libempty.so

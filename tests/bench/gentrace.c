@@ -233,34 +233,43 @@ int main(int argc, char **argv)
 
     uint32_t *leaf = build_stacks((uint32_t)stacks, depth);
     /* Live allocations by slot: slot i's address is fixed, so a freed
-     * address comes back, as the driver's do. */
+     * address comes back, as the driver's do. The live slots are kept dense
+     * in live_list (pos_of is the inverse), the free ones on a stack, so
+     * picking either is O(1) however full the table is. */
     uint64_t *size = calloc(live, sizeof *size);
-    if (!size)
+    uint32_t *live_list = calloc(live, sizeof *live_list), *pos_of = calloc(live, sizeof *pos_of);
+    uint32_t *free_stack = calloc(live, sizeof *free_stack);
+    if (!size || !live_list || !pos_of || !free_stack)
         return 1;
-    uint64_t n = 0, free_slots = live;
-    uint64_t tracked = 0;
+    uint64_t nlive = 0, nfree = live;
+    for (uint64_t i = 0; i < live; i++)
+        free_stack[i] = (uint32_t)(live - 1 - i);
+    uint64_t n = 0, tracked = 0;
     while (n < events) {
         uint32_t tid = 100 + (uint32_t)(next_rand() % 4);
-        uint64_t slot = next_rand() % live;
         if (n % 1000 == 999) {
             event(VT_API_cuMemGetInfo_v2, tid, 0, DEVICE_TOTAL - (512ull << 20) - tracked, DEVICE_TOTAL,
                   VT_EF_SAMPLE, 0);
-        } else if (size[slot] && (free_slots == 0 || (n & 1))) {
+        } else if (nfree == 0 || (nlive && n >= live && (n & 1))) {
+            /* Free a random live allocation: after the ramp of LIVE
+             * allocations, frees and allocations alternate. */
+            uint32_t k = (uint32_t)(next_rand() % nlive), slot = live_list[k];
             event(VT_API_cudaFree, tid, VA_BASE + slot * VA_STRIDE, 0, 0, VT_EF_RUNTIME,
                   leaf[next_rand() % stacks]);
             tracked -= size[slot];
             size[slot] = 0;
-            free_slots++;
+            live_list[k] = live_list[--nlive];
+            pos_of[live_list[k]] = k;
+            free_stack[nfree++] = slot;
         } else {
-            /* Find a free slot near the random one, so live stays ~LIVE. */
-            while (size[slot])
-                slot = (slot + 1) % live;
+            uint32_t slot = free_stack[--nfree];
             uint64_t sz = 1 + next_rand() % (8u << 20);
             event(VT_API_cudaMalloc, tid, VA_BASE + slot * VA_STRIDE, sz, 0, VT_EF_RUNTIME,
                   leaf[next_rand() % stacks]);
             size[slot] = sz;
             tracked += sz;
-            free_slots--;
+            pos_of[slot] = (uint32_t)nlive;
+            live_list[nlive++] = slot;
         }
         n++;
     }
@@ -275,6 +284,9 @@ int main(int argc, char **argv)
     stat(out, &st);
     printf("events=%llu bytes=%lld nodes=%u\n", (unsigned long long)n, (long long)st.st_size, node_count);
     free(size);
+    free(live_list);
+    free(pos_of);
+    free(free_stack);
     free(leaf);
     return 0;
 }

@@ -3,7 +3,7 @@
  * alloc+free pair.
  *
  *   hotpath MODE PAIRS [depth=20] [live=64] [threads=1] [stacks=1]
- *           [sizes=fixed|random] [seed=1]
+ *           [sizes=fixed|random] [seed=1] [warmup=1000] [settle_ms=200]
  *
  * MODE: cu (cuMemAlloc_v2/cuMemFree_v2, linked), rt (cudaMalloc/cudaFree),
  * malloc (malloc/free: heaptrack's shape of the same program), none (no
@@ -17,9 +17,14 @@
  * tracer sees K distinct call stacks. sizes=random draws each size at random
  * (trace-size measurement: sizes that compress like real ones do).
  *
+ * Before the timed loop every thread runs `warmup` pairs and then sleeps
+ * settle_ms: a tracer's one-time work (our writer's first symbolization,
+ * heaptrack_interpret resolving debug info while the program blocks on its
+ * pipe) finishes there, so the loop measures the steady per-pair cost.
+ *
  * Output, one line: `threads=T pairs=N wall_ns=W tasks=K`, where wall_ns
- * covers only the timed loop (all threads released together, until the last
- * one ends) and tasks is /proc/self/task counted while every worker is alive
+ * covers only the timed loop (from the first worker's start to the last
+ * worker's end; all are released together) and tasks is /proc/self/task counted while every worker is alive
  * (so a tracer that starts its own thread shows up).
  */
 #include <dirent.h>
@@ -37,7 +42,8 @@
 
 enum { M_CU, M_RT, M_MALLOC, M_NONE };
 
-static int mode, depth = 20, live = 64, nthreads = 1, random_sizes;
+static int mode, depth = 20, live = 64, nthreads = 1, random_sizes, settle_ms = 200;
+static long warmup = 1000;
 static long pairs, nstacks = 1;
 static uint64_t seed = 1;
 static CUcontext ctx;
@@ -49,6 +55,7 @@ typedef struct worker {
     long done;
     int failed;
     int pos;
+    uint64_t t0, t1;    /* this worker's timed loop */
 } worker_t;
 
 static uint64_t now_ns(void)
@@ -187,17 +194,23 @@ static void *worker_main(void *arg)
     /* Warm-up: the tracer's first call starts it (thread, file, tables);
      * that is start-up cost, not per-pair cost. Frees everything after. */
     if (mode != M_NONE) {
-        run_pairs(w, 2L * live);
+        run_pairs(w, warmup > live ? warmup : live);
         for (int i = 0; i < live; i++) {
             release(w->ring[i]);
             w->ring[i] = NULL;
         }
         w->pos = 0;
         w->done = 0;
+        struct timespec nap = { settle_ms / 1000, (long)(settle_ms % 1000) * 1000000L };
+        nanosleep(&nap, NULL);
     }
     pthread_barrier_wait(&start_line);
+    /* Each worker times itself: the main thread may be descheduled right
+     * after the barrier on a busy machine, which would shorten the span. */
+    w->t0 = now_ns();
     if (mode != M_NONE)
         run_pairs(w, pairs);
+    w->t1 = now_ns();
     pthread_barrier_wait(&end_line);
     /* Every worker is alive here: the main thread counts tasks now. */
     pthread_barrier_wait(&end_line);
@@ -209,7 +222,7 @@ static void *worker_main(void *arg)
 static void usage(void)
 {
     fprintf(stderr, "usage: hotpath cu|rt|malloc|none PAIRS [depth=N] [live=N] [threads=N] [stacks=N] "
-                    "[sizes=fixed|random] [seed=N]\n");
+                    "[sizes=fixed|random] [seed=N] [warmup=N] [settle_ms=N]\n");
     exit(2);
 }
 
@@ -242,12 +255,17 @@ int main(int argc, char **argv)
             random_sizes = 1;
         else if (!strcmp(a, "sizes=fixed"))
             random_sizes = 0;
+        else if (!strncmp(a, "warmup=", 7))
+            warmup = atol(a + 7);
+        else if (!strncmp(a, "settle_ms=", 10))
+            settle_ms = atoi(a + 10);
         else if (!strncmp(a, "seed=", 5))
             seed = strtoull(a + 5, NULL, 10);
         else
             usage();
     }
-    if (pairs < 0 || depth < 0 || live < 1 || nthreads < 1 || nthreads > 1024 || nstacks < 1)
+    if (pairs < 0 || depth < 0 || live < 1 || nthreads < 1 || nthreads > 1024 || nstacks < 1 || warmup < 0 ||
+        settle_ms < 0)
         usage();
 
     if (mode == M_CU) {
@@ -273,15 +291,18 @@ int main(int argc, char **argv)
         }
     }
     pthread_barrier_wait(&start_line);
-    uint64_t t0 = now_ns();
     pthread_barrier_wait(&end_line);
-    uint64_t t1 = now_ns();
     tasks_seen = count_tasks();
     pthread_barrier_wait(&end_line);
     int failed = 0;
+    uint64_t t0 = UINT64_MAX, t1 = 0;
     for (int i = 0; i < nthreads; i++) {
         pthread_join(th[i], NULL);
         failed += w[i].failed;
+        if (w[i].t0 < t0)
+            t0 = w[i].t0;
+        if (w[i].t1 > t1)
+            t1 = w[i].t1;
         free(w[i].ring);
     }
     printf("threads=%d pairs=%ld wall_ns=%llu tasks=%d\n", nthreads, pairs * nthreads,

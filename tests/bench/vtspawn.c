@@ -5,15 +5,16 @@
  *
  *   vtspawn [-n N] [-p LIB] [-d DIR] [-o FILE] -- CMD [ARG...]
  *     -n N    runs per variant (default 20)
- *     -p LIB  also run with LD_PRELOAD=LIB; runs alternate base/preload and
- *             swap which goes first every round, so drift hits both alike
+ *     -p LIB  also run with LD_PRELOAD=LIB (repeatable, up to 3 libraries);
+ *             runs alternate between the variants and rotate which goes
+ *             first every round, so drift hits all of them alike
  *     -d DIR  run in DIR (the child's working directory)
  *     -o FILE child's stdout goes to FILE (default /dev/null); stderr is
  *             kept so failures show
  *
  * Output, one line per variant:
- *   base  n=N med_ns=M min_ns=M cpu_med_ns=C maxrss_kb=K fails=F
- *   shim  ...                                   (with -p only)
+ *   base n=N med_ns=M min_ns=M cpu_med_ns=C maxrss_kb=K fails=F
+ *   preload1 ...   (one line per -p, in order)
  * maxrss_kb is the largest peak RSS of any run (getrusage of the child).
  * Exit status 1 when any run failed.
  */
@@ -114,15 +115,19 @@ static void print(variant_t *v)
 
 int main(int argc, char **argv)
 {
-    int n = 20, c;
-    const char *lib = NULL;
+    int n = 20, c, nlib = 0;
+    const char *lib[3];
     while ((c = getopt(argc, argv, "+n:p:d:o:")) != -1) {
         switch (c) {
         case 'n':
             n = atoi(optarg);
             break;
         case 'p':
-            lib = optarg;
+            if (nlib == 3) {
+                fprintf(stderr, "vtspawn: at most 3 -p\n");
+                return 2;
+            }
+            lib[nlib++] = optarg;
             break;
         case 'd':
             dir = optarg;
@@ -140,13 +145,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: vtspawn [-n N] [-p LIB] [-d DIR] [-o FILE] -- CMD [ARG...]\n");
         return 2;
     }
-    char *preload = NULL;
-    if (lib && asprintf(&preload, "LD_PRELOAD=%s", lib) < 0)
-        return 2;
-    variant_t v[2] = { { .name = "base" }, { .name = "shim" } };
-    int nv = lib ? 2 : 1;
+    variant_t v[4] = { { .name = "base" }, { .name = "preload1" }, { .name = "preload2" }, { .name = "preload3" } };
+    int nv = 1 + nlib;
     for (int i = 0; i < nv; i++) {
-        v[i].env = make_env(i ? preload : NULL);
+        char *preload = NULL;
+        if (i && asprintf(&preload, "LD_PRELOAD=%s", lib[i - 1]) < 0)
+            return 2;
+        v[i].env = make_env(preload);
         v[i].wall = calloc((size_t)n, sizeof(uint64_t));
         v[i].cpu = calloc((size_t)n, sizeof(uint64_t));
         if (!v[i].wall || !v[i].cpu)

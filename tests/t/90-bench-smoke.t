@@ -1,0 +1,21 @@
+#!/bin/sh
+# `make bench` in its quick mode prints every row of its table. A smoke
+# test only: the figures of a 1-repetition run on a shared machine mean
+# nothing, so nothing here compares them with a target.
+. tests/t/lib.sh
+out=$(BENCH_QUICK=1 BENCH_EVENTS=50000 sh tests/bench/run.sh 2>&1)
+rc=$?
+is "$rc" 0 "bench quick mode runs cleanly"
+for section in "1. HOT PATH" "2. NO CUDA" "3. TRACE SIZE" "4. ANALYZER"; do
+    if echo "$out" | grep -q "^$section"; then ok "table has section $section"; else nok "table has section $section"; fi
+done
+for row in "cuMemAlloc_v2/cuMemFree_v2" "cudaMalloc/cudaFree" "VRAMTRACE_DEPTH=0" "8-thread / 1-thread" \
+           "/bin/true" "shell script" "16 idle threads" "files written" "threads started" \
+           "hot path (fixed sizes" "random sizes" "events, 10k live" "events, 100k stacks"; do
+    if echo "$out" | grep -qF -- "$row"; then ok "row: $row"; else nok "row: $row"; fi
+done
+# The no-CUDA guarantees are exact, so they are checked even here.
+if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no file written"; else nok "no CUDA: no file written"; fi
+if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
+echo "$out" | grep -q "^errors:" && echo "$out" | sed 's/^/# /'
+done_testing
