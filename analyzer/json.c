@@ -11,10 +11,13 @@ void vt_json_init(vt_json_t *j, FILE *f)
     j->f = f;
     j->depth = 0;
     j->has_items[0] = 0;
+    j->compact = 0;
+    j->script_safe = 0;
 }
 
-static void put_escaped(FILE *f, const char *s, size_t n)
+static void put_escaped(const vt_json_t *j, const char *s, size_t n)
 {
+    FILE *f = j->f;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     fputc('"', f);
     while (p < end) {
@@ -23,7 +26,9 @@ static void put_escaped(FILE *f, const char *s, size_t n)
             fputc('\\', f);
             fputc((int)c, f);
             p++;
-        } else if (c < 0x20) {
+        } else if (c < 0x20 || (j->script_safe && (c == '<' || c == '>' || c == '&'))) {
+            /* Inside an HTML <script>, "</script>" or "<!--" in a string
+             * would end or change the script element: never write < > &. */
             fprintf(f, "\\u%04x", c);
             p++;
         } else if (c < 0x80) {
@@ -41,7 +46,11 @@ static void put_escaped(FILE *f, const char *s, size_t n)
                 good = 0;
             if (good && len == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
                 good = 0;
-            if (good) {
+            if (good && j->script_safe && len == 3 && c == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+                /* U+2028/2029 end a line in pre-ES2019 JavaScript. */
+                fprintf(f, "\\u%04x", 0x2000u | (p[2] - 0x80u));
+                p += len;
+            } else if (good) {
                 fwrite(p, 1, len, f);
                 p += len;
             } else {
@@ -57,15 +66,15 @@ static void item(vt_json_t *j, const char *key)
 {
     if (j->has_items[j->depth])
         fputc(',', j->f);
-    if (j->depth > 0) {
+    if (j->depth > 0 && !j->compact) {
         fputc('\n', j->f);
         for (int i = 0; i < j->depth; i++)
             fputs("  ", j->f);
     }
     j->has_items[j->depth] = 1;
     if (key) {
-        put_escaped(j->f, key, strlen(key));
-        fputs(": ", j->f);
+        put_escaped(j, key, strlen(key));
+        fputs(j->compact ? ":" : ": ", j->f);
     }
 }
 
@@ -83,7 +92,7 @@ static void close_(vt_json_t *j, char c)
     int had = j->has_items[j->depth];
     if (j->depth > 0)
         j->depth--;
-    if (had) {
+    if (had && !j->compact) {
         fputc('\n', j->f);
         for (int i = 0; i < j->depth; i++)
             fputs("  ", j->f);
@@ -137,7 +146,7 @@ void vt_json_str(vt_json_t *j, const char *key, const char *s)
 void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len)
 {
     item(j, key);
-    put_escaped(j->f, s, len);
+    put_escaped(j, s, len);
 }
 
 void vt_json_finish(vt_json_t *j)

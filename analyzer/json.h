@@ -10,6 +10,10 @@
  *    that are not valid UTF-8 are replaced by U+FFFD, so the output is
  *    always valid JSON text.
  *  - Integers are written exactly (bytes are never floats).
+ *  - compact (set after init): no newlines or indentation.
+ *  - script_safe (set after init): strings never contain < > & U+2028
+ *    U+2029 (written as \u escapes), so the document can sit inside an
+ *    HTML <script> element whatever the trace holds.
  */
 #ifndef VT_JSON_H
 #define VT_JSON_H
@@ -23,6 +27,7 @@ typedef struct vt_json {
     FILE *f;
     int depth;
     unsigned char has_items[VT_JSON_MAX_DEPTH];
+    int compact, script_safe;
 } vt_json_t;
 
 void vt_json_init(vt_json_t *j, FILE *f);

@@ -52,6 +52,8 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->match_by_stack);
     free(m->matches);
     free(m->p.sites);
+    for (int i = 0; i < m->p.ndevs; i++)
+        free(m->p.devs[i].layout);
     free(m->p.exe);
     free(m->p.hostname);
     free(m->p.shim_version);
@@ -66,6 +68,8 @@ void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx)
     m->hook = hook;
     m->hook_ctx = ctx;
 }
+
+void vt_model_keep_layout(vt_model_t *m, int on) { m->keep_layout = on; }
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m) { return &m->p; }
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m) { return m->stacks; }
@@ -165,6 +169,12 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 }
 
 /* ---- tagging and sites ---- */
+
+int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
+{
+    uint32_t idx;
+    return vt_map_get(&m->match_by_stack, stack, &idx) ? m->matches[idx].tag : VT_TAG_UNKNOWN;
+}
 
 static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
 {

@@ -80,6 +80,13 @@ typedef struct vt_tagged_peak {
     int have_peak;
 } vt_tagged_peak_t;
 
+/* One live range of a device's address space (vt_model_keep_layout). */
+typedef struct vt_range {
+    uint64_t addr, size;
+    int8_t tag;
+    uint8_t vmm;   /* a VMM mapping (else an allocation) */
+} vt_range_t;
+
 typedef struct vt_dev {
     int ordinal;
     int have_info;          /* a DEVICE record was seen */
@@ -105,6 +112,8 @@ typedef struct vt_dev {
     /* external fragmentation at peak */
     int frag_pending, frag_computed, frag_skipped;
     uint64_t frag_span, frag_holes, frag_largest_hole, frag_live_allocs;
+    vt_range_t *layout;     /* live ranges at peak, by address (keep_layout) */
+    size_t nlayout;
     /* smoking guns */
     uint64_t failures;
     uint64_t failed_with_free;
@@ -181,6 +190,9 @@ typedef void (*vt_dev_hook_t)(void *ctx, const vt_model_t *m, int dev_index, uin
 vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct);
 void vt_model_free(vt_model_t *m);
 void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx);
+/* Keep each device's live ranges at its peak (devs[].layout) for pictures
+ * of the address space; costs one copy of the live ranges per device. */
+void vt_model_keep_layout(vt_model_t *m, int on);
 
 int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *p);
 int vt_model_feed(vt_model_t *m, const vt_record_t *rec);
@@ -190,6 +202,10 @@ const vt_proc_t *vt_model_proc(const vt_model_t *m);
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m);
 const vt_rules_t *vt_model_rules(const vt_model_t *m);
 double vt_model_margin(const vt_model_t *m);
+
+/* The tag the rules gave an allocation with this stack (after it was fed),
+ * VT_TAG_UNKNOWN for a stack no allocation used. */
+int vt_model_stack_tag(const vt_model_t *m, uint32_t stack);
 
 /* Index in proc->devs of ordinal, or -1. */
 int vt_model_dev_index(const vt_model_t *m, int ordinal);

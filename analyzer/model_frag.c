@@ -5,22 +5,19 @@
  * sum of the regions). Computed
  * once per local maximum of tracked bytes (see live_remove in model.c), so
  * the figures describe the peak. Skipped (frag_skipped) above
- * VT_FRAG_MAX_LIVE live entries to bound time. */
+ * VT_FRAG_MAX_LIVE live entries to bound time. With keep_layout the sorted
+ * ranges are kept as the device's layout at peak (replacing the last). */
 #include "model_internal.h"
 
 #include <stdlib.h>
 
-typedef struct range {
-    uint64_t a, n;
-} range_t;
-
 static int cmp_range(const void *x, const void *y)
 {
-    const range_t *a = x, *b = y;
-    return a->a < b->a ? -1 : a->a > b->a;
+    const vt_range_t *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-static size_t collect(vt_model_t *m, const vt_map_t *map, int dev, int want_kind, range_t *out, size_t max)
+static size_t collect(vt_model_t *m, const vt_map_t *map, int dev, int want_kind, vt_range_t *out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < map->cap; i++) {
@@ -29,8 +26,10 @@ static size_t collect(vt_model_t *m, const vt_map_t *map, int dev, int want_kind
         const live_t *e = &m->live[map->vals[i]];
         if (e->dev != dev || e->kind != want_kind || e->space != VT_SPACE_DEVICE || !e->size)
             continue;
+        /* a mapping's tag is its handle's */
+        int8_t tag = e->kind == L_MAP && e->link != UINT32_MAX ? m->live[e->link].tag : e->tag;
         if (n < max)
-            out[n] = (range_t){ e->addr, e->size };
+            out[n] = (vt_range_t){ e->addr, e->size, tag, e->kind == L_MAP };
         n++;
     }
     return n;
@@ -46,30 +45,30 @@ int vt_m_frag_compute(vt_model_t *m, int dev)
         d->frag_computed = 0;
         return 0;
     }
-    range_t *v = malloc((total ? total : 1) * sizeof *v);
+    vt_range_t *v = malloc((total ? total : 1) * sizeof *v);
     if (!v)
         return VT_E_NOMEM;
     size_t n = collect(m, &m->by_ptr, dev, L_ALLOC, v, total);
     n += collect(m, &m->by_map, dev, L_MAP, v + n, total - n);
     qsort(v, n, sizeof *v, cmp_range);
-    uint64_t holes = 0, largest = 0, span = 0, start = n ? v[0].a : 0, end = start;
+    uint64_t holes = 0, largest = 0, span = 0, start = n ? v[0].addr : 0, end = start;
     for (size_t i = 0; i < n; i++) {
-        if (v[i].a > end) {
-            uint64_t h = v[i].a - end;
+        if (v[i].addr > end) {
+            uint64_t h = v[i].addr - end;
             if (d->total && h > d->total) {
                 /* A gap larger than the card cannot be free device memory:
                  * the driver put the next allocation in another VA region
                  * (cudaMalloc heap vs a VMM reservation). New region. */
                 span += end - start;
-                start = v[i].a;
+                start = v[i].addr;
             } else {
                 holes += h;
                 if (h > largest)
                     largest = h;
             }
         }
-        if (v[i].a + v[i].n > end)
-            end = v[i].a + v[i].n;
+        if (v[i].addr + v[i].size > end)
+            end = v[i].addr + v[i].size;
     }
     span += end - start;
     d->frag_computed = 1;
@@ -78,6 +77,12 @@ int vt_m_frag_compute(vt_model_t *m, int dev)
     d->frag_span = span;
     d->frag_holes = holes;
     d->frag_largest_hole = largest;
+    if (m->keep_layout) {
+        free(d->layout);
+        d->layout = v;
+        d->nlayout = n;
+        return 0;
+    }
     free(v);
     return 0;
 }

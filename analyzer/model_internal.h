@@ -55,6 +55,7 @@ struct vt_model {
     uint64_t seq;
     vt_dev_hook_t hook;
     void *hook_ctx;
+    int keep_layout;
 };
 
 /* model.c */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "html.h"
 #include "report.h"
 
 static void usage(FILE *f)
@@ -32,6 +33,9 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  --json            machine-readable output, schema vramtrace-report/1 (docs/report.md)\n"
+            "  --html FILE       one self-contained page (charts, sites, address space) into FILE\n"
+            "  --color WHEN      auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
+            "                    always or never; --json and --html are never coloured\n"
             "  --fail-on-spill   exit 1 when any process spilled (for CI gates)\n"
             "  --margin PCT      the free-memory margin to check, %% of total (default 15)\n"
             "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
@@ -186,6 +190,8 @@ static int replay(vt_report_t *r)
             rc = VT_EXIT_BAD_INPUT;
             break;
         }
+        if (r->on_event)
+            r->on_event(r->on_event_ctx, r, best, &rec.u.event);
         rc = advance(&r->in[best]);
         if (tty && (++n & 4095) == 0) {
             double t = now_s();
@@ -200,8 +206,10 @@ static int replay(vt_report_t *r)
     return rc;
 }
 
-static void cleanup(vt_report_t *r)
+void vt_report_free(vt_report_t *r)
 {
+    if (!r)
+        return;
     for (int i = 0; i < r->nin; i++) {
         if (r->in[i].reader)
             vt_reader_close(r->in[i].reader);
@@ -210,31 +218,160 @@ static void cleanup(vt_report_t *r)
     }
     free(r->in);
     vt_rules_free(r->rules);
+    free(r);
+}
+
+vt_report_t *vt_report_new(void)
+{
+    vt_report_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->opts.margin_pct = 15;
+    r->opts.top = 10;
+    r->rules = vt_rules_new();
+    if (!r->rules) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg)
+{
+    char *end;
+    vt_error_t err = { 0 };
+    switch (c) {
+    case VT_OPT_MARGIN:
+        errno = 0;
+        r->opts.margin_pct = strtod(arg, &end);
+        if (errno || end == arg || *end || !(r->opts.margin_pct >= 0 && r->opts.margin_pct <= 100)) {
+            fprintf(stderr, "vramtrace: %s: --margin wants a percentage 0..100, got '%s'\n", cmd, arg);
+            return VT_EXIT_BAD_INPUT;
+        }
+        return 0;
+    case VT_OPT_RULES:
+        r->nrules_files++;
+        if (vt_rules_load_file(r->rules, arg, &err)) {
+            fprintf(stderr, "vramtrace: %s:%llu: %s: %s\n", err.path, (unsigned long long)err.offset,
+                    vt_error_message(err.code), err.detail);
+            return VT_EXIT_BAD_INPUT;
+        }
+        return 0;
+    default:
+        return VT_EXIT_BAD_INPUT;
+    }
+}
+
+int vt_report_load(vt_report_t *r, char *const *args, int nargs)
+{
+    vt_error_t err = { 0 };
+    const char *env = getenv("VRAMTRACE_RULES");
+    if (!r->nrules_files && env && *env) {
+        r->nrules_files++;
+        if (vt_rules_load_file(r->rules, env, &err)) {
+            fprintf(stderr, "vramtrace: %s:%llu: %s (from VRAMTRACE_RULES): %s\n", err.path,
+                    (unsigned long long)err.offset, vt_error_message(err.code), err.detail);
+            return VT_EXIT_BAD_INPUT;
+        }
+    }
+    char **paths = NULL;
+    int npaths = 0;
+    for (int i = 0; i < nargs; i++)
+        if (add_path(&paths, &npaths, args[i])) {
+            for (int k = 0; k < npaths; k++)
+                free(paths[k]);
+            free(paths);
+            return VT_EXIT_BAD_INPUT;
+        }
+    r->in = calloc((size_t)npaths, sizeof *r->in);
+    if (!r->in) {
+        for (int k = 0; k < npaths; k++)
+            free(paths[k]);
+        free(paths);
+        return VT_EXIT_BAD_INPUT;
+    }
+    for (int i = 0; i < npaths; i++) {
+        r->in[i].path = paths[i];
+        r->nin = i + 1;
+    }
+    free(paths);
+    for (int i = 0; i < r->nin; i++) {
+        vt_report_input_t *in = &r->in[i];
+        vt_error_t e = { 0 };
+        if (vt_reader_open(in->path, &in->reader, &e)) {
+            snprintf(e.path, sizeof e.path, "%s", in->path);
+            vt_error_print(&e);
+            in->reader = NULL;
+            return VT_EXIT_BAD_INPUT;
+        }
+        in->model = vt_model_new(r->rules, r->opts.margin_pct);
+        if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
+            fprintf(stderr, "vramtrace: out of memory\n");
+            return VT_EXIT_BAD_INPUT;
+        }
+        vt_model_set_hook(in->model, vt_gpus_hook, r);
+        if (r->keep_layout)
+            vt_model_keep_layout(in->model, 1);
+        uint64_t st = vt_model_proc(in->model)->mono_start_ns;
+        if (i == 0 || st < r->t0)
+            r->t0 = st;
+    }
+    int rc = replay(r);
+    if (rc)
+        return rc;
+    for (int i = 0; i < r->nin; i++) {
+        vt_model_finish(r->in[i].model);
+        if (r->in[i].truncated)
+            fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
+                    r->in[i].path, (unsigned long long)r->in[i].stop_offset);
+    }
+    vt_gpus_finish(r);
+    return 0;
+}
+
+int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when)
+{
+    if (!strcmp(when, "always"))
+        r->opts.color = 1;
+    else if (!strcmp(when, "never"))
+        r->opts.color = 0;
+    else if (!strcmp(when, "auto"))
+        r->opts.color = -1;
+    else {
+        fprintf(stderr, "vramtrace: %s: --color wants auto, always or never, got '%s'\n", cmd, when);
+        return VT_EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
+int vt_report_use_color(const vt_report_t *r, FILE *out)
+{
+    if (r->opts.color >= 0)
+        return r->opts.color;
+    /* https://no-color.org: present and not empty disables colour. */
+    const char *nc = getenv("NO_COLOR");
+    return !(nc && *nc) && isatty(fileno(out));
 }
 
 int vt_cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
         { "json", no_argument, NULL, 'j' },
+        { "html", required_argument, NULL, 'H' },
         { "fail-on-spill", no_argument, NULL, 'f' },
-        { "margin", required_argument, NULL, 'm' },
-        { "rules", required_argument, NULL, 'r' },
+        { "margin", required_argument, NULL, VT_OPT_MARGIN },
+        { "rules", required_argument, NULL, VT_OPT_RULES },
         { "top", required_argument, NULL, 't' },
+        { "color", required_argument, NULL, 'c' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    vt_report_t *r = calloc(1, sizeof *r);
+    vt_report_t *r = vt_report_new();
     if (!r)
         return VT_EXIT_BAD_INPUT;
-    r->opts.margin_pct = 15;
-    r->opts.top = 10;
-    r->rules = vt_rules_new();
-    int nrules = 0, rc = VT_EXIT_OK, c;
-    vt_error_t err = { 0 };
-    if (!r->rules) {
-        free(r);
-        return VT_EXIT_BAD_INPUT;
-    }
+    r->opts.color = -1;
+    const char *html = NULL;
+    int rc = VT_EXIT_OK, c;
     optind = 1;
     opterr = 1;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -243,31 +380,25 @@ int vt_cmd_report(int argc, char **argv)
         case 'j':
             r->opts.json = 1;
             break;
+        case 'H':
+            html = optarg;
+            break;
         case 'f':
             r->opts.fail_on_spill = 1;
             break;
-        case 'm':
-            errno = 0;
-            r->opts.margin_pct = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(r->opts.margin_pct >= 0 && r->opts.margin_pct <= 100)) {
-                fprintf(stderr, "vramtrace: report: --margin wants a percentage 0..100, got '%s'\n", optarg);
-                rc = VT_EXIT_BAD_INPUT;
+        case 'c':
+            if ((rc = vt_report_color_opt(r, "report", optarg)))
                 goto out;
-            }
+            break;
+        case VT_OPT_MARGIN:
+        case VT_OPT_RULES:
+            if ((rc = vt_report_opt(r, "report", c, optarg)))
+                goto out;
             break;
         case 't':
             r->opts.top = (int)strtol(optarg, &end, 10);
             if (end == optarg || *end || r->opts.top < 0) {
                 fprintf(stderr, "vramtrace: report: --top wants a count, got '%s'\n", optarg);
-                rc = VT_EXIT_BAD_INPUT;
-                goto out;
-            }
-            break;
-        case 'r':
-            nrules++;
-            if (vt_rules_load_file(r->rules, optarg, &err)) {
-                fprintf(stderr, "vramtrace: %s:%llu: %s: %s\n", err.path, (unsigned long long)err.offset,
-                        vt_error_message(err.code), err.detail);
                 rc = VT_EXIT_BAD_INPUT;
                 goto out;
             }
@@ -281,82 +412,45 @@ int vt_cmd_report(int argc, char **argv)
             goto out;
         }
     }
-    const char *env = getenv("VRAMTRACE_RULES");
-    if (!nrules && env && *env && vt_rules_load_file(r->rules, env, &err)) {
-        fprintf(stderr, "vramtrace: %s:%llu: %s (from VRAMTRACE_RULES): %s\n", err.path,
-                (unsigned long long)err.offset, vt_error_message(err.code), err.detail);
-        rc = VT_EXIT_BAD_INPUT;
-        goto out;
-    }
-    if (optind >= argc) {
+    if (optind >= argc || (html && r->opts.json)) {
+        if (html && r->opts.json)
+            fprintf(stderr, "vramtrace: report: --html and --json are exclusive\n");
         usage(stderr);
         rc = VT_EXIT_BAD_INPUT;
         goto out;
     }
-    char **paths = NULL;
-    int npaths = 0;
-    for (int i = optind; i < argc; i++)
-        if (add_path(&paths, &npaths, argv[i])) {
-            for (int k = 0; k < npaths; k++)
-                free(paths[k]);
-            free(paths);
+    vt_html_t *h = NULL;
+    if (html) {
+        r->keep_layout = 1;
+        if (!(h = vt_html_new(r))) {
+            fprintf(stderr, "vramtrace: out of memory\n");
             rc = VT_EXIT_BAD_INPUT;
             goto out;
         }
-    r->in = calloc((size_t)npaths, sizeof *r->in);
-    if (!r->in) {
-        rc = VT_EXIT_BAD_INPUT;
+    }
+    rc = vt_report_load(r, argv + optind, argc - optind);
+    if (rc) {
+        vt_html_free(h);
         goto out;
     }
-    for (int i = 0; i < npaths; i++) {
-        r->in[i].path = paths[i];
-        r->nin = i + 1;
-    }
-    free(paths);
-    for (int i = 0; i < r->nin && !rc; i++) {
-        vt_report_input_t *in = &r->in[i];
-        vt_error_t e = { 0 };
-        int orc = vt_reader_open(in->path, &in->reader, &e);
-        if (orc) {
-            snprintf(e.path, sizeof e.path, "%s", in->path);
-            vt_error_print(&e);
-            in->reader = NULL;
-            rc = VT_EXIT_BAD_INPUT;
-            break;
-        }
-        in->model = vt_model_new(r->rules, r->opts.margin_pct);
-        if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
-            fprintf(stderr, "vramtrace: out of memory\n");
-            rc = VT_EXIT_BAD_INPUT;
-            break;
-        }
-        vt_model_set_hook(in->model, vt_gpus_hook, r);
-        uint64_t st = vt_model_proc(in->model)->mono_start_ns;
-        if (i == 0 || st < r->t0)
-            r->t0 = st;
-    }
-    if (!rc)
-        rc = replay(r);
-    if (rc)
-        goto out;
     int spilled = 0;
-    for (int i = 0; i < r->nin; i++) {
-        vt_model_finish(r->in[i].model);
+    for (int i = 0; i < r->nin; i++)
         spilled |= vt_model_proc(r->in[i].model)->tip.valid;
-        if (r->in[i].truncated)
-            fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
-                    r->in[i].path, (unsigned long long)r->in[i].stop_offset);
-    }
-    vt_gpus_finish(r);
-    if (r->opts.json)
+    if (h) {
+        rc = vt_html_write(h, html);
+        vt_html_free(h);
+        if (rc)
+            goto out;
+    } else if (r->opts.json) {
         vt_report_json(r, stdout);
-    else
+    } else {
+        r->opts.color = vt_report_use_color(r, stdout);
         vt_report_text(r, stdout);
+    }
     fflush(stdout);
     if (spilled && r->opts.fail_on_spill)
         rc = 1;
 out:
-    cleanup(r);
-    free(r);
+    vt_report_free(r);
     return rc;
 }

@@ -1,9 +1,12 @@
 /* `vramtrace report`: shared state of the report command, built by
  * report.c (options, reading, merge), report_gpus.c (per-GPU combined view)
- * and printed by report_text.c or report_json.c.
+ * and printed by report_text.c, report_json.c or html*.c. export, diff and
+ * replay load traces the same way (vt_report_load) and read the result.
  *
  * Contract: the printers only read a finished vt_report_t (every model
- * finished); they never fail and never touch the files.
+ * finished); they never fail and never touch the files. on_event observers
+ * see every event right after the model applied it, in the merged time
+ * order; they must keep memory bounded (no per-event storage).
  */
 #ifndef VT_REPORT_H
 #define VT_REPORT_H
@@ -19,6 +22,7 @@
 
 typedef struct vt_report_opts {
     int json;
+    int color;   /* text only: 1 always, 0 never, -1 auto (vt_report_use_color) */
     int fail_on_spill;
     double margin_pct;
     int top;   /* sites shown per process */
@@ -55,21 +59,56 @@ typedef struct vt_gpu {
     uint64_t min_free, min_free_time_abs;
 } vt_gpu_t;
 
-typedef struct vt_report {
+typedef struct vt_report vt_report_t;
+typedef void (*vt_event_obs_t)(void *ctx, vt_report_t *r, int input, const vt_event_t *ev);
+
+struct vt_report {
     vt_report_opts_t opts;
+    int nrules_files;     /* --rules given: VRAMTRACE_RULES is then ignored */
+    int keep_layout;      /* models keep each device's address space at peak */
+    vt_event_obs_t on_event;
+    void *on_event_ctx;
     vt_rules_t *rules;
     vt_report_input_t *in;
     int nin;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     uint64_t t0;   /* earliest mono_start_ns: the combined timeline's zero */
-} vt_report_t;
+};
+
+/* getopt codes for the options every trace-reading command shares. */
+enum { VT_OPT_MARGIN = 0x100, VT_OPT_RULES, VT_OPT_FIRST_FREE };
+
+/* Defaults: margin 15 %, top 10, built-in rules. NULL when out of memory. */
+vt_report_t *vt_report_new(void);
+void vt_report_free(vt_report_t *r);
+/* Applies --margin (VT_OPT_MARGIN) or --rules (VT_OPT_RULES); cmd names the
+ * command in messages. @return 0 or VT_EXIT_BAD_INPUT (message printed). */
+int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg);
+/* --color WHEN: auto, always, never. */
+int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when);
+/* Resolves opts.color for out: auto = a terminal and NO_COLOR unset/empty. */
+int vt_report_use_color(const vt_report_t *r, FILE *out);
+/* Reads every TRACE or DIR (its *.vtrace) of args in one merged time order
+ * and finishes the models. @return 0, or VT_EXIT_BAD_INPUT after printing
+ * why. A truncated trace is not an error (a note on stderr). */
+int vt_report_load(vt_report_t *r, char *const *args, int nargs);
+
+/* The context reserve (total - free at first sight) and untracked bytes
+ * (driver-used - reserve - tracked, at the last driver report) of a device. */
+uint64_t vt_dev_reserve(const vt_dev_t *d);
+uint64_t vt_dev_untracked(const vt_dev_t *d);
+/* More VRAM the process needed to hold everything (0 without a spill). */
+uint64_t vt_proc_more_vram(const vt_proc_t *p);
 
 void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t abs_time_ns);
 void vt_gpus_finish(vt_report_t *r);
 
 void vt_report_text(const vt_report_t *r, FILE *out);
 void vt_report_json(const vt_report_t *r, FILE *out);
+/* The verdict paragraph of one process (report_text.c), uncoloured unless
+ * vt_report_text is printing. */
+void vt_report_verdict(FILE *o, const vt_model_t *m);
 
 /* Helpers shared by the printers (report_common.c). */
 void vt_uuid_str(const uint8_t uuid[16], char out[48]);

@@ -56,3 +56,26 @@ const char *vt_base(const char *path)
     const char *s = path ? strrchr(path, '/') : NULL;
     return s ? s + 1 : path ? path : "";
 }
+
+uint64_t vt_dev_reserve(const vt_dev_t *d)
+{
+    return d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
+}
+
+uint64_t vt_dev_untracked(const vt_dev_t *d)
+{
+    if (!d->have_free || d->total < d->last_free)
+        return 0;
+    int64_t u = (int64_t)(d->total - d->last_free) - (int64_t)vt_dev_reserve(d) - (int64_t)d->tracked_at_sample;
+    return u > 0 ? (uint64_t)u : 0;
+}
+
+uint64_t vt_proc_more_vram(const vt_proc_t *p)
+{
+    uint64_t more = p->oom_shortfall;
+    if (p->fallback_peak > more)
+        more = p->fallback_peak;
+    if (p->oversub_excess > more)
+        more = p->oversub_excess;
+    return more;
+}

@@ -1,6 +1,9 @@
 /* The text report: the verdict first, in plain words (did it spill, where,
- * why, how much headroom), then aligned tables per process and per GPU.
- * Sizes use sizes.h; numbers here are the same ones --json prints. */
+ * why, what filled the card, how much headroom), then aligned tables per
+ * process and per GPU. Sizes use sizes.h; numbers here are the same ones
+ * --json prints. The verdict paragraph has no blank line: `vramtrace
+ * record` prints it up to the first one. Colour (opts.color) only marks
+ * the verdict and headings; the words stand alone without it. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +27,16 @@ static const char *dev_label(const vt_dev_t *d, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t reserve_of(const vt_dev_t *d)
-{
-    return d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
-}
+static uint64_t reserve_of(const vt_dev_t *d) { return vt_dev_reserve(d); }
+static uint64_t untracked_of(const vt_dev_t *d) { return vt_dev_untracked(d); }
 
-static uint64_t untracked_of(const vt_dev_t *d)
-{
-    if (!d->have_free || d->total < d->last_free)
-        return 0;
-    int64_t u = (int64_t)(d->total - d->last_free) - (int64_t)reserve_of(d) - (int64_t)d->tracked_at_sample;
-    return u > 0 ? (uint64_t)u : 0;
-}
+static int color;   /* set by vt_report_text for this print */
+#define C_RED "\033[1;31m"
+#define C_YEL "\033[1;33m"
+#define C_GRN "\033[1;32m"
+#define C_BOLD "\033[1m"
+#define C_OFF "\033[0m"
+static const char *col(const char *code) { return color ? code : ""; }
 
 static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char *indent, int max)
 {
@@ -56,7 +57,9 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
         fprintf(o, "%s... %d more frames\n", indent, n - max);
 }
 
-static void verdict(FILE *o, const vt_model_t *m)
+static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int breakdown);
+
+void vt_report_verdict(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200];
@@ -73,12 +76,12 @@ static void verdict(FILE *o, const vt_model_t *m)
         for (int k = 0; k < VT_SPILL_KINDS; k++)
             other |= k != VT_SPILL_OOM && p->spill_count[k];
         if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures) {
-            fprintf(o, "VERDICT: NEAR SPILL. A device request failed");
+            fprintf(o, "%sVERDICT: NEAR SPILL.%s A device request failed", col(C_YEL), col(C_OFF));
             if (d)
                 fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
             fprintf(o, ",\n  then succeeded when retried: nothing left VRAM, but the run stalled at the limit.\n");
         } else {
-            fprintf(o, "VERDICT: SPILL. The model did not fit in VRAM");
+            fprintf(o, "%sVERDICT: SPILL.%s The model did not fit in VRAM", col(C_RED), col(C_OFF));
             if (d)
                 fprintf(o, " of %s", dev_label(d, dl, sizeof dl));
             fprintf(o, ".\n");
@@ -127,33 +130,64 @@ static void verdict(FILE *o, const vt_model_t *m)
         if (more)
             fprintf(o, "  More VRAM needed to hold everything: at least %s.\n", vt_fmt_bytes(a, more));
     } else if (!p->events.allocs && !p->events.failed) {
-        fprintf(o, "VERDICT: NO GPU MEMORY USED. This process allocated nothing through CUDA.\n");
+        fprintf(o, "%sVERDICT: NO GPU MEMORY USED.%s This process allocated nothing through CUDA.\n", col(C_BOLD),
+                col(C_OFF));
     } else {
-        fprintf(o, "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory.\n");
+        fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
+                col(C_GRN), col(C_OFF));
     }
     if (p->host.peak_by_tag[VT_TAG_WEIGHTS])
         fprintf(o, "  %s of weights sit in pinned host memory: layers offloaded to the CPU "
                    "(llama.cpp's CUDA_Host model buffer); they run at host speed.\n",
                 vt_fmt_bytes(a, p->host.peak_by_tag[VT_TAG_WEIGHTS]));
-    for (int i = 0; i < p->ndevs; i++) {
-        const vt_dev_t *d = &p->devs[i];
-        dev_label(d, dl, sizeof dl);
-        if (!d->have_min || !d->total) {
-            fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace).\n", dl,
-                    vt_fmt_bytes(a, d->mem.peak_bytes));
+    /* The tipping device first, with what filled it; others after. */
+    int tip_di = p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;
+    for (int k = -1; k < p->ndevs; k++) {
+        int i = k < 0 ? tip_di : k;
+        if (i < 0 || (k >= 0 && i == tip_di))
             continue;
-        }
-        fprintf(o, "  %s: peak %s of %s; least free %s (%.1f%%) at %s.", dl, vt_fmt_bytes(a, d->mem.peak_bytes),
-                vt_fmt_bytes(b, d->total), vt_fmt_bytes(c, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
-                vt_fmt_time(t, d->min_free_time_ns));
-        if (d->below_margin.valid)
-            fprintf(o, " Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
-                    vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes),
-                    tagn(m, d->below_margin.tag), vt_fmt_time(t, d->below_margin.time_ns));
-        else
-            fprintf(o, " Stayed above the %g%% margin: %s to spare beyond it.\n", vt_model_margin(m),
-                    vt_fmt_bytes(a, d->min_free - (uint64_t)(vt_model_margin(m) / 100.0 * (double)d->total)));
+        verdict_device(o, m, &p->devs[i], tip_di < 0 || i == tip_di);
     }
+}
+
+/* What filled the device at its peak, and the true headroom: the least free
+ * the driver reported (or we estimated) over the run, with the context
+ * reserve and the untracked bytes that nvidia-smi would count as used. */
+static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int breakdown)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], cc[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200];
+    dev_label(d, dl, sizeof dl);
+    if (!d->have_min || !d->total) {
+        fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace).\n", dl,
+                vt_fmt_bytes(a, d->mem.peak_bytes));
+    } else {
+        fprintf(o, "  %s: peak %s of %s at %s", dl, vt_fmt_bytes(a, d->mem.peak_bytes), vt_fmt_bytes(b, d->total),
+                vt_fmt_time(t, d->mem.peak_time_ns));
+    }
+    if (breakdown && d->mem.have_peak) {
+        fprintf(o, "%s\n    at peak:", d->have_min && d->total ? ":" : "");
+        int n = 0;
+        for (int tg = 0; tg < vt_rules_tag_count(vt_model_rules(m)); tg++) {
+            if (!d->mem.peak_by_tag[tg] && tg >= VT_TAG_BUILTIN_COUNT)
+                continue;
+            fprintf(o, "%s %s %s", n++ ? "," : "", tagn(m, tg), vt_fmt_bytes(a, d->mem.peak_by_tag[tg]));
+        }
+        fprintf(o, ".\n");
+    } else if (d->have_min && d->total) {
+        fprintf(o, ".\n");
+    }
+    if (!d->have_min || !d->total)
+        return;
+    fprintf(o, "    %sTrue headroom: %s%s free at the lowest (%.1f%% of the card), at %s; context reserve %s, untracked %s.\n",
+            col(C_BOLD), col(C_OFF), vt_fmt_bytes(a, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
+            vt_fmt_time(t, d->min_free_time_ns), vt_fmt_bytes(b, reserve_of(d)), vt_fmt_bytes(cc, untracked_of(d)));
+    if (d->below_margin.valid)
+        fprintf(o, "    Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
+                vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes), tagn(m, d->below_margin.tag),
+                vt_fmt_time(t, d->below_margin.time_ns));
+    else
+        fprintf(o, "    Stayed above the %g%% margin: %s to spare beyond it.\n", vt_model_margin(m),
+                vt_fmt_bytes(a, d->min_free - (uint64_t)(vt_model_margin(m) / 100.0 * (double)d->total)));
 }
 
 static void tag_rows(FILE *o, const vt_model_t *m, const uint64_t *v, uint64_t total, const char *indent)
@@ -224,12 +258,12 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     const vt_model_t *m = in->model;
     const vt_proc_t *p = vt_model_proc(m);
     char a[VT_SIZE_BUF], t[VT_SIZE_BUF];
-    fprintf(o, "== %s (pid %" PRIu64 ") ", vt_base(p->exe), p->pid);
+    fprintf(o, "%s== %s (pid %" PRIu64 ") ", col(C_BOLD), vt_base(p->exe), p->pid);
     for (uint32_t i = 0; i < p->argc && i < 8; i++)
         fprintf(o, "%s%s", i ? " " : "", p->argv[i]);
     if (p->argc > 8)
         fprintf(o, " ...");
-    fprintf(o, "\n");
+    fprintf(o, "%s\n", col(C_OFF));
     if (in->truncated)
         fprintf(o, "NOTE: the trace stops at offset %" PRIu64 " (%s): the process was killed or is still "
                    "running; everything before that is reported.\n",
@@ -239,7 +273,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.dropped)
         fprintf(o, "NOTE: the shim dropped %" PRIu64 " events (buffer full); numbers are lower bounds.\n",
                 p->events.dropped);
-    verdict(o, m);
+    vt_report_verdict(o, m);
 
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
@@ -313,6 +347,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
 
 void vt_report_text(const vt_report_t *r, FILE *o)
 {
+    color = r->opts.color > 0;
     for (int i = 0; i < r->nin; i++) {
         if (i)
             fprintf(o, "\n");

@@ -1,0 +1,261 @@
+/* The HTML page (contract: html.h): the markup, written here with every
+ * trace string escaped; the charts' data (html_data.c) and the script that
+ * draws them (html_js.c) are inlined. Sections work without the script:
+ * verdicts, tables and stacks are plain HTML. */
+#include "html.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "sizes.h"
+
+void vt_html_esc(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+vt_html_t *vt_html_new(vt_report_t *r)
+{
+    vt_html_t *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->r = r;
+    h->series = vt_series_attach(r, VT_HTML_BUCKETS);
+    if (!h->series) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void vt_html_free(vt_html_t *h)
+{
+    if (!h)
+        return;
+    vt_series_free(h->series);
+    free(h);
+}
+
+static void stack_list(FILE *f, const vt_model_t *m, uint32_t leaf)
+{
+    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), leaf, fr, VT_MAX_STACK_DEPTH);
+    if (!n) {
+        fputs("<p>(no stack recorded)</p>\n", f);
+        return;
+    }
+    fputs("<ol class=\"stack\" start=\"0\">", f);
+    for (int i = 0; i < n; i++) {
+        fputs("<li>", f);
+        if (fr[i].display[0])
+            vt_html_esc(f, fr[i].display);
+        else
+            fprintf(f, "0x%" PRIx64, fr[i].ip);
+        if (fr[i].module_base[0]) {
+            fputs(" <span>[", f);
+            vt_html_esc(f, fr[i].module_base);
+            fputs("]</span>", f);
+        }
+        fputs("</li>", f);
+    }
+    fputs("</ol>\n", f);
+}
+
+static const char *tagn(const vt_model_t *m, int tag) { return vt_rules_tag_name(vt_model_rules(m), tag); }
+
+static void row(FILE *f, const char *name, uint64_t bytes, const char *note)
+{
+    char a[VT_SIZE_BUF];
+    fprintf(f, "<tr><td>%s</td><td class=\"n\">%s</td><td>", name, vt_fmt_bytes(a, bytes));
+    vt_html_esc(f, note);
+    fputs("</td></tr>\n", f);
+}
+
+static void device(FILE *f, const vt_model_t *m, const vt_dev_t *d, int pi, int di)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF], uuid[48] = "";
+    if (d->have_info && vt_uuid_known(d->uuid))
+        vt_uuid_str(d->uuid, uuid);
+    fprintf(f, "<h3>GPU %d ", d->ordinal);
+    vt_html_esc(f, d->name);
+    fprintf(f, " <small>%s</small></h3>\n", uuid);
+    fprintf(f, "<div class=\"chart\" data-chart=\"p%dd%d\"></div>\n", pi, di);
+    fputs("<table>\n", f);
+    row(f, "total", d->total, "");
+    row(f, "context reserve", vt_dev_reserve(d), "total - free when the process first saw the GPU");
+    snprintf(a, sizeof a, "%s", vt_fmt_time(t, d->mem.peak_time_ns));
+    fprintf(f, "<tr><td>peak tracked</td><td class=\"n\">%s</td><td>at %s</td></tr>\n",
+            vt_fmt_bytes(b, d->mem.peak_bytes), a);
+    for (int k = 0; k < vt_rules_tag_count(vt_model_rules(m)); k++) {
+        if (!d->mem.peak_by_tag[k] && k >= VT_TAG_BUILTIN_COUNT)
+            continue;
+        fputs("<tr><td>&nbsp;&nbsp;", f);
+        vt_html_esc(f, tagn(m, k));
+        fprintf(f, "</td><td class=\"n\">%s</td><td>%.1f%%</td></tr>\n", vt_fmt_bytes(a, d->mem.peak_by_tag[k]),
+                d->mem.peak_bytes ? 100.0 * (double)d->mem.peak_by_tag[k] / (double)d->mem.peak_bytes : 0.0);
+    }
+    if (d->have_min)
+        fprintf(f, "<tr><td>least free</td><td class=\"n\">%s</td><td>at %s%s</td></tr>\n",
+                vt_fmt_bytes(a, d->min_free), vt_fmt_time(t, d->min_free_time_ns),
+                d->min_free_estimated ? " (estimated)" : "");
+    row(f, "untracked", vt_dev_untracked(d), "used per the driver, beyond the reserve and this process's allocations");
+    row(f, "rounding waste", d->peak_rounding_waste, "at peak");
+    if (d->max_va_reserved)
+        row(f, "VMM address space", d->peak_va_reserved, "reserved at peak");
+    fputs("</table>\n", f);
+    fputs("<h4>Address space at peak</h4>\n", f);
+    if (d->frag_computed)
+        fprintf(f, "<p>%" PRIu64 " live ranges; %s in holes between them, largest hole %s.</p>\n", d->frag_live_allocs,
+                vt_fmt_bytes(a, d->frag_holes), vt_fmt_bytes(b, d->frag_largest_hole));
+    else if (d->frag_skipped)
+        fputs("<p>Too many live allocations to measure.</p>\n", f);
+    fprintf(f, "<div class=\"layout\" data-layout=\"p%dd%d\"></div>\n", pi, di);
+}
+
+static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    size_t *rank = vt_sites_ranked(p);
+    size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    if (!rank || !shown) {
+        free(rank);
+        return;
+    }
+    fputs("<h3>Top allocation sites <small>(by bytes live at peak)</small></h3>\n<table>\n"
+          "<tr><th>#</th><th>at peak</th><th>tag</th><th>where</th><th>calls</th><th>rule and stack</th></tr>\n",
+          f);
+    for (size_t k = 0; k < shown; k++) {
+        const vt_site_t *s = &p->sites[rank[k]];
+        char a[VT_SIZE_BUF], rule[1024], where[32];
+        vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
+        if (s->space == VT_SPACE_DEVICE)
+            snprintf(where, sizeof where, "GPU %d", s->device);
+        else
+            snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+        fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%s</td><td>", k + 1, vt_fmt_bytes(a, s->at_peak));
+        vt_html_esc(f, tagn(m, s->match.tag));
+        fprintf(f, "</td><td>%s</td><td class=\"n\">%" PRIu64 "</td><td><details><summary>", where, s->calls);
+        vt_html_esc(f, rule[0] ? rule : "no rule matched (untagged: write a rule for a frame below)");
+        fputs("</summary>", f);
+        stack_list(f, m, s->stack);
+        fputs("</details></td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+    if (shown < p->nsites)
+        fprintf(f, "<p>... %zu more sites (--top 0 shows all)</p>\n", p->nsites - shown);
+    free(rank);
+}
+
+static void process(FILE *f, const vt_report_t *r, int pi)
+{
+    const vt_report_input_t *in = &r->in[pi];
+    const vt_model_t *m = in->model;
+    const vt_proc_t *p = vt_model_proc(m);
+    char a[VT_SIZE_BUF], t[VT_SIZE_BUF];
+    fprintf(f, "<section id=\"p%d\"><h2>", pi);
+    vt_html_esc(f, vt_base(p->exe));
+    fprintf(f, " <small>pid %" PRIu64 "</small></h2>\n<p><code>", p->pid);
+    for (uint32_t i = 0; i < p->argc; i++) {
+        if (i)
+            fputc(' ', f);
+        vt_html_esc(f, p->argv[i]);
+    }
+    fputs("</code><br>trace: <code>", f);
+    vt_html_esc(f, in->path);
+    fputs("</code></p>\n", f);
+    if (in->truncated)
+        fprintf(f, "<p><b>Note:</b> the trace stops at offset %" PRIu64 "; everything before is shown.</p>\n",
+                in->stop_offset);
+    else if (!p->ended)
+        fputs("<p><b>Note:</b> no clean exit recorded (killed, or still running).</p>\n", f);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (mem) {
+        vt_report_verdict(mem, m);
+        fclose(mem);
+        fprintf(f, "<pre class=\"verdict%s\">", p->tip.valid ? "" : " ok");
+        vt_html_esc(f, text);
+        fputs("</pre>\n", f);
+        free(text);
+    }
+    for (int d = 0; d < p->ndevs; d++)
+        device(f, m, &p->devs[d], pi, d);
+    if (p->tip.valid) {
+        const vt_event_view_t *v = &p->tip;
+        fprintf(f, "<div class=\"tip\" id=\"p%d-tip\"><h3>Tipping event: %s</h3>\n<p>%s of %s for ", pi,
+                vt_spill_kind_name(p->tip_kind), vt_api_name(v->api), vt_fmt_bytes(a, v->bytes));
+        vt_html_esc(f, tagn(m, v->tag));
+        fprintf(f, " on GPU %d at %s, result %u; %s tracked then.</p>\n", v->device, vt_fmt_time(t, v->time_ns),
+                v->result, vt_fmt_bytes(a, v->dev_tracked));
+        stack_list(f, m, v->stack);
+        fputs("</div>\n", f);
+    }
+    if (p->host.have_peak)
+        fprintf(f, "<h3>Pinned host memory <small>peak %s</small></h3>\n<div class=\"chart\" data-chart=\"p%dh\"></div>\n",
+                vt_fmt_bytes(a, p->host.peak_bytes), pi);
+    if (p->managed.have_peak)
+        fprintf(f, "<h3>Managed memory <small>peak %s</small></h3>\n<div class=\"chart\" data-chart=\"p%dm\"></div>\n",
+                vt_fmt_bytes(a, p->managed.peak_bytes), pi);
+    sites(f, r, m);
+    fputs("</section>\n", f);
+}
+
+int vt_html_write(vt_html_t *h, const char *path)
+{
+    const vt_report_t *r = h->r;
+    if (h->series->nomem) {
+        fprintf(stderr, "vramtrace: report --html: out of memory\n");
+        return VT_EXIT_BAD_INPUT;
+    }
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "vramtrace: %s: %s\n", path, strerror(errno));
+        return VT_EXIT_BAD_INPUT;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          /* Self-contained by construction: the page may fetch nothing. */
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+          "<link rel=\"icon\" href=\"data:,\">\n<title>vramtrace report</title>\n<style>\n",
+          f);
+    fputs(vt_html_style, f);
+    fputs("</style></head><body>\n<h1>vramtrace report</h1>\n<ul>\n", f);
+    for (int i = 0; i < r->nin; i++) {
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        fprintf(f, "<li><a href=\"#p%d\">", i);
+        vt_html_esc(f, vt_base(p->exe));
+        fprintf(f, " (pid %" PRIu64 ")</a>: %s</li>\n", p->pid,
+                p->tip.valid ? vt_spill_kind_name(p->tip_kind) : "no spill");
+    }
+    fputs("</ul>\n", f);
+    for (int i = 0; i < r->nin; i++)
+        process(f, r, i);
+    fputs("<script type=\"application/json\" id=\"vt-data\">", f);
+    vt_html_data(f, h);
+    fputs("</script>\n<script>\n", f);
+    fputs(vt_html_script, f);
+    fputs("</script>\n</body></html>\n", f);
+    int bad = ferror(f);
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
+    if (bad) {
+        fprintf(stderr, "vramtrace: %s: write failed\n", path);
+        return VT_EXIT_BAD_INPUT;
+    }
+    return 0;
+}
