@@ -172,6 +172,8 @@ static void process(FILE *f, const vt_report_t *r, int pi)
             fputc(' ', f);
         vt_html_esc(f, p->argv[i]);
     }
+    fputs("</code><br>exe: <code>", f);
+    vt_html_esc(f, p->exe);
     fputs("</code><br>trace: <code>", f);
     vt_html_esc(f, in->path);
     fputs("</code></p>\n", f);

@@ -1,0 +1,152 @@
+#!/bin/sh
+# `vramtrace report --html`: the page is self-contained, escapes everything
+# from the trace, stays small for a long trace, and renders in a real
+# headless browser (Debian's chromium) with no console error, a non-blank
+# screenshot and the tipping marker. Without chromium the browser part is
+# skipped with a visible "# SKIP chromium not installed".
+. tests/t/lib.sh
+GEN=$B/vtgen
+for f in "$VT" "$GEN"; do
+    [ -x "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
+done
+command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed"; exit 0; }
+D=$(tmpdir)
+trap 'rm -rf "$D"' EXIT
+STACKS=tests/golden/llama_stacks.vt
+
+# -- a spill whose trace is hostile: markup in a symbol, argv and the exe ---
+# 8 GiB card; weights 6 GiB fit, a 3 GiB KV cache fails, the hostile frame
+# is the KV allocation's caller. U+2028 in argv must not break the script.
+{
+    echo 'process pid=77 ppid=1 exe="/opt/<b>evil</b>/llama-server" argv="llama-server","--x=</script><script>alert(2)</script>","\xe2\x80\xa8line" host=box start=1000000000'
+    echo 'device 0 total=8GiB free=7.5GiB name="Sim <i>GPU</i>" uuid=0123456789abcdef0123456789abcdef t=0'
+    cat "$STACKS"
+    echo 'frame 0x401200 module=5 offset=0x10 function="</script><img src=x onerror=alert(1)>"'
+    echo 'stack 40 parent=12 ip=0x401200'
+    echo 'stack 41 parent=40 ip=0x7f0000001100'
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x7000000000 size=6GiB stack=8'
+    echo 'event t=2000 api=cudaMalloc dev=0 ptr=0x7200000000 size=512MiB stack=23'
+    echo 'event t=3000 api=cuMemGetInfo_v2 dev=0 size=1GiB aux=8GiB flags=sample'
+    echo 'event t=4000 api=cudaMalloc dev=0 size=3GiB result=2 stack=41'
+    echo 'event t=5000 api=cudaMallocHost dev=-1 ptr=0x600000000000 size=3GiB stack=41'
+    echo 'end t=9000 events=5 dropped=0'
+} >"$D/evil.vt"
+"$GEN" "$D/evil.vt" -o "$D/evil.vtrace" || nok "vtgen evil"
+"$VT" report --html "$D/evil.html" "$D/evil.vtrace" >"$D/evil.out" 2>"$D/evil.err"
+is "$?" 0 "--html exits 0"
+is "$(wc -c <"$D/evil.out" | tr -d ' ')" 0 "nothing on stdout"
+check "the page exists" test -s "$D/evil.html"
+H=$D/evil.html
+is "$(grep -c '<img' "$H")" 0 "no <img> element: the symbol name is escaped"
+check "the symbol is shown, escaped as text" grep -q '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' "$H"
+is "$(grep -o '<script' "$H" | wc -l | tr -d ' ')" 2 "exactly two <script> elements: the data and the code"
+is "$(grep -c '</script>' "$H")" 2 "exactly two </script>: none from the trace"
+check "argv is escaped" grep -q -- '--x=&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;' "$H"
+check "exe path is escaped" grep -q '&lt;b&gt;evil&lt;/b&gt;' "$H"
+check "device name is escaped" grep -q 'Sim &lt;i&gt;GPU&lt;/i&gt;' "$H"
+# The JSON inside <script> must hold no raw < > & or U+2028/2029.
+python3 - "$H" >"$D/json.out" 2>&1 <<'PY'
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<script type="application/json" id="vt-data">(.*?)</script>', html, re.S)
+raw = m.group(1)
+bad = [c for c in "<>&\u2028\u2029" if c in raw]
+d = json.loads(raw)
+c = d["charts"]["p0d0"]
+print("bad=%s tip=%s tag=%s total=%d points=%d" % (bad, c["tip"]["t"], d["tags"][2], c["total"], len(c["p"])))
+PY
+is "$(cat "$D/json.out")" "bad=[] tip=4000 tag=scratch total=8589934592 points=4" "chart data: script-safe JSON, tip at 4000 ns"
+check "self-contained: nothing to fetch" sh -c "! grep -Eiq '(src|href)=\"(https?:)?//' '$H'"
+check "a CSP forbids any fetch" grep -q "default-src 'none'" "$H"
+check "tipping stack has its anchor" grep -q 'id="p0-tip"' "$H"
+
+# -- a long trace: 20000 events, the page stays small ---------------------
+{
+    echo 'process pid=5 exe=/bin/loop start=1000000000'
+    echo 'device 0 total=8GiB free=7.5GiB name=Sim uuid=00112233445566778899aabbccddeeff t=0'
+    cat "$STACKS"
+    awk 'BEGIN { for (i = 0; i < 10000; i++) {
+        printf "event t=%d api=cudaMalloc dev=0 ptr=%.0f size=%d stack=23\n", i * 1000, 2^36 + (i % 7) * 2^28, (i % 97 + 1) * 1048576
+        printf "event t=%d api=cudaFree dev=0 ptr=%.0f\n", i * 1000 + 500, 2^36 + (i % 7) * 2^28 } }'
+    echo 'end t=10000000 events=20000 dropped=0'
+} >"$D/long.vt"
+"$GEN" "$D/long.vt" -o "$D/long.vtrace" || nok "vtgen long"
+"$VT" report --html "$D/long.html" "$D/long.vtrace" 2>"$D/long.err"
+is "$?" 0 "long trace: --html exits 0"
+python3 - "$D/long.html" >"$D/long.out" 2>&1 <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+d = json.loads(re.search(r'id="vt-data">(.*?)</script>', html, re.S).group(1))
+p = d["charts"]["p0d0"]["p"]
+print(len(p) <= 2000, max(sum(x[1:]) for x in p) // 1048576, len(html) < 400000)
+PY
+is "$(cat "$D/long.out")" "True 97 True" "long trace: <= 2000 points, the 97 MiB peak kept, page < 400 KB"
+
+# -- hostile records do not break the page ----------------------------------
+"$GEN" tests/golden/hostile.vt -o "$D/hostile.vtrace" || nok "vtgen hostile"
+"$VT" report --html "$D/hostile.html" "$D/hostile.vtrace" >/dev/null 2>&1
+is "$?" 0 "hostile trace: --html exits 0"
+check "bad usage: --html with --json" sh -c "! '$VT' report --html x --json '$D/evil.vtrace' 2>/dev/null"
+
+# -- the browser ------------------------------------------------------------
+CHROME=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROME" ]; then
+    echo "ok $((T+1)) # SKIP chromium not installed"
+    T=$((T+1))
+    done_testing
+    exit $?
+fi
+browser() { # OUTFILE ARGS...: stderr to OUTFILE.log
+    out=$1; shift
+    prof=$(mktemp -d "$D/prof.XXXXXX")
+    timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$prof" \
+        --enable-logging=stderr --v=0 "$@" >"$out" 2>"$out.log"
+}
+browser "$D/dom.html" --dump-dom "file://$H"
+is "$?" 0 "chromium ran"
+check "the script ran: charts drawn" grep -q 'data-vt-rendered="[1-9]' "$D/dom.html"
+check "the tipping marker is in the page" grep -q 'class="vt-tip-marker"' "$D/dom.html"
+check "the marker links to the tipping stack" grep -q '<a href="#p0-tip" class="vt-tip-marker"' "$D/dom.html"
+is "$(grep -c '<img' "$D/dom.html")" 0 "no <img> in the live DOM"
+is "$(grep -c 'CONSOLE' "$D/dom.html.log")" 0 "no console message (errors included)"
+grep 'CONSOLE' "$D/dom.html.log" | sed 's/^/# /'
+browser "$D/shot.out" --screenshot="$D/shot.png" --window-size=1200,900 "file://$H"
+python3 - "$D/shot.png" >"$D/colors.out" 2>&1 <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n"
+pos, idat, w = 8, b"", 0
+while pos < len(data):
+    n, typ = struct.unpack(">I4s", data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    if typ == b"IHDR":
+        w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+    elif typ == b"IDAT":
+        idat += body
+    pos += 12 + n
+raw = zlib.decompress(idat)
+bpp = {2: 3, 6: 4}[ctype]
+stride, prev, colors, i = w * bpp, bytearray(w * bpp), set(), 0
+for y in range(h):
+    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+    i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        b = prev[x]
+        c = prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    if y % 3 == 0:
+        for x in range(0, stride, bpp * 2):
+            colors.add(bytes(line[x:x + 3]))
+    prev = line
+print(len(colors))
+PY
+N=$(cat "$D/colors.out")
+check "the screenshot is not blank ($N distinct colours >= 20)" test "${N:-0}" -ge 20 2>/dev/null
+done_testing
