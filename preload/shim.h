@@ -12,6 +12,8 @@
  *   writer.c     background thread: encode, compress, write the trace file
  *   symbols.c    module map and symbol names (writer thread only)
  *   options.c    VRAMTRACE_* environment, parsed once
+ *   pyframes.c   CPython frames merged into stacks as pseudo frames
+ *   ranges.c     annotation API and NVTX injection: range pseudo frames
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
  * the writer thread.
  */
@@ -131,6 +133,23 @@ int vt_driver_device_facts(int device, vt_device_slot_t *out);
 /* Handles for the wrappers the table generates, by api id. */
 void *vt_wrapper(unsigned api);
 unsigned vt_api_by_name(const char *name);
+
+/* ---- pyframes.c, ranges.c: pseudo frames (trace_format.h) ---- */
+typedef void (*vt_emit_fn)(uint8_t type, const uint8_t *payload, size_t len);
+#define VT_MAX_RANGE_FRAMES 16
+/* Rewrites a native stack (ips[0..n), innermost first) into out: Python
+ * frames replace the interpreter's eval frames, open ranges go at the outer
+ * end. Returns the number of frames in out (<= cap). Lock-free and
+ * allocation-free unless a Python call site or range name is new. */
+int vt_pseudo_merge(void *const *ips, int n, uint64_t *out, int cap);
+/* Writer side: the name of a pseudo ip, valid for the process's life. */
+const char *vt_pseudo_name(uint64_t ip);
+const char *vt_range_name(uint32_t id);
+/* Writer side: pending NOTE and RANGE records, each through emit. */
+void vt_pseudo_records(vt_emit_fn emit);
+void vt_ranges_records(vt_emit_fn emit);
+/* This thread's open ranges as pseudo ips, innermost first. */
+int vt_ranges_frames(uint64_t *out, int cap);
 
 /* ---- writer.c ---- */
 /* Opens the trace file and starts the writer thread. 0 on success. */

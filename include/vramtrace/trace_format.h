@@ -100,6 +100,24 @@
  * result is the CUresult / cudaError_t the program got back. A failed
  * request is an event like any other, with its size: it is usually the most
  * important one in the file.
+ *
+ * PSEUDO FRAMES
+ *
+ * A STACK node's ip with bit 63 set is not machine code (no user-space
+ * address on x86-64 or arm64 has it): bits 62..60 say what it is
+ * (VT_PSEUDO_KIND), bits 59..0 are an id private to the process. Its FRAME
+ * record has module_id 0, sym_offset 0, and the provider's name:
+ *   VT_PSEUDO_PY     a CPython frame, merged where the interpreter's
+ *                    _PyEval_EvalFrameDefault frames were in the native
+ *                    stack: "py:QUALNAME (FILE:LINE)" (3.10: the function's
+ *                    name, code objects have no qualname; LINE "?" when
+ *                    unknown; a FILE over 120 bytes keeps its tail after
+ *                    "...").
+ *   VT_PSEUDO_RANGE  a range open on the allocating thread, at the outer
+ *                    end of the stack, innermost range first:
+ *                    "tag:NAME" (annotation API, include/vramtrace/annotate.h),
+ *                    "nvtx:MESSAGE" or "nvtx:DOMAIN/MESSAGE" (NVTX push/pop).
+ * The same ip always carries the same name within one trace.
  */
 #ifndef VRAMTRACE_TRACE_FORMAT_H
 #define VRAMTRACE_TRACE_FORMAT_H
@@ -146,6 +164,16 @@ enum vt_record_type {
     VT_REC_NOTE = 8,
     VT_REC_END = 9,
     VT_REC_RANGE = 10,
+};
+
+/* Pseudo frames (see PSEUDO FRAMES above). */
+#define VT_PSEUDO_BIT (1ull << 63)
+#define VT_PSEUDO_PAYLOAD_MASK ((1ull << 60) - 1)
+#define VT_PSEUDO_KIND(ip) (((ip) & VT_PSEUDO_BIT) ? (unsigned)(((ip) >> 60) & 7u) : 0u)
+#define VT_PSEUDO_IP(kind, id) (VT_PSEUDO_BIT | ((uint64_t)(kind) << 60) | ((uint64_t)(id) & VT_PSEUDO_PAYLOAD_MASK))
+enum vt_pseudo_kind {
+    VT_PSEUDO_PY = 1,
+    VT_PSEUDO_RANGE = 2,
 };
 
 /* Event flags. */
