@@ -2,10 +2,13 @@
 # What the shim exports and how its dlsym behaves for everyone else.
 . tests/t/lib.sh
 
-# Exactly the table's entry points and the two versioned dlsym names.
-want=$(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def | sort)
+# Exactly the table's entry points, the annotation API
+# (include/vramtrace/annotate.h), the NVTX injection entry point and the two
+# versioned dlsym names.
+want=$( (sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def;
+         echo vramtrace_tag_push; echo vramtrace_tag_pop; echo InitializeInjectionNvtx2) | sort)
 got=$(nm -D --defined-only $SHIM | awk '$2 == "T" && $3 !~ /^dlsym@/ {print $3}' | sort)
-is "$got" "$want" "exports exactly the entry points of entrypoints.def"
+is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API and the NVTX injection"
 is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlsym@/ {print $3}' | sort | tr '\n' ' ')" \
    "dlsym@@GLIBC_2.34 dlsym@GLIBC_2.2.5 " "exports dlsym under both glibc versions"
 is "$(readelf -d $SHIM | grep NEEDED | grep -v 'libc.so' | wc -l)" 0 \

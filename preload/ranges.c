@@ -1,0 +1,415 @@
+/* ranges.c: phase tags the program pushes, from two sources:
+ *  - the annotation API (include/vramtrace/annotate.h): vramtrace_tag_push /
+ *    vramtrace_tag_pop, exported from the shim, frames named "tag:NAME";
+ *  - NVTX: the shim is an NVTX v3 injection library (InitializeInjectionNvtx2)
+ *    and takes over push/pop, ASCII, Unicode and attribute forms, in the
+ *    default domain ("nvtx:MESSAGE") and in named ones ("nvtx:DOMAIN/MESSAGE").
+ *    Start/end ranges are not nested per thread and are not taken.
+ *
+ * Contract and invariants:
+ *  - Each thread keeps its own stack of open ranges (TLS, no allocation).
+ *    Every stack captured on that thread gets them as pseudo frames
+ *    (VT_PSEUDO_RANGE, trace_format.h) at its outer end, innermost first;
+ *    at most VT_MAX_RANGE_FRAMES deep, deeper ones are counted, not kept.
+ *  - Names are interned once into a table that only grows; an id, once
+ *    published, names the same string for the life of the process, so the
+ *    writer reads names with no lock. New names take name_lock; known ones
+ *    are lock-free. A full table gives id 0 ("range:?").
+ *  - While the shim records (vt_state ACTIVE), each push and pop also goes
+ *    into a bounded ring drained by the writer as VT_REC_RANGE records; a
+ *    full ring drops the record, never blocks.
+ *  - Pushes before the first CUDA call are kept on the thread's stack (so
+ *    stacks captured later still carry them) but have no RANGE record.
+ *  - NVTX_INJECTION64_PATH: NVTX reads it once, at the program's first NVTX
+ *    call, which often comes before its first CUDA call (torch.cuda.nvtx
+ *    around model loading). So a constructor sets it to this library's own
+ *    path when it is unset and tracing is not disabled: one getenv/setenv,
+ *    nothing else at load time. A path the user (or nsys) set is kept, and
+ *    then NVTX goes to that tool, not to us. A process that inherited the
+ *    variable without the preload declines the injection.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "shim.h"
+#include "vramtrace/encode.h"
+
+#define NAME_LEN 128
+#define NAME_CAP (1u << 14)
+#define NAME_TABLE (1u << 15)
+#define RING_SIZE 8192u
+
+typedef struct range_name {
+    uint64_t hash;
+    char text[NAME_LEN];
+} range_name_t;
+
+static range_name_t names[NAME_CAP];   /* bss: pages are touched as names appear */
+static _Atomic uint32_t name_slots[NAME_TABLE];
+static _Atomic uint32_t name_count;
+static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct open_ranges {
+    uint32_t depth;
+    uint32_t ids[VT_MAX_RANGE_FRAMES];
+} open_ranges_t;
+static __thread open_ranges_t open __attribute__((tls_model("initial-exec")));
+
+typedef struct range_slot {
+    _Atomic uint64_t seq;
+    uint64_t time_ns;
+    uint32_t tid, depth, id;
+    uint8_t push;
+} range_slot_t;
+static range_slot_t ring[RING_SIZE];
+static _Atomic uint64_t ring_tail;
+static uint64_t ring_head;  /* writer thread only */
+static _Atomic uint64_t ring_dropped;
+static _Atomic int ring_ready;
+
+/* ---- names ---- */
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h | 1;
+}
+
+static uint32_t intern(const char *text)
+{
+    uint64_t h = fnv(text);
+    uint32_t i = (uint32_t)(h >> 17) & (NAME_TABLE - 1);
+    for (uint32_t probe = 0; probe < 64; probe++, i = (i + 1) & (NAME_TABLE - 1)) {
+        uint32_t id = atomic_load_explicit(&name_slots[i], memory_order_acquire);
+        if (!id)
+            break;
+        if (names[id].hash == h && !strcmp(names[id].text, text))
+            return id;
+    }
+    pthread_mutex_lock(&name_lock);
+    uint32_t found = 0;
+    i = (uint32_t)(h >> 17) & (NAME_TABLE - 1);
+    for (uint32_t probe = 0; probe < 64; probe++, i = (i + 1) & (NAME_TABLE - 1)) {
+        uint32_t id = atomic_load_explicit(&name_slots[i], memory_order_relaxed);
+        if (id && names[id].hash == h && !strcmp(names[id].text, text)) {
+            found = id;
+            break;
+        }
+        if (!id) {
+            uint32_t n = atomic_load_explicit(&name_count, memory_order_relaxed) + 1;
+            if (n >= NAME_CAP)
+                break;
+            names[n].hash = h;
+            strcpy(names[n].text, text);
+            atomic_store_explicit(&name_count, n, memory_order_release);
+            atomic_store_explicit(&name_slots[i], n, memory_order_release);
+            found = n;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&name_lock);
+    return found;
+}
+
+/* Appends src (narrow or wide) to dst of NAME_LEN, printable ASCII only. */
+static size_t append(char *dst, size_t len, const char *narrow, const wchar_t *wide)
+{
+    for (size_t i = 0; len < NAME_LEN - 1; i++) {
+        unsigned c = narrow ? (unsigned char)narrow[i] : wide ? (unsigned)wide[i] : 0;
+        if (!c)
+            break;
+        dst[len++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    dst[len] = 0;
+    return len;
+}
+
+static uint32_t name_id(const char *prefix, const char *domain, const char *narrow, const wchar_t *wide)
+{
+    char text[NAME_LEN];
+    size_t len = append(text, 0, prefix, NULL);
+    if (domain && domain[0]) {
+        len = append(text, len, domain, NULL);
+        len = append(text, len, "/", NULL);
+    }
+    append(text, len, narrow, wide);
+    return intern(text);
+}
+
+const char *vt_range_name(uint32_t id)
+{
+    if (!id || id > atomic_load_explicit(&name_count, memory_order_acquire))
+        return "range:?";
+    return names[id].text;
+}
+
+/* ---- the per-thread stack and the RANGE records ---- */
+
+static void ranges_atfork_child(void);
+
+static void record(int push, uint32_t depth, uint32_t id)
+{
+    if (atomic_load_explicit(&vt_state, memory_order_acquire) != VT_ST_ACTIVE)
+        return;
+    if (!atomic_load_explicit(&ring_ready, memory_order_acquire)) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&ring_ready, &expected, 1)) {
+            static int atfork_done;
+            if (!atfork_done) {
+                atfork_done = 1;
+                pthread_atfork(NULL, NULL, ranges_atfork_child);
+            }
+            for (uint32_t i = 0; i < RING_SIZE; i++)
+                atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
+            atomic_store(&ring_ready, 2);
+        }
+        if (atomic_load(&ring_ready) != 2)
+            return;
+    }
+    if (!vt_tls.tid)
+        vt_tls.tid = (uint32_t)syscall(SYS_gettid);
+    uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+    range_slot_t *slot;
+    for (;;) {
+        slot = &ring[pos & (RING_SIZE - 1)];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        int64_t diff = (int64_t)(seq - pos);
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&ring_tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed))
+                break;
+        } else if (diff < 0) {
+            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+            return;
+        } else {
+            pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+        }
+    }
+    slot->time_ns = vt_now_ns();
+    slot->tid = vt_tls.tid;
+    slot->depth = depth;
+    slot->id = id;
+    slot->push = (uint8_t)push;
+    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+}
+
+static int push(uint32_t id)
+{
+    uint32_t d = open.depth++;
+    if (d < VT_MAX_RANGE_FRAMES)
+        open.ids[d] = id;
+    record(1, d, id);
+    return (int)d;
+}
+
+static int pop(void)
+{
+    if (!open.depth)
+        return -1; /* NVTX's answer to a pop without a push */
+    uint32_t d = --open.depth;
+    record(0, d, d < VT_MAX_RANGE_FRAMES ? open.ids[d] : 0);
+    return (int)d;
+}
+
+int vt_ranges_frames(uint64_t *out, int cap)
+{
+    int n = open.depth < VT_MAX_RANGE_FRAMES ? (int)open.depth : VT_MAX_RANGE_FRAMES;
+    int m = 0;
+    for (int i = n - 1; i >= 0 && m < cap; i--)
+        out[m++] = VT_PSEUDO_IP(VT_PSEUDO_RANGE, open.ids[i]);
+    return m;
+}
+
+void vt_ranges_records(vt_emit_fn emit)
+{
+    if (atomic_load_explicit(&ring_ready, memory_order_acquire) != 2)
+        return;
+    for (;;) {
+        range_slot_t *slot = &ring[ring_head & (RING_SIZE - 1)];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != ring_head + 1)
+            break;
+        const char *name = vt_range_name(slot->id);
+        uint8_t buf[4 * VT_VARINT_MAX + 1 + NAME_LEN], *p = buf;
+        p = vt_put_varint(p, slot->time_ns);
+        p = vt_put_varint(p, slot->tid);
+        p = vt_put_varint(p, slot->depth);
+        *p++ = slot->push;
+        p = vt_put_str(p, name, strlen(name), NAME_LEN);
+        atomic_store_explicit(&slot->seq, ring_head + RING_SIZE, memory_order_release);
+        ring_head++;
+        emit(VT_REC_RANGE, buf, (size_t)(p - buf));
+    }
+}
+
+static void ranges_atfork_child(void)
+{
+    /* The parent's unwritten records belong to the parent's trace. */
+    atomic_store(&ring_ready, 0);
+    atomic_store(&ring_tail, 0);
+    ring_head = 0;
+    pthread_mutex_init(&name_lock, NULL);
+}
+
+/* ---- the annotation API (include/vramtrace/annotate.h) ---- */
+
+VT_EXPORT int vramtrace_tag_push(const char *tag)
+{
+    return push(name_id("tag:", NULL, tag ? tag : "", NULL));
+}
+
+VT_EXPORT int vramtrace_tag_pop(void)
+{
+    return pop();
+}
+
+/* ---- NVTX v3 injection ----
+ * The ABI below mirrors nvtx3/nvToolsExt.h and nvtx3/nvtxDetail/nvtxTypes.h
+ * of the CUDA toolkit: nvtxEventAttributes_v2, the export table ids
+ * (NVTX_ETID_CALLBACKS = 1), the callback modules (CORE = 1, CORE2 = 5) and
+ * the callback ids used here. tests/python/nvtx_app.c builds the real
+ * header-only loader against us and checks the struct offsets. */
+
+enum { NVTX_ETID_CALLBACKS = 1, NVTX_CB_MODULE_CORE = 1, NVTX_CB_MODULE_CORE2 = 5 };
+enum {
+    CBID_CORE_RangePushEx = 8, CBID_CORE_RangePushA = 9, CBID_CORE_RangePushW = 10, CBID_CORE_RangePop = 11,
+    CBID_CORE2_DomainRangePushEx = 4, CBID_CORE2_DomainRangePop = 5, CBID_CORE2_DomainRegisterStringA = 10,
+    CBID_CORE2_DomainRegisterStringW = 11, CBID_CORE2_DomainCreateA = 12, CBID_CORE2_DomainCreateW = 13,
+    CBID_CORE2_DomainDestroy = 14,
+};
+enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
+
+typedef struct nvtx_attr {
+    uint16_t version, size;
+    uint32_t category;
+    int32_t color_type;
+    uint32_t color;
+    int32_t payload_type, reserved0;
+    uint64_t payload;
+    int32_t message_type;
+    union {
+        const char *ascii;
+        const wchar_t *unicode;
+        const void *registered;
+    } message;
+} nvtx_attr_t;
+
+typedef void (*nvtx_fn)(void);
+typedef struct nvtx_callbacks {
+    size_t struct_size;
+    int (*get_module_function_table)(int module, nvtx_fn ***out_table, unsigned *out_size);
+} nvtx_callbacks_t;
+typedef const void *(*nvtx_get_export_table_fn)(uint32_t id);
+
+/* Domain and registered-string handles are interned name ids, never
+ * dereferenced by NVTX; 0 (NULL) stays "no domain". */
+static const char *domain_name(const void *domain)
+{
+    uintptr_t id = (uintptr_t)domain;
+    return id && id <= NAME_CAP ? vt_range_name((uint32_t)id) : NULL;
+}
+
+static uint32_t attr_name(const void *domain, const nvtx_attr_t *a)
+{
+    const char *dom = domain_name(domain);
+    if (!a || a->size < sizeof(nvtx_attr_t))
+        return name_id("nvtx:", dom, "?", NULL);
+    switch (a->message_type) {
+    case MSG_ASCII:
+        return name_id("nvtx:", dom, a->message.ascii ? a->message.ascii : "", NULL);
+    case MSG_UNICODE:
+        return name_id("nvtx:", dom, NULL, a->message.unicode ? a->message.unicode : L"");
+    case MSG_REGISTERED: {
+        uintptr_t id = (uintptr_t)a->message.registered;
+        return name_id("nvtx:", dom, id && id <= NAME_CAP ? vt_range_name((uint32_t)id) : "?", NULL);
+    }
+    default:
+        return name_id("nvtx:", dom, "?", NULL);
+    }
+}
+
+static int nv_push_a(const char *msg) { return push(name_id("nvtx:", NULL, msg ? msg : "", NULL)); }
+static int nv_push_w(const wchar_t *msg) { return push(name_id("nvtx:", NULL, NULL, msg ? msg : L"")); }
+static int nv_push_ex(const nvtx_attr_t *a) { return push(attr_name(NULL, a)); }
+static int nv_pop(void) { return pop(); }
+static int nv_domain_push_ex(const void *domain, const nvtx_attr_t *a) { return push(attr_name(domain, a)); }
+static int nv_domain_pop(const void *domain) { (void)domain; return pop(); }
+static void nv_domain_destroy(const void *domain) { (void)domain; }
+static const void *nv_domain_create_a(const char *name)
+{
+    return (const void *)(uintptr_t)name_id("", NULL, name ? name : "?", NULL);
+}
+static const void *nv_domain_create_w(const wchar_t *name)
+{
+    return (const void *)(uintptr_t)name_id("", NULL, NULL, name ? name : L"?");
+}
+static const void *nv_register_a(const void *domain, const char *s)
+{
+    (void)domain;
+    return (const void *)(uintptr_t)name_id("", NULL, s ? s : "?", NULL);
+}
+static const void *nv_register_w(const void *domain, const wchar_t *s)
+{
+    (void)domain;
+    return (const void *)(uintptr_t)name_id("", NULL, NULL, s ? s : L"?");
+}
+
+static void install(nvtx_get_export_table_fn get, int module, const unsigned *ids, nvtx_fn const *fns, size_t n)
+{
+    const nvtx_callbacks_t *cb = (const nvtx_callbacks_t *)get(NVTX_ETID_CALLBACKS);
+    nvtx_fn **table = NULL;
+    unsigned size = 0;
+    if (!cb || cb->struct_size < sizeof *cb || !cb->get_module_function_table ||
+        !cb->get_module_function_table(module, &table, &size) || !table)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] <= size && table[ids[i]])
+            *table[ids[i]] = fns[i];
+}
+
+/* Whether this copy of the library is the preloaded one, recording: NVTX
+ * may dlopen it in a child that inherited NVTX_INJECTION64_PATH but not
+ * LD_PRELOAD. */
+static int preloaded(void)
+{
+    return vt_real_dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") == vt_wrapper(VT_API_cuMemAlloc_v2);
+}
+
+VT_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
+{
+    if (!get || !preloaded())
+        return 0;
+    static const unsigned core_ids[] = { CBID_CORE_RangePushEx, CBID_CORE_RangePushA, CBID_CORE_RangePushW,
+                                         CBID_CORE_RangePop };
+    static const nvtx_fn core_fns[] = { (nvtx_fn)nv_push_ex, (nvtx_fn)nv_push_a, (nvtx_fn)nv_push_w,
+                                        (nvtx_fn)nv_pop };
+    static const unsigned core2_ids[] = { CBID_CORE2_DomainRangePushEx, CBID_CORE2_DomainRangePop,
+                                          CBID_CORE2_DomainRegisterStringA, CBID_CORE2_DomainRegisterStringW,
+                                          CBID_CORE2_DomainCreateA, CBID_CORE2_DomainCreateW,
+                                          CBID_CORE2_DomainDestroy };
+    static const nvtx_fn core2_fns[] = { (nvtx_fn)nv_domain_push_ex, (nvtx_fn)nv_domain_pop,
+                                         (nvtx_fn)nv_register_a, (nvtx_fn)nv_register_w,
+                                         (nvtx_fn)nv_domain_create_a, (nvtx_fn)nv_domain_create_w,
+                                         (nvtx_fn)nv_domain_destroy };
+    install(get, NVTX_CB_MODULE_CORE, core_ids, core_fns, sizeof core_ids / sizeof core_ids[0]);
+    install(get, NVTX_CB_MODULE_CORE2, core2_ids, core2_fns, sizeof core2_ids / sizeof core2_ids[0]);
+    return 1;
+}
+
+__attribute__((constructor)) static void ranges_load(void)
+{
+    const char *off = getenv("VRAMTRACE_DISABLE");
+    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH"))
+        return;
+    Dl_info info;
+    char path[4096];
+    if (!dladdr((void *)&InitializeInjectionNvtx2, &info) || !info.dli_fname || !realpath(info.dli_fname, path))
+        return;
+    setenv("NVTX_INJECTION64_PATH", path, 0);
+}
