@@ -167,17 +167,23 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     if (n <= first)
         return 0;
 
+    /* Python frames and open ranges join the native ones (pyframes.c)
+     * before the cache lookup: the same native stack serves many Python
+     * call sites. */
+    uint64_t frames[VT_MAX_STACK_DEPTH];
+    n = vt_pseudo_merge(ips + first, n - first, frames, VT_MAX_STACK_DEPTH);
+
     uint64_t h = 0;
-    for (int i = first; i < n; i++)
-        h = mix(h, (uint64_t)(uintptr_t)ips[i]);
+    for (int i = 0; i < n; i++)
+        h = mix(h, frames[i]);
     cache_entry_t *c = &stack_cache[h & (CACHE_SIZE - 1)];
     if (c->hash == h && c->leaf)
         return c->leaf;
 
     /* Walk from the outermost frame inwards, so shared callers share nodes. */
     uint32_t id = 0;
-    for (int i = n - 1; i >= first; i--) {
-        uint32_t next = child_of(id, (uint64_t)(uintptr_t)ips[i]);
+    for (int i = n - 1; i >= 0; i--) {
+        uint32_t next = child_of(id, frames[i]);
         if (!next) {
             atomic_fetch_add_explicit(&stacks_lost, 1, memory_order_relaxed);
             return id;

@@ -187,8 +187,12 @@ static void emit_frame(uint64_t ip)
     uint32_t module = 0;
     const char *function = "";
     uint64_t offset = 0;
-    /* Return addresses point after the call: look up the call itself. */
-    vt_symbols_lookup((uintptr_t)ip - 1, module_sink, NULL, &module, &function, &offset);
+    /* Return addresses point after the call: look up the call itself.
+     * Pseudo frames (Python, ranges) are named by their provider. */
+    if (ip & VT_PSEUDO_BIT)
+        function = vt_pseudo_name(ip);
+    else
+        vt_symbols_lookup((uintptr_t)ip - 1, module_sink, NULL, &module, &function, &offset);
     uint8_t *p = scratch;
     p = vt_put_varint(p, ip);
     p = vt_put_varint(p, module);
@@ -283,6 +287,7 @@ static void drain_and_flush(void)
         }
         /* Nodes and devices are published before the events that use them,
          * and we read these counters after draining, so nothing dangles. */
+        vt_pseudo_records(emit);
         emit_new_devices();
         emit_new_nodes();
         for (size_t i = 0; i < n; i++)
