@@ -1,0 +1,37 @@
+# tests/fault/fault.mk: helpers of the fault, security and soak tests
+# (tests/t/7x-*.t). Included from tests/unit/zz-fault.mk, before
+# tests/tests.mk reads TEST_BINS.
+#
+#   $(B)/tests/fault/faultprog         the host program (modes: see its header)
+#   $(B)/tests/fault/libfaultdl_{a,b}.so  libraries for the dlclose test
+#   $(B)/tests/fault/libvtfault.so     write(2) fault injector (EINTR, short
+#                                      writes, ENOSPC mid-chunk)
+#   make soak                          the 10-million-event soak
+#
+# faultprog links the simulated runtime and driver like tests/shim/paths,
+# at -O1 with frame pointers and no sibling calls so its recursion keeps
+# one frame per level (the soak counts distinct stacks).
+
+FAULT := $(B)/tests/fault
+FAULT_BINS := $(FAULT)/faultprog $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
+TEST_BINS += $(FAULT_BINS)
+
+$(FAULT)/faultprog: tests/fault/faultprog.c $(SIM_LIBS) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
+	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+
+# Same code, same size: b is likely mapped where a was.
+$(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c $(SIM_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fPIC -shared -fvisibility=hidden \
+	    -DFAULTDL_NAME=$* -DFAULTDL_SIZE="(7 * 1048576 + 1)" -o $@ $< \
+	    $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart
+
+$(FAULT)/libvtfault.so: tests/fault/vtfault.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
+
+.PHONY: soak
+soak: $(TEST_BINS)
+	@SOAK_EVENTS=$${SOAK_EVENTS:-10000000} prove -v tests/t/79-soak.t

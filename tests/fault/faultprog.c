@@ -1,0 +1,500 @@
+/* faultprog.c: the host programs of the fault tests (tests/t/7x-*.t). Each
+ * mode does something a real inference server might, under conditions the
+ * shim must survive, and prints only what does not depend on the shim
+ * (counts and result codes), so a test compares its stdout and exit status
+ * with and without LD_PRELOAD byte for byte.
+ *
+ * Modes (argv[1]):
+ *   pairs N [T]     T threads (default 1) each do N cudaMalloc/cudaFree
+ *                   pairs; prints the totals. FAULTPROG_PACE_US=U sleeps U
+ *                   microseconds every 1000 pairs
+ *   eintr N         N pairs while a 1 kHz SIGALRM itimer interrupts the
+ *                   process (handler installed without SA_RESTART); its own
+ *                   blocking calls (nanosleep, pipe reads) get EINTR and
+ *                   retry, as a careful server's do
+ *   forkstorm F     64 threads allocate while another thread forks F times;
+ *                   each child allocates once and exits; prints how many
+ *                   children succeeded
+ *   server          allocates, then fork+execs itself as "runner" and waits
+ *   runner          allocates and exits (the far end of an exec chain)
+ *   badfree         frees what was never allocated, and frees twice, on the
+ *                   runtime and driver paths; prints every result code
+ *   meminfo         cuMemGetInfo_v2 with NULL for either or both outputs
+ *   nov2-call       calls cuMemAllocFromPoolAsync_ptsz by its linked name
+ *                   (run on a driver that lacks it: only the shim defines it)
+ *   nov2-probe      asks dlsym for entry points the old driver lacks
+ *   dlclose         allocates from libfaultdl_a.so, dlcloses it, then from
+ *                   libfaultdl_b.so (likely loaded at the same address)
+ *   busy T          T threads allocate and free forever (SIGKILL target);
+ *                   prints "ready" after the first allocations
+ *   soak N T        N events (alloc+free = 2) from T threads through about
+ *                   10,000 distinct call stacks (recursion depth and the
+ *                   outer and inner function vary per call); prints the
+ *                   counts, and VmRSS/VmHWM to stderr ("rss KB hwm KB")
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+/* Only defined by the shim when the driver lacks it (pre-12.0 drivers). */
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+
+#define NOINLINE __attribute__((noinline))
+
+static void die(const char *what)
+{
+    fprintf(stderr, "faultprog: %s\n", what);
+    exit(3);
+}
+
+/* ---- pairs ---- */
+
+typedef struct worker {
+    pthread_t th;
+    long n, allocs, frees, fails;
+    int id;
+} worker_t;
+
+static long pace_us; /* FAULTPROG_PACE_US: pause every 1000 pairs, so a run spans many chunks */
+
+static void *pairs_main(void *arg)
+{
+    worker_t *w = arg;
+    for (long i = 0; i < w->n; i++) {
+        if (pace_us && i % 1000 == 999) {
+            struct timespec ts = { pace_us / 1000000, pace_us % 1000000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        void *p = NULL;
+        if (cudaMalloc(&p, 4096 + (size_t)(i % 7) * 512) != cudaSuccess) {
+            w->fails++;
+            continue;
+        }
+        w->allocs++;
+        if (cudaFree(p) == cudaSuccess)
+            w->frees++;
+        else
+            w->fails++;
+    }
+    return NULL;
+}
+
+static void run_workers(long n, int t, void *(*fn)(void *), long *allocs, long *frees, long *fails)
+{
+    worker_t *w = calloc((size_t)t, sizeof *w);
+    if (!w)
+        die("out of memory");
+    for (int i = 0; i < t; i++) {
+        w[i].n = n;
+        w[i].id = i;
+        if (pthread_create(&w[i].th, NULL, fn, &w[i]))
+            die("pthread_create");
+    }
+    *allocs = *frees = *fails = 0;
+    for (int i = 0; i < t; i++) {
+        pthread_join(w[i].th, NULL);
+        *allocs += w[i].allocs;
+        *frees += w[i].frees;
+        *fails += w[i].fails;
+    }
+    free(w);
+}
+
+static int mode_pairs(long n, int t)
+{
+    long a, f, x;
+    run_workers(n, t, pairs_main, &a, &f, &x);
+    printf("pairs allocs=%ld frees=%ld fails=%ld\n", a, f, x);
+    return x != 0;
+}
+
+/* ---- eintr ---- */
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarms++;
+}
+
+static int mode_eintr(long n)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: slow syscalls return EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+    int fds[2];
+    if (pipe(fds))
+        die("pipe");
+    long ok = 0, eintr_seen = 0;
+    for (long i = 0; i < n; i++) {
+        void *p;
+        if (cudaMalloc(&p, 8192) == cudaSuccess && cudaFree(p) == cudaSuccess)
+            ok++;
+        if (i % 256 == 0) {
+            /* A blocking read the itimer interrupts, as in a server's loop. */
+            char c;
+            if (read(fds[0], &c, 1) < 0 && errno == EINTR)
+                eintr_seen++;
+        }
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("eintr pairs=%ld of %ld\n", ok, n);
+    fprintf(stderr, "eintr: %ld alarms, %ld reads interrupted\n", (long)alarms, eintr_seen);
+    return ok != n;
+}
+
+/* ---- forkstorm ---- */
+
+static atomic_int stop_workers;
+
+static void *storm_worker(void *arg)
+{
+    worker_t *w = arg;
+    while (!atomic_load(&stop_workers)) {
+        void *p;
+        if (cudaMalloc(&p, 4096 * (size_t)(1 + w->id % 5)) == cudaSuccess) {
+            w->allocs++;
+            cudaFree(p);
+        }
+    }
+    return NULL;
+}
+
+static int mode_forkstorm(int forks)
+{
+    enum { NT = 64 };
+    static worker_t w[NT];
+    void *warm;
+    if (cudaMalloc(&warm, 4096) != cudaSuccess) /* shim and driver up before the storm */
+        die("first cudaMalloc");
+    for (int i = 0; i < NT; i++) {
+        w[i].id = i;
+        if (pthread_create(&w[i].th, NULL, storm_worker, &w[i]))
+            die("pthread_create");
+    }
+    int ok = 0;
+    for (int i = 0; i < forks; i++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork");
+        if (pid == 0) {
+            /* The driver API: the simulated runtime's lock has no fork
+             * handler (neither does the real runtime support CUDA in a
+             * forked child), the simulated driver's has. */
+            CUdeviceptr d;
+            int good = cuMemAlloc_v2(&d, 65536 + 4096) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS;
+            exit(good ? 0 : 1); /* exit, not _exit: the shim's atexit flush runs */
+        }
+        int st;
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            ok++;
+    }
+    atomic_store(&stop_workers, 1);
+    for (int i = 0; i < NT; i++)
+        pthread_join(w[i].th, NULL);
+    cudaFree(warm);
+    printf("forkstorm children=%d ok=%d\n", forks, ok);
+    return ok != forks;
+}
+
+/* ---- exec chain ---- */
+
+NOINLINE static int server_alloc(void)
+{
+    void *p;
+    int rc = (int)cudaMalloc(&p, 3 * 1048576 + 1);
+    return rc == cudaSuccess ? (int)cudaFree(p) : rc;
+}
+
+static int mode_server(const char *self)
+{
+    if (server_alloc())
+        die("server cudaMalloc");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, "runner", (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    printf("server: runner exited %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
+NOINLINE static int runner_alloc(void)
+{
+    void *p;
+    int rc = (int)cudaMalloc(&p, 5 * 1048576 + 1);
+    return rc == cudaSuccess ? (int)cudaFree(p) : rc;
+}
+
+/* ---- bad frees ---- */
+
+static int mode_badfree(void)
+{
+    void *p;
+    CUdeviceptr d;
+    printf("cudaFree(unknown)=%d\n", (int)cudaFree((void *)0x7777000));
+    printf("cudaMalloc=%d\n", (int)cudaMalloc(&p, 12289));
+    printf("cudaFree=%d\n", (int)cudaFree(p));
+    printf("cudaFree(again)=%d\n", (int)cudaFree(p));
+    printf("cudaFree(NULL)=%d\n", (int)cudaFree(NULL));
+    printf("cuMemFree_v2(unknown)=%d\n", (int)cuMemFree_v2((CUdeviceptr)0x8888000));
+    printf("cuMemAlloc_v2=%d\n", (int)cuMemAlloc_v2(&d, 16385));
+    printf("cuMemFree_v2=%d\n", (int)cuMemFree_v2(d));
+    printf("cuMemFree_v2(again)=%d\n", (int)cuMemFree_v2(d));
+    printf("cudaFreeHost(unknown)=%d\n", (int)cudaFreeHost((void *)0x9999000));
+    printf("cuMemFreeHost(unknown)=%d\n", (int)cuMemFreeHost((void *)0x9999000));
+    return 0;
+}
+
+/* ---- meminfo ---- */
+
+static int mode_meminfo(void)
+{
+    size_t fr = 0, tot = 0;
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess) /* context up */
+        die("cudaMalloc");
+    printf("meminfo(NULL,&total)=%d total=%zu\n", (int)cuMemGetInfo_v2(NULL, &tot), tot);
+    printf("meminfo(&free,NULL)=%d\n", (int)cuMemGetInfo_v2(&fr, NULL));
+    printf("meminfo(NULL,NULL)=%d\n", (int)cuMemGetInfo_v2(NULL, NULL));
+    printf("cudaMemGetInfo(NULL,&total)=%d\n", (int)cudaMemGetInfo(NULL, &tot));
+    cudaFree(p);
+    return 0;
+}
+
+/* ---- a driver without an entry point ---- */
+
+static int mode_nov2_call(void)
+{
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    CUdeviceptr d = 0;
+    CUmemoryPool pool = NULL;
+    cuDeviceGetDefaultMemPool(&pool, 0);
+    CUresult r = cuMemAllocFromPoolAsync_ptsz(&d, 4096, pool, NULL);
+    printf("cuMemAllocFromPoolAsync_ptsz=%d ptr=%llu\n", (int)r, (unsigned long long)d);
+    cudaFree(p);
+    return 0;
+}
+
+static int mode_nov2_probe(void)
+{
+    static const char *const names[] = { "cuMemAllocFromPoolAsync_ptsz", "cuGetProcAddress_v2",
+                                         "cuMemAlloc_v2" };
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h)
+        die("dlopen libcuda.so.1");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        printf("dlsym(libcuda, %s)=%s dlsym(RTLD_DEFAULT, %s)=%s\n", names[i],
+               dlsym(h, names[i]) ? "found" : "NULL", names[i],
+               dlsym(RTLD_DEFAULT, names[i]) ? "found" : "NULL");
+    return 0;
+}
+
+/* ---- dlclose ---- */
+
+static int mode_dlclose(const char *dir)
+{
+    char path[4096];
+    const char *libs[] = { "libfaultdl_a.so", "libfaultdl_b.so" };
+    const char *fns[] = { "faultdl_a_alloc", "faultdl_b_alloc" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, libs[i]);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            die(dlerror());
+        int (*fn)(void) = (int (*)(void))dlsym(h, fns[i]);
+        if (!fn)
+            die("dlsym");
+        printf("%s=%d\n", fns[i], fn());
+        Dl_info info;
+        dladdr((void *)fn, &info);
+        fprintf(stderr, "%s at %p base %p\n", libs[i], (void *)fn, info.dli_fbase);
+        if (dlclose(h))
+            die("dlclose");
+    }
+    return 0;
+}
+
+/* ---- busy (SIGKILL target) ---- */
+
+static void *busy_main(void *arg)
+{
+    worker_t *w = arg;
+    for (long i = 0;; i++) {
+        void *p;
+        if (cudaMalloc(&p, 4096 + (size_t)((i + w->id) % 64) * 4096) == cudaSuccess)
+            cudaFree(p);
+        if (i % 64 == 0) {
+            struct timespec ts = { 0, 200000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+static int mode_busy(int t)
+{
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    static worker_t w[64];
+    if (t > 64)
+        t = 64;
+    for (int i = 0; i < t; i++) {
+        w[i].id = i;
+        pthread_create(&w[i].th, NULL, busy_main, &w[i]);
+    }
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+    return 0;
+}
+
+/* ---- soak: many distinct stacks ----
+ * A stack is thread_main -> outer_I -> descend^D -> inner_J -> cudaMalloc,
+ * with I in 0..9, J in 0..19, D in 0..49: 10,000 distinct stacks, all
+ * shorter than the shim's default 64 frames so none are cut together. */
+
+typedef int (*inner_fn)(long i);
+
+#define SOAK_INNER(j)                                                  \
+    NOINLINE static int inner_##j(long i)                              \
+    {                                                                  \
+        void *p;                                                       \
+        if (cudaMalloc(&p, 4096 + (size_t)(j) * 256) != cudaSuccess)   \
+            return 1;                                                  \
+        int rc = cudaFree(p) != cudaSuccess;                           \
+        __asm__ volatile("" ::: "memory");                             \
+        return rc + (int)(i & 0);                                      \
+    }
+SOAK_INNER(0) SOAK_INNER(1) SOAK_INNER(2) SOAK_INNER(3) SOAK_INNER(4)
+SOAK_INNER(5) SOAK_INNER(6) SOAK_INNER(7) SOAK_INNER(8) SOAK_INNER(9)
+SOAK_INNER(10) SOAK_INNER(11) SOAK_INNER(12) SOAK_INNER(13) SOAK_INNER(14)
+SOAK_INNER(15) SOAK_INNER(16) SOAK_INNER(17) SOAK_INNER(18) SOAK_INNER(19)
+static const inner_fn inners[20] = { inner_0, inner_1, inner_2, inner_3, inner_4, inner_5, inner_6,
+                                     inner_7, inner_8, inner_9, inner_10, inner_11, inner_12, inner_13,
+                                     inner_14, inner_15, inner_16, inner_17, inner_18, inner_19 };
+
+NOINLINE static int descend(int d, inner_fn inner, long i)
+{
+    int rc = d ? descend(d - 1, inner, i) : inner(i);
+    __asm__ volatile("" ::: "memory"); /* no tail call: every level keeps its frame */
+    return rc;
+}
+
+#define SOAK_OUTER(k)                                                  \
+    NOINLINE static int outer_##k(int d, inner_fn inner, long i)       \
+    {                                                                  \
+        int rc = descend(d, inner, i);                                 \
+        __asm__ volatile("" ::: "memory");                             \
+        return rc;                                                     \
+    }
+SOAK_OUTER(0) SOAK_OUTER(1) SOAK_OUTER(2) SOAK_OUTER(3) SOAK_OUTER(4)
+SOAK_OUTER(5) SOAK_OUTER(6) SOAK_OUTER(7) SOAK_OUTER(8) SOAK_OUTER(9)
+typedef int (*outer_fn)(int, inner_fn, long);
+static const outer_fn outers[10] = { outer_0, outer_1, outer_2, outer_3, outer_4,
+                                     outer_5, outer_6, outer_7, outer_8, outer_9 };
+
+static void *soak_main(void *arg)
+{
+    worker_t *w = arg;
+    /* Each thread walks all 10,000 stacks in its own order. */
+    for (long i = 0; i < w->n; i++) {
+        long k = (i * 7919 + w->id * 104729) % 10000;
+        int bad = outers[k % 10]((int)(k / 200), inners[(k / 10) % 20], i);
+        if (bad)
+            w->fails++;
+        else {
+            w->allocs++;
+            w->frees++;
+        }
+    }
+    return NULL;
+}
+
+static void print_rss(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long rss = -1, hwm = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        sscanf(line, "VmRSS: %ld", &rss);
+        sscanf(line, "VmHWM: %ld", &hwm);
+    }
+    if (f)
+        fclose(f);
+    fprintf(stderr, "rss %ld hwm %ld\n", rss, hwm);
+}
+
+static int mode_soak(long events, int t)
+{
+    long a, f, x;
+    run_workers(events / 2 / t, t, soak_main, &a, &f, &x);
+    printf("soak allocs=%ld frees=%ld fails=%ld\n", a, f, x);
+    print_rss();
+    return x != 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    long n = argc > 2 ? atol(argv[2]) : 0;
+    int t = argc > 3 ? atoi(argv[3]) : 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (getenv("FAULTPROG_PACE_US"))
+        pace_us = atol(getenv("FAULTPROG_PACE_US"));
+    if (!strcmp(mode, "pairs"))
+        return mode_pairs(n, t > 0 ? t : 1);
+    if (!strcmp(mode, "eintr"))
+        return mode_eintr(n);
+    if (!strcmp(mode, "forkstorm"))
+        return mode_forkstorm((int)n);
+    if (!strcmp(mode, "server"))
+        return mode_server(argv[0]);
+    if (!strcmp(mode, "runner")) {
+        int rc = runner_alloc();
+        printf("runner: %d\n", rc);
+        return rc != 0;
+    }
+    if (!strcmp(mode, "badfree"))
+        return mode_badfree();
+    if (!strcmp(mode, "meminfo"))
+        return mode_meminfo();
+    if (!strcmp(mode, "nov2-call"))
+        return mode_nov2_call();
+    if (!strcmp(mode, "nov2-probe"))
+        return mode_nov2_probe();
+    if (!strcmp(mode, "dlclose"))
+        return mode_dlclose(argc > 2 ? argv[2] : ".");
+    if (!strcmp(mode, "busy"))
+        return mode_busy(argc > 2 ? atoi(argv[2]) : 4);
+    if (!strcmp(mode, "soak"))
+        return mode_soak(n, t > 0 ? t : 16);
+    fprintf(stderr, "faultprog: unknown mode '%s'\n", mode);
+    return 2;
+}
