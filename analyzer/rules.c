@@ -15,6 +15,7 @@
 typedef struct rule {
     int tag;
     int on_module;
+    int py_only;         /* "py:PATTERN": Python frames only, prefix removed */
     char *pattern;       /* without the "module:" prefix when on_module */
     const char *origin;  /* owned by vt_rules_t.origins */
     unsigned line;       /* 0 for built-ins */
@@ -87,6 +88,11 @@ static int add_rule(rule_set_t *set, int tag, const char *pattern, size_t plen, 
     if (ru->on_module) {
         pattern += 7;
         plen -= 7;
+    }
+    ru->py_only = !ru->on_module && plen > 3 && !memcmp(pattern, "py:", 3);
+    if (ru->py_only) {
+        pattern += 3;
+        plen -= 3;
     }
     ru->pattern = strndup(pattern, plen);
     if (!ru->pattern)
@@ -282,10 +288,33 @@ int vt_rules_load_file(vt_rules_t *r, const char *path, vt_error_t *err)
     return rc;
 }
 
+/* A Python frame "py:QUALNAME (FILE:LINE)" matches on its qualname or on
+ * the qualname's last dotted part, so "load_model" matches
+ * "py:Worker.load_model (w.py:3)" and "CacheEngine.*" its methods. */
+static int py_matches(const char *pattern, const char *display)
+{
+    char q[256];
+    size_t n = strcspn(display + 3, " (");
+    if (n >= sizeof q)
+        n = sizeof q - 1;
+    memcpy(q, display + 3, n);
+    q[n] = 0;
+    const char *last = strrchr(q, '.');
+    return vt_glob_match(pattern, q) || (last && vt_glob_match(pattern, last + 1));
+}
+
 static int rule_matches(const rule_t *ru, const vt_frame_t *f)
 {
     if (ru->on_module)
         return f->module_base[0] && vt_glob_match(ru->pattern, f->module_base);
+    /* Pseudo frames (trace_format.h) match on their whole name, which the
+     * C++ signature parser would cut at a blank. */
+    if (f->module_id == 0 && f->display && !strncmp(f->display, "py:", 3))
+        return py_matches(ru->pattern, f->display);
+    if (ru->py_only)
+        return 0;
+    if (f->module_id == 0 && f->display && (!strncmp(f->display, "tag:", 4) || !strncmp(f->display, "nvtx:", 5)))
+        return vt_glob_match(ru->pattern, f->display);
     return f->name[0] && vt_glob_match(ru->pattern, f->name);
 }
 
@@ -338,6 +367,6 @@ void vt_rules_describe(const vt_rules_t *r, const vt_match_t *m, char *buf, size
         snprintf(where, sizeof where, "%s:%u", ru->origin, ru->line);
     else
         snprintf(where, sizeof where, "%s", ru->origin);
-    snprintf(buf, size, "%s %s %s%s @ frame %d", where, vt_rules_tag_name(r, ru->tag), ru->on_module ? "module:" : "",
-             ru->pattern, m->frame);
+    snprintf(buf, size, "%s %s %s%s @ frame %d", where, vt_rules_tag_name(r, ru->tag),
+             ru->on_module ? "module:" : ru->py_only ? "py:" : "", ru->pattern, m->frame);
 }

@@ -23,6 +23,10 @@
  * is a glob where `*` matches any run of characters ("llama_kv_cache_iswa::*",
  * "cublas*"). A pattern "module:GLOB" matches the basename of the frame's
  * module instead ("module:libcublas*").
+ * Pseudo frames (trace_format.h): a Python frame "py:QUALNAME (FILE:LINE)"
+ * matches a pattern on QUALNAME or on its last dotted part ("load_model",
+ * "CacheEngine.*"); a pattern "py:GLOB" matches Python frames only. Range
+ * frames ("tag:NAME", "nvtx:NAME") match on their whole name.
  *
  * RULES FILE: one "TAG PATTERN" per line, separated by blanks; '#' starts a
  * comment (at line start or after a blank); blank lines are ignored. TAG is
