@@ -41,14 +41,77 @@ const vt_builtin_rule_t vt_builtin_rules[] = {
     { "builtin:cuda-libs", "scratch", "module:libnccl*" },
 
     /* PyTorch native frames (vLLM and transformers allocate through it).
-     * c10::cuda::CUDACachingAllocator has no rule on purpose: it serves
-     * weights, KV and activations alike, so only outer frames can say. */
+     * The allocator's own frames have no rule on purpose: they serve
+     * weights, KV and activations alike, so only outer (Python) frames can
+     * say. That holds for all three backends: caching-allocator segments
+     * (c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::
+     * malloc -> cudaMalloc), expandable segments (PYTORCH_CUDA_ALLOC_CONF=
+     * expandable_segments:True: ...::Native::ExpandableSegment::map ->
+     * cuMemCreate/cuMemMap, one event per page grown, each tagged by the
+     * Python frames that grew it) and backend:cudaMallocAsync
+     * (...::CudaMallocAsync::CudaMallocAsyncAllocator -> cudaMallocAsync,
+     * one event per tensor). tests/python/faketorch.cc has frames of
+     * these names and tests/t/80-python.t checks the tags through them. */
     { "builtin:pytorch", "scratch", "at::cuda::getCurrentCUDABlasHandle" },
     { "builtin:pytorch", "scratch", "at::cuda::getCurrentCUDABlasLtHandle" },
     { "builtin:pytorch", "scratch", "at::cuda::getCUDABlasLtWorkspace" },
     { "builtin:pytorch", "scratch", "at::cuda::blas::*" },
     { "builtin:pytorch", "scratch", "at::native::*cudnn*" },
     { "builtin:pytorch", "scratch", "c10d::ProcessGroupNCCL::*" },
+
+    /* Python frames (pseudo frames "py:QUALNAME (FILE:LINE)", see rules.h):
+     * "py:NAME" matches a function NAME in any class, "py:CLS.*" any method
+     * of CLS. The innermost match wins, so a KV cache made inside forward
+     * is kv, and the dummy runs inside capture_model are scratch. */
+
+    /* vLLM (vllm/worker/, vllm/v1/worker/gpu_model_runner.py,
+     * vllm/model_executor/model_loader/). Weights: Worker.load_model ->
+     * GPUModelRunner.load_model -> model_loader.load_model -> the model's
+     * load_weights. */
+    { "builtin:vllm", "weights", "py:load_model" },
+    { "builtin:vllm", "weights", "py:load_weights" },
+    /* KV: v1 GPUModelRunner.initialize_kv_cache ->
+     * _allocate_kv_cache_tensors; v0 CacheEngine._allocate_kv_cache. */
+    { "builtin:vllm", "kv", "py:_allocate_kv_cache_tensors" },
+    { "builtin:vllm", "kv", "py:initialize_kv_cache" },
+    { "builtin:vllm", "kv", "py:CacheEngine.*" },
+    { "builtin:vllm", "kv", "py:_allocate_kv_cache" },
+    /* Scratch: the memory-profiling forward pass, dummy batches and CUDA
+     * graph capture. */
+    { "builtin:vllm", "scratch", "py:profile_run" },
+    { "builtin:vllm", "scratch", "py:_dummy_run" },
+    { "builtin:vllm", "scratch", "py:_dummy_sampler_run" },
+    { "builtin:vllm", "scratch", "py:capture_model" },
+
+    /* transformers (src/transformers/modeling_utils.py, cache_utils.py).
+     * Weights: from_pretrained (device_map loads straight to the GPU), and
+     * moving a model there afterwards: model.to()/.cuda() reach every
+     * parameter through torch's Module._apply (Module.to is named too, for
+     * stacks cut short). */
+    { "builtin:transformers", "weights", "py:from_pretrained" },
+    { "builtin:transformers", "weights", "py:Module._apply" },
+    { "builtin:transformers", "weights", "py:Module.to" },
+    { "builtin:transformers", "weights", "py:Module.cuda" },
+    /* KV: StaticCache allocates in its constructor (<= 4.5x) or lazily in
+     * its layers (StaticLayer.lazy_initialization, newer); DynamicCache
+     * grows in update. */
+    { "builtin:transformers", "kv", "py:StaticCache.*" },
+    { "builtin:transformers", "kv", "py:StaticLayer.*" },
+    { "builtin:transformers", "kv", "py:StaticSlidingWindowLayer.*" },
+    { "builtin:transformers", "kv", "py:SlidingWindowCache.*" },
+    { "builtin:transformers", "kv", "py:HybridCache.*" },
+    { "builtin:transformers", "kv", "py:DynamicCache.update" },
+    { "builtin:transformers", "kv", "py:DynamicLayer.update" },
+    /* Scratch: activations of any module's forward. */
+    { "builtin:transformers", "scratch", "py:forward" },
+
+    /* Explicit tags from the annotation API (include/vramtrace/annotate.h)
+     * named after a built-in tag. They are the outermost frames, so any
+     * rule above that matches inside them wins. */
+    { "builtin:annotate", "weights", "tag:weights" },
+    { "builtin:annotate", "kv", "tag:kv" },
+    { "builtin:annotate", "scratch", "tag:scratch" },
+
     /* vLLM custom all-reduce IPC buffers. */
     { "builtin:vllm", "scratch", "vllm::CustomAllreduce::*" },
     { "builtin:vllm", "scratch", "init_custom_ar" },
