@@ -15,5 +15,8 @@
 int vt_cmd_dump(int argc, char **argv);    /* dump.c */
 int vt_cmd_report(int argc, char **argv);  /* report*.c */
 int vt_cmd_record(int argc, char **argv);  /* record.c */
+int vt_cmd_export(int argc, char **argv);  /* export*.c */
+int vt_cmd_diff(int argc, char **argv);    /* diff.c */
+int vt_cmd_replay(int argc, char **argv);  /* replay.c */
 
 #endif

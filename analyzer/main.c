@@ -17,6 +17,9 @@ static const struct {
     { "record", vt_cmd_record, "run CMD under the shim, tracing into DIR; print the verdict" },
     { "report", vt_cmd_report, "explain the VRAM use of traces: TRACE|DIR..." },
     { "dump", vt_cmd_dump, "print every record of TRACE, decoded, one per line" },
+    { "export", vt_cmd_export, "write traces as Perfetto JSON or folded stacks (flamegraphs)" },
+    { "diff", vt_cmd_diff, "compare two runs: weights / KV / scratch, reserve, fragmentation, peak" },
+    { "replay", vt_cmd_replay, "would the run fit a card of --capacity SIZE? first failing request" },
 };
 
 static void usage(FILE *out)

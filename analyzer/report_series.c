@@ -159,8 +159,9 @@ static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
     }
     int is_alloc = info->kind == VT_KIND_ALLOC || info->kind == VT_KIND_VMM_CREATE;
     if (is_alloc && ev->result != 0 && (info->kind == VT_KIND_VMM_CREATE || info->space == VT_SPACE_DEVICE)) {
-        vt_instant_t in = { t, ev->size, ev->stack, ev->result, ev->api, VT_TAG_UNKNOWN, VT_INSTANT_FAILURE, -1,
-                            (int16_t)(ev->device < 0 ? 0 : ev->device) };
+        vt_instant_t in = { .time_ns = t, .bytes = ev->size, .stack = ev->stack, .result = ev->result,
+                            .tid = ev->tid, .api = ev->api, .kind = VT_INSTANT_FAILURE, .spill = -1,
+                            .device = (int16_t)(ev->device < 0 ? 0 : ev->device) };
         in.tag = (int8_t)vt_model_stack_tag(m, ev->stack);
         instant(ps, &set->nomem, &in);
     }
@@ -169,7 +170,9 @@ static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
         spills += p->spill_count[k];
     if (spills > ps->spills_seen) {
         const vt_spill_brief_t *b = p->nlater && p->nlater <= VT_MAX_LATER_SPILLS ? &p->later[p->nlater - 1] : NULL;
-        vt_instant_t in = { t, ev->size, ev->stack, ev->result, ev->api, VT_TAG_UNKNOWN, VT_INSTANT_SPILL, -1, -1 };
+        vt_instant_t in = { .time_ns = t, .bytes = ev->size, .stack = ev->stack, .result = ev->result,
+                            .tid = ev->tid, .api = ev->api, .tag = VT_TAG_UNKNOWN, .kind = VT_INSTANT_SPILL,
+                            .spill = -1, .device = -1 };
         if (spills == 1 && p->tip.valid) {
             in.tag = (int8_t)p->tip.tag;
             in.spill = (int8_t)p->tip_kind;

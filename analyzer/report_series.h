@@ -41,7 +41,7 @@ enum { VT_INSTANT_FAILURE, VT_INSTANT_SPILL };
 
 typedef struct vt_instant {
     uint64_t time_ns, bytes;
-    uint32_t stack, result;
+    uint32_t stack, result, tid;
     uint16_t api;
     int8_t tag, kind;   /* kind: VT_INSTANT_*; spill kind in spill */
     int8_t spill;
