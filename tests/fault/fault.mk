@@ -21,11 +21,12 @@ $(FAULT)/faultprog: tests/fault/faultprog.c $(SIM_LIBS) | $(B)/.deps-ok
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
-# Same code, same size: b is likely mapped where a was.
+# Same code, same size (only an immediate differs, so the test can tell
+# their events apart): b is likely mapped where a was.
 $(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c $(SIM_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fPIC -shared -fvisibility=hidden \
-	    -DFAULTDL_NAME=$* -DFAULTDL_SIZE="(7 * 1048576 + 1)" -o $@ $< \
+	    -DFAULTDL_NAME=$* -DFAULTDL_SIZE="(7 * 1048576 + $(if $(filter a,$*),1,4097))" -o $@ $< \
 	    $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart
 
 $(FAULT)/libvtfault.so: tests/fault/vtfault.c

@@ -23,8 +23,10 @@
  *   nov2-call       calls cuMemAllocFromPoolAsync_ptsz by its linked name
  *                   (run on a driver that lacks it: only the shim defines it)
  *   nov2-probe      asks dlsym for entry points the old driver lacks
- *   dlclose         allocates from libfaultdl_a.so, dlcloses it, then from
- *                   libfaultdl_b.so (likely loaded at the same address)
+ *   dlclose DIR [MS] [keep]
+ *                   allocates from DIR/libfaultdl_a.so, waits MS ms,
+ *                   dlcloses it, then the same with libfaultdl_b.so (likely
+ *                   loaded at the same address), which "keep" leaves loaded
  *   busy T          T threads allocate and free forever (SIGKILL target);
  *                   prints "ready" after the first allocations
  *   soak N T        N events (alloc+free = 2) from T threads through about
@@ -316,7 +318,7 @@ static int mode_nov2_probe(void)
 
 /* ---- dlclose ---- */
 
-static int mode_dlclose(const char *dir)
+static int mode_dlclose(const char *dir, long pause_ms, int keep_b)
 {
     char path[4096];
     const char *libs[] = { "libfaultdl_a.so", "libfaultdl_b.so" };
@@ -333,7 +335,10 @@ static int mode_dlclose(const char *dir)
         Dl_info info;
         dladdr((void *)fn, &info);
         fprintf(stderr, "%s at %p base %p\n", libs[i], (void *)fn, info.dli_fbase);
-        if (dlclose(h))
+        /* Long enough for the writer to name the frames while mapped. */
+        struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000 };
+        nanosleep(&ts, NULL);
+        if ((i == 0 || !keep_b) && dlclose(h))
             die("dlclose");
     }
     return 0;
@@ -490,7 +495,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "nov2-probe"))
         return mode_nov2_probe();
     if (!strcmp(mode, "dlclose"))
-        return mode_dlclose(argc > 2 ? argv[2] : ".");
+        return mode_dlclose(argc > 2 ? argv[2] : ".", argc > 3 ? atol(argv[3]) : 0,
+                            argc > 4 && !strcmp(argv[4], "keep"));
     if (!strcmp(mode, "busy"))
         return mode_busy(argc > 2 ? atoi(argv[2]) : 4);
     if (!strcmp(mode, "soak"))
