@@ -305,8 +305,12 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     call->slot = NULL;
     if (call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED) {
         int dev = vt_driver_current_device();
-        if (dev >= 0)
+        if (dev >= 0) {
             capture_device(dev, 0);
+            /* Kept for vt_call_end: one driver query per event, not two. A
+             * call that creates the context still finds -1 and asks again. */
+            call->ev.device = (int16_t)dev;
+        }
     }
     if (is_release(call->kind)) {
         call->slot = vt_ring_claim();
@@ -322,7 +326,14 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     return 1;
 }
 
-static void track_device_bytes(vt_call_t *call, uint32_t result)
+static int is_device_release(const vt_call_t *call)
+{
+    return call->space == VT_SPACE_DEVICE && (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE);
+}
+
+/* released_dev: for a device release, the device vt_call_end found the
+ * pointer on (it takes it out of the live map before the stack). */
+static void track_device_bytes(vt_call_t *call, uint32_t result, int released_dev)
 {
     vt_event_t *ev = &call->ev;
     int64_t total = -1;
@@ -331,7 +342,7 @@ static void track_device_bytes(vt_call_t *call, uint32_t result)
         call->space == VT_SPACE_DEVICE)
         total = vt_live_add(ev->ptr, ev->reserved ? ev->reserved : ev->size, dev);
     else if (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE)
-        vt_live_remove(ev->ptr, &dev);
+        dev = released_dev;
     if (dev < 0 || dev >= VT_MAX_DEVICES)
         return;
 
@@ -377,7 +388,14 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
     if (ev->device >= 0 && atomic_load(&vt_devices[ev->device].state) == 0)
         capture_device(ev->device,
                        result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);
-    ev->stack = vt_stack_capture(2);
+    /* A successful free of an allocation we saw needs no stack: the analyzer
+     * charges it to the allocation's site, and the unwind is half of a
+     * pair's cost. Frees of unknown pointers (double frees, allocations made
+     * before tracing) and failed frees keep theirs. */
+    int released_dev = ev->device, known = 0;
+    if (is_device_release(call))
+        known = vt_live_remove(ev->ptr, &released_dev) >= 0;
+    ev->stack = known && result == 0 ? 0 : vt_stack_capture(2);
 
     vt_ring_slot_t *slot = call->slot ? call->slot : vt_ring_claim();
     if (slot) {
@@ -386,6 +404,6 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
     }
     if (call->space == VT_SPACE_DEVICE && call->kind != VT_KIND_POOL_CREATE &&
         call->kind != VT_KIND_POOL_DESTROY && call->kind != VT_KIND_POOL_TRIM)
-        track_device_bytes(call, result);
+        track_device_bytes(call, result, released_dev);
     vt_tls.guard--;
 }
