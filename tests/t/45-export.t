@@ -134,6 +134,17 @@ check "replay: says the recorded failure would succeed" grep -q "1 request faile
 check "replay: --capacity required" sh -c "! '$VT' replay '$D/a.vtrace' 2>/dev/null"
 check "replay: bad size" sh -c "! '$VT' replay --capacity 12XB '$D/a.vtrace' 2>/dev/null"
 
+# -- the first screen: verdict, what filled the tipping GPU, true headroom ---
+"$VT" report "$D/a.vtrace" >"$D/first.txt"
+head -15 "$D/first.txt" >"$D/first15.txt"
+check "verdict first" sh -c "sed -n 2p '$D/first15.txt' | grep -q '^VERDICT: SPILL.'"
+check "first screen: the tipping GPU's peak" grep -q "^  GPU 0 (Sim): peak 12.50 GiB of 24.00 GiB at 200.0 us:$" "$D/first15.txt"
+check "first screen: weights / KV / scratch / unknown at peak" \
+    grep -q "^    at peak: weights 10.00 GiB, kv 2.00 GiB, scratch 512.0 MiB, unknown 0 B.$" "$D/first15.txt"
+check "first screen: true headroom with reserve and untracked" \
+    grep -q "^    True headroom: 1.00 GiB free at the lowest (4.2% of the card), at 250.0 us; context reserve 512.0 MiB, untracked 10.00 GiB.$" "$D/first15.txt"
+check "the verdict paragraph has no blank line before the headroom" sh -c "sed -n '1,/True headroom/p' '$D/first.txt' | grep -qv '^\$' && ! sed -n '1,/True headroom/p' '$D/first.txt' | grep -q '^\$'"
+
 # -- colour ------------------------------------------------------------------
 ESC=$(printf '\033')
 "$VT" report "$D/a.vtrace" >"$D/plain.txt"
