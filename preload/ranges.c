@@ -19,7 +19,9 @@
  *    into a bounded ring drained by the writer as VT_REC_RANGE records; a
  *    full ring drops the record, never blocks.
  *  - Pushes before the first CUDA call are kept on the thread's stack (so
- *    stacks captured later still carry them) but have no RANGE record.
+ *    stacks captured later still carry them); their RANGE records, with
+ *    their own times, go out at the thread's next push or pop once the
+ *    shim records (levels past VT_MAX_RANGE_FRAMES excepted).
  *  - NVTX_INJECTION64_PATH: NVTX reads it once, at the program's first NVTX
  *    call, which often comes before its first CUDA call (torch.cuda.nvtx
  *    around model loading). So a constructor sets it to this library's own
@@ -56,7 +58,9 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct open_ranges {
     uint32_t depth;
+    uint32_t recorded;  /* levels whose push is in the ring */
     uint32_t ids[VT_MAX_RANGE_FRAMES];
+    uint64_t since[VT_MAX_RANGE_FRAMES];
 } open_ranges_t;
 static __thread open_ranges_t open __attribute__((tls_model("initial-exec")));
 
@@ -154,10 +158,35 @@ const char *vt_range_name(uint32_t id)
 
 static void ranges_atfork_child(void);
 
-static void record(int push, uint32_t depth, uint32_t id)
+static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns);
+
+/* Records a push or pop. Levels pushed before the shim started recording
+ * get their push records first, with their own times, so the timeline of
+ * a thread that keeps pushing is complete. */
+static void record(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 {
     if (atomic_load_explicit(&vt_state, memory_order_acquire) != VT_ST_ACTIVE)
         return;
+    /* Levels below a push, or up to the level a pop closes. */
+    uint32_t known = push ? depth : depth + 1;
+    if (known > VT_MAX_RANGE_FRAMES)
+        known = VT_MAX_RANGE_FRAMES;
+    while (open.recorded < known) {
+        uint32_t d = open.recorded;
+        if (ring_put(1, d, open.ids[d], open.since[d]) != 0)
+            return;
+        open.recorded++;
+    }
+    if (ring_put(push, depth, id, time_ns) != 0)
+        return;
+    if (push && depth == open.recorded)
+        open.recorded++;
+    if (!push && open.recorded > depth)
+        open.recorded = depth;
+}
+
+static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
+{
     if (!atomic_load_explicit(&ring_ready, memory_order_acquire)) {
         int expected = 0;
         if (atomic_compare_exchange_strong(&ring_ready, &expected, 1)) {
@@ -171,7 +200,7 @@ static void record(int push, uint32_t depth, uint32_t id)
             atomic_store(&ring_ready, 2);
         }
         if (atomic_load(&ring_ready) != 2)
-            return;
+            return -1;
     }
     if (!vt_tls.tid)
         vt_tls.tid = (uint32_t)syscall(SYS_gettid);
@@ -187,25 +216,30 @@ static void record(int push, uint32_t depth, uint32_t id)
                 break;
         } else if (diff < 0) {
             atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
-            return;
+            return -1;
         } else {
             pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
         }
     }
-    slot->time_ns = vt_now_ns();
+    slot->time_ns = time_ns;
     slot->tid = vt_tls.tid;
     slot->depth = depth;
     slot->id = id;
     slot->push = (uint8_t)push;
     atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+    return 0;
 }
 
 static int push(uint32_t id)
 {
-    uint32_t d = open.depth++;
-    if (d < VT_MAX_RANGE_FRAMES)
+    uint64_t now = vt_now_ns();
+    uint32_t d = open.depth;
+    if (d < VT_MAX_RANGE_FRAMES) {
         open.ids[d] = id;
-    record(1, d, id);
+        open.since[d] = now;
+    }
+    record(1, d, id, now);
+    open.depth++;
     return (int)d;
 }
 
@@ -213,8 +247,9 @@ static int pop(void)
 {
     if (!open.depth)
         return -1; /* NVTX's answer to a pop without a push */
-    uint32_t d = --open.depth;
-    record(0, d, d < VT_MAX_RANGE_FRAMES ? open.ids[d] : 0);
+    uint32_t d = open.depth - 1;
+    record(0, d, d < VT_MAX_RANGE_FRAMES ? open.ids[d] : 0, vt_now_ns());
+    open.depth = d;
     return (int)d;
 }
 
@@ -254,6 +289,7 @@ static void ranges_atfork_child(void)
     atomic_store(&ring_ready, 0);
     atomic_store(&ring_tail, 0);
     ring_head = 0;
+    open.recorded = 0;  /* the forking thread's open ranges, for the new trace */
     pthread_mutex_init(&name_lock, NULL);
 }
 
