@@ -55,6 +55,14 @@ void vt_options_load(void)
         pow2 <<= 1;
     vt_opt.ring = pow2;
 
+    const char *unwind = getenv("VRAMTRACE_UNWIND");
+    vt_opt.unwind_fp = 0;
+    if (unwind && strcmp(unwind, "fp") == 0)
+        vt_opt.unwind_fp = 1;
+    else if (unwind && *unwind && strcmp(unwind, "libunwind") != 0)
+        fprintf(stderr, "vramtrace: ignoring VRAMTRACE_UNWIND=%.64s (want libunwind or fp); using libunwind\n",
+                unwind);
+
     const char *dir = getenv("VRAMTRACE_DIR");
     if (!dir || !*dir)
         dir = ".";

@@ -38,6 +38,7 @@ typedef struct vt_options {
     int sample_ms;      /* VRAMTRACE_SAMPLE_MS: meminfo rate limit */
     uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
     int disable;        /* VRAMTRACE_DISABLE */
+    int unwind_fp;      /* VRAMTRACE_UNWIND=fp: frame pointers, not libunwind */
 } vt_options_t;
 
 extern vt_options_t vt_opt;

@@ -50,11 +50,11 @@ typedef struct cache_entry {
 } cache_entry_t;
 static __thread cache_entry_t stack_cache[CACHE_SIZE] __attribute__((tls_model("initial-exec")));
 
+/* One multiply per frame: this runs over every frame of every event. */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
 }
 
 int vt_stacks_init(void)
@@ -153,6 +153,50 @@ static uint32_t child_of(uint32_t parent, uint64_t ip)
     return 0;
 }
 
+/* VRAMTRACE_UNWIND=fp: walk the frame-pointer chain. About ten times
+ * cheaper than libunwind, but frames of code built without frame pointers
+ * are skipped or wrong, so it is opt-in. Every read stays inside this
+ * thread's stack (bounds taken once per thread) and the chain must grow
+ * upwards, so a bogus frame pointer ends the walk, never the process. */
+static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
+
+static void thread_stack_bounds(void)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    stack_hi = 1; /* tried: never ask again on this thread */
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        stack_lo = (uintptr_t)addr;
+        stack_hi = stack_lo + size;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static inline __attribute__((always_inline)) int fp_backtrace(void **ips, int max)
+{
+    if (!stack_hi)
+        thread_stack_bounds();
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    int n = 0;
+    ips[n++] = NULL; /* stands for this frame, as unw_backtrace's ips[0] does */
+    while (n < max) {
+        if (fp < stack_lo || fp + 2 * sizeof(uintptr_t) > stack_hi || (fp & (sizeof(uintptr_t) - 1)))
+            break;
+        uintptr_t next = ((const uintptr_t *)fp)[0];
+        uintptr_t ret = ((const uintptr_t *)fp)[1];
+        if (!ret)
+            break;
+        ips[n++] = (void *)ret;
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    return n;
+}
+
 __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 {
     if (vt_opt.depth <= 0)
@@ -161,7 +205,11 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     int want = vt_opt.depth + skip + 1;
     if (want > (int)(sizeof ips / sizeof ips[0]))
         want = (int)(sizeof ips / sizeof ips[0]);
-    int n = unw_backtrace_ptr ? unw_backtrace_ptr(ips, want) : backtrace(ips, want);
+    int n;
+    if (vt_opt.unwind_fp)
+        n = fp_backtrace(ips, want);
+    else
+        n = unw_backtrace_ptr ? unw_backtrace_ptr(ips, want) : backtrace(ips, want);
     /* ips[0] is this function; then the shim's own frames. */
     int first = skip + 1;
     if (n <= first)

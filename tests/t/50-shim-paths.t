@@ -61,6 +61,14 @@ check "linked: device record for ordinal 0" grep -q "^device ordinal=0 total=257
 check "linked: process record names the program" grep -q "^process .*exe=$P " $D/dump
 check "linked: clean end record" grep -q "^end " $D/dump
 
+# Frame-pointer unwinding (opt-in): same events, same test frames.
+run_mode linked VRAMTRACE_UNWIND=fp
+is "$(cat $D/rc)" 0 "linked, VRAMTRACE_UNWIND=fp: program ran unchanged"
+expect cuMemAlloc_v2 4097 1
+in_stack cuMemAlloc_v2 4097 linked_device
+in_stack cuMemAlloc_v2 4097 main
+in_stack cuMemHostAlloc 28673 linked_host
+
 for m in dlsym procaddr; do
     run_mode $m
     is "$(cat $D/rc)" 0 "$mode: program ran unchanged"

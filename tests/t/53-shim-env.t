@@ -9,6 +9,7 @@ for v in $shim_vars; do
     case $v in
         VRAMTRACE_DIR) want=. ;;
         VRAMTRACE_RING) want=65536 ;;
+        VRAMTRACE_UNWIND) want=libunwind ;;
         *) want=$(grep -A0 "\"$v\"" preload/options.c | sed -n 's/.*"'$v'", *[a-z_]*, *\([0-9]*\),.*/\1/p') ;;
     esac
     got=$(sed -n 's/^| `'$v'` | `\([^`]*\)` |.*/\1/p' README.md)
