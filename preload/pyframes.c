@@ -187,27 +187,28 @@ static int safe_read(void *dst, uintptr_t src, size_t n)
 }
 
 /* Direct reads once the layout is verified; safe ones before and on the
- * rare path that creates a site. */
+ * rare path that creates a site. Every read is at base + a layout offset,
+ * and every base has passed ptr_ok(), so a direct read stays inside the
+ * user address range without a check of its own. */
 static inline int rd(int safe, void *dst, uintptr_t src, size_t n)
 {
     if (safe)
         return safe_read(dst, src, n);
-    if (!addr_ok(src, n))
-        return -1;
     memcpy(dst, (const void *)src, n);
     return 0;
 }
 
 static inline int rd_ptr(int safe, uintptr_t *dst, uintptr_t src)
 {
-    if (src & 7)
-        return -1;
     return rd(safe, dst, src, sizeof *dst);
 }
 
+/* An object or frame base: aligned, and the whole span of offsets we read
+ * from it (max_offset, set at start-up) in user space. */
+static int max_offset = 256;
 static inline int ptr_ok(uintptr_t p)
 {
-    return addr_ok(p, 256) && !(p & 7);
+    return p >= 4096 && p < USER_TOP - (uintptr_t)max_offset && !(p & 7);
 }
 
 /* ---- names, on the rare path (safe reads only, under site_lock) ---- */
@@ -372,7 +373,7 @@ static uint32_t new_site(uintptr_t code, int32_t lasti, uintptr_t qual, uintptr_
 }
 
 /* The pseudo ip of one frame, 0 to skip it. Lock-free for known sites. */
-static uint64_t frame_ip(int safe, uintptr_t code, uintptr_t instr)
+static inline __attribute__((always_inline)) uint64_t frame_ip(int safe, uintptr_t code, uintptr_t instr)
 {
     uintptr_t type = 0, qual = 0, file = 0;
     int32_t first = 0;
@@ -419,10 +420,10 @@ static void close_group(walk_t *w)
 /* Walks this thread's chain into w. Returns 0 when every frame checked out
  * (an empty chain included), -1 at the first one that did not; w then
  * holds the frames before it. */
-static int walk(int safe, uintptr_t tstate, walk_t *w)
+static inline __attribute__((always_inline)) int walk(int safe, uintptr_t tstate, walk_t *w)
 {
     uintptr_t f = 0;
-    if (rd_ptr(safe, &f, tstate + (uintptr_t)L.ts_frame))
+    if (!ptr_ok(tstate) || rd_ptr(safe, &f, tstate + (uintptr_t)L.ts_frame))
         return -1;
     if (L.cframe_current >= 0 && f && (!ptr_ok(f) || rd_ptr(safe, &f, f + (uintptr_t)L.cframe_current)))
         return -1;
@@ -462,6 +463,17 @@ static int walk(int safe, uintptr_t tstate, walk_t *w)
     }
     close_group(w);
     return 0;
+}
+
+/* The two specialised walks: safe reads compiled out of the hot one. */
+static __attribute__((noinline)) int walk_direct(uintptr_t tstate, walk_t *w)
+{
+    return walk(0, tstate, w);
+}
+
+static __attribute__((noinline)) int walk_safe(uintptr_t tstate, walk_t *w)
+{
+    return walk(1, tstate, w);
 }
 
 /* ---- start-up ---- */
@@ -569,6 +581,12 @@ static int init(void)
     }
     sites = s;
     site_slots = t;
+    const int offs[] = { L.ts_frame, L.cframe_current, L.fr_code, L.fr_previous, L.fr_instr, L.fr_owner,
+                         L.fr_is_entry, L.co_filename, L.co_name, L.co_firstlineno, L.co_linetable, L.ob_type,
+                         L.ob_size, L.str_length, L.str_state };
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
+        if (offs[i] + 8 > max_offset)
+            max_offset = offs[i] + 8;
     return ST_UNVERIFIED;
 }
 
@@ -587,7 +605,7 @@ static void collect(walk_t *w)
     if (st == ST_ON) {
         uintptr_t ts = this_tstate();
         if (ts)
-            walk(0, ts, w);
+            walk_direct(ts, w);
         return;
     }
     if (st == ST_ABSENT) {
@@ -613,7 +631,7 @@ static void collect(walk_t *w)
     if (!ts)
         return;
     int expected = ST_UNVERIFIED;
-    if (walk(1, ts, w) != 0) {
+    if (walk_safe(ts, w) != 0) {
         w->n = w->ngroups = 0;
         if (atomic_compare_exchange_strong(&state, &expected, ST_OFF))
             set_note("python frames: off, CPython 3.%u's frames did not check out (%s); stacks are native only",
