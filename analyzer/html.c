@@ -51,7 +51,7 @@ void vt_html_free(vt_html_t *h)
 static void stack_list(FILE *f, const vt_model_t *m, uint32_t leaf)
 {
     vt_frame_t fr[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_get(vt_model_stacks(m), leaf, fr, VT_MAX_STACK_DEPTH);
+    int n = vt_stacks_get_src(vt_model_stacks(m), leaf, fr, VT_MAX_STACK_DEPTH);
     if (!n) {
         fputs("<p>(no stack recorded)</p>\n", f);
         return;
@@ -63,6 +63,14 @@ static void stack_list(FILE *f, const vt_model_t *m, uint32_t leaf)
             vt_html_esc(f, fr[i].display);
         else
             fprintf(f, "0x%" PRIx64, fr[i].ip);
+        if (fr[i].line) {
+            /* the basename reads well; the whole path is in the tooltip */
+            fputs(" <span class=\"src\" title=\"", f);
+            vt_html_esc(f, fr[i].file);
+            fputs("\">", f);
+            vt_html_esc(f, vt_base(fr[i].file));
+            fprintf(f, ":%" PRIu32 "</span>", fr[i].line);
+        }
         if (fr[i].module_base[0]) {
             fputs(" <span>[", f);
             vt_html_esc(f, fr[i].module_base);

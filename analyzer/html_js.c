@@ -17,7 +17,7 @@ const char vt_html_style[] =
     ".chart,.layout{width:100%;min-height:40px;margin:.5em 0}\n"
     "table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;text-align:left;vertical-align:top}\n"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even){background:#f8f8f8}\n"
-    "ol.stack{font:12px monospace;margin:.2em 0 .5em 0}ol.stack li span{color:#888}\n"
+    "ol.stack{font:12px monospace;margin:.2em 0 .5em 0}ol.stack li span{color:#888}ol.stack li span.src{color:#2a6}\n"
     ".tip{border-left:4px solid #d33;padding-left:.8em}:target{background:#fee}\n"
     "svg text{font:11px sans-serif;fill:#444}.legend span{display:inline-block;margin-right:1em}\n"
     ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\n";

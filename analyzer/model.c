@@ -70,6 +70,7 @@ void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx)
 }
 
 void vt_model_keep_layout(vt_model_t *m, int on) { m->keep_layout = on; }
+void vt_model_set_source(vt_model_t *m, int on) { vt_stacks_set_source(m->stacks, on); }
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m) { return &m->p; }
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m) { return m->stacks; }

@@ -193,6 +193,8 @@ void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx);
 /* Keep each device's live ranges at its peak (devs[].layout) for pictures
  * of the address space; costs one copy of the live ranges per device. */
 void vt_model_keep_layout(vt_model_t *m, int on);
+/* Source lines in printed stacks (vt_stacks_set_source); on by default. */
+void vt_model_set_source(vt_model_t *m, int on);
 
 int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *p);
 int vt_model_feed(vt_model_t *m, const vt_record_t *rec);

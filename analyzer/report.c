@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
             "                    $VRAMTRACE_RULES when set)\n"
             "  --top N           allocation sites shown per process (default 10, 0 = all)\n"
+            "  --no-source       stacks without file:line (by default read from the DWARF of\n"
+            "                    binaries on this machine whose build id matches the trace)\n"
             "\n"
             "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input.\n");
 }
@@ -312,6 +314,8 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         vt_model_set_hook(in->model, vt_gpus_hook, r);
         if (r->keep_layout)
             vt_model_keep_layout(in->model, 1);
+        if (r->opts.no_source)
+            vt_model_set_source(in->model, 0);
         uint64_t st = vt_model_proc(in->model)->mono_start_ns;
         if (i == 0 || st < r->t0)
             r->t0 = st;
@@ -363,6 +367,7 @@ int vt_cmd_report(int argc, char **argv)
         { "rules", required_argument, NULL, VT_OPT_RULES },
         { "top", required_argument, NULL, 't' },
         { "color", required_argument, NULL, 'c' },
+        { "no-source", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -385,6 +390,9 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'f':
             r->opts.fail_on_spill = 1;
+            break;
+        case 'S':
+            r->opts.no_source = 1;
             break;
         case 'c':
             if ((rc = vt_report_color_opt(r, "report", optarg)))

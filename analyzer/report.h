@@ -26,6 +26,7 @@ typedef struct vt_report_opts {
     int fail_on_spill;
     double margin_pct;
     int top;   /* sites shown per process */
+    int no_source;   /* --no-source: no file:line from DWARF in stacks */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {

@@ -20,14 +20,14 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
 static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
 {
     vt_frame_t frames[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_get(vt_model_stacks(m), leaf, frames, VT_MAX_STACK_DEPTH);
+    int n = vt_stacks_get_src(vt_model_stacks(m), leaf, frames, VT_MAX_STACK_DEPTH);
     vt_json_arr(j, "stack");
     for (int i = 0; i < n; i++) {
         vt_json_obj(j, NULL);
         vt_json_str(j, "function", frames[i].display);
         vt_json_str(j, "module", frames[i].module);
-        vt_json_str(j, "file", "");
-        vt_json_u64(j, "line", 0);
+        vt_json_str(j, "file", frames[i].file);
+        vt_json_u64(j, "line", frames[i].line);
         vt_json_u64(j, "ip", frames[i].ip);
         vt_json_obj_end(j);
     }

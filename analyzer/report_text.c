@@ -42,6 +42,7 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
 {
     vt_frame_t fr[VT_MAX_STACK_DEPTH];
     int n = vt_stacks_get(vt_model_stacks(m), leaf, fr, VT_MAX_STACK_DEPTH);
+    vt_stacks_src(vt_model_stacks(m), fr, max > 0 && n > max ? max : n);   /* only what is shown */
     if (!n)
         fprintf(o, "%s(no stack recorded)\n", indent);
     for (int i = 0; i < n && (max <= 0 || i < max); i++) {
@@ -49,6 +50,8 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
             fprintf(o, "%s#%-2d %s", indent, i, fr[i].display);
         else
             fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, fr[i].ip);
+        if (fr[i].line)
+            fprintf(o, "  %s:%" PRIu32, vt_base(fr[i].file), fr[i].line);
         if (fr[i].module_base[0])
             fprintf(o, "  [%s]", fr[i].module_base);
         fputc('\n', o);

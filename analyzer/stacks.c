@@ -1,12 +1,16 @@
 /* Calling-context tree storage (see stacks.h). Nodes are dense arrays by id
- * (ids are dense from 1 in the writer); frames are deduplicated by ip. */
+ * (ids are dense from 1 in the writer); frames are deduplicated by ip.
+ * Source lines live in a separate cache (struct srccache) filled only by
+ * vt_stacks_get_src. */
 #include "stacks.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "demangle.h"
+#include "dwarf.h"
 #include "model_map.h"
+#include "vramtrace/trace_format.h"
 
 /* A gap in node ids larger than this is treated as corruption: it would
  * make us allocate for ids that never come. Stacks lost by the shim (see
@@ -23,7 +27,24 @@ typedef struct module_rec {
     uint64_t id, base, size;
     char *path;
     const char *basename;
+    uint8_t build_id[VT_DWARF_MAX_BUILD_ID];
+    size_t build_id_len;   /* 0: absent (or too long): never resolved */
 } module_rec_t;
+
+typedef struct src_line {
+    char *file;   /* NULL: no line for this ip */
+    uint32_t line;
+} src_line_t;
+
+/* Mutable behind a const vt_stacks_t: a cache of lookups. */
+typedef struct srccache {
+    vt_dwarf_t *dw;          /* created on first use */
+    vt_map_t by_ip;          /* ip -> index in lines */
+    src_line_t *lines;
+    size_t nlines, lines_cap;
+    vt_map_t bad_module;     /* module ids found unusable */
+    int failed;              /* out of memory once: stop trying */
+} srccache_t;
 
 struct vt_stacks {
     uint32_t *parent;   /* by node id; UINT32_MAX = absent */
@@ -36,13 +57,22 @@ struct vt_stacks {
     module_rec_t *modules;
     size_t nmodules, modules_cap;
     uint64_t bad_nodes;
+    int source_off;
+    srccache_t *src;
 };
 
 vt_stacks_t *vt_stacks_new(void)
 {
     vt_stacks_t *s = calloc(1, sizeof *s);
-    if (s)
-        vt_map_init(&s->frame_by_ip);
+    if (!s)
+        return NULL;
+    vt_map_init(&s->frame_by_ip);
+    if (!(s->src = calloc(1, sizeof *s->src))) {
+        free(s);
+        return NULL;
+    }
+    vt_map_init(&s->src->by_ip);
+    vt_map_init(&s->src->bad_module);
     return s;
 }
 
@@ -61,6 +91,15 @@ void vt_stacks_free(vt_stacks_t *s)
     for (size_t i = 0; i < s->nmodules; i++)
         free(s->modules[i].path);
     free(s->modules);
+    if (s->src) {
+        vt_dwarf_free(s->src->dw);
+        vt_map_free(&s->src->by_ip);
+        vt_map_free(&s->src->bad_module);
+        for (size_t i = 0; i < s->src->nlines; i++)
+            free(s->src->lines[i].file);
+        free(s->src->lines);
+        free(s->src);
+    }
     free(s);
 }
 
@@ -103,6 +142,11 @@ int vt_stacks_add_module(vt_stacks_t *s, const vt_rec_module_t *m)
     dst->base = m->base;
     dst->size = m->size;
     dst->path = path;
+    dst->build_id_len = m->build_id.len <= VT_DWARF_MAX_BUILD_ID ? m->build_id.len : 0;
+    if (dst->build_id_len)
+        memcpy(dst->build_id, m->build_id.data, dst->build_id_len);
+    /* A re-reported module may be another file now: forget its verdict. */
+    vt_map_del(&s->src->bad_module, m->module_id, NULL);
     const char *slash = strrchr(path, '/');
     dst->basename = slash ? slash + 1 : path;
     return 0;
@@ -199,8 +243,91 @@ int vt_stacks_get(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max)
         }
         f->module = mod ? mod->path : "";
         f->module_base = mod ? mod->basename : "";
+        f->file = "";
+        f->line = 0;
         id = s->parent[id];
     }
+    return n;
+}
+
+void vt_stacks_set_source(vt_stacks_t *s, int on)
+{
+    s->source_off = !on;
+}
+
+/* Looks frame f up (uncached). @return 1 with *file (libdw's, copy it) and
+ * *line, else 0. */
+static int lookup(const vt_stacks_t *s, const vt_frame_t *f, const char **file, uint32_t *line)
+{
+    srccache_t *c = s->src;
+    uint32_t dummy;
+    if (f->ip & VT_PSEUDO_BIT)
+        return 0;
+    const module_rec_t *mod = f->module_id ? module_by_id(s, f->module_id) : module_by_ip(s, f->ip);
+    if (!mod || !mod->build_id_len || vt_map_get(&c->bad_module, mod->id, &dummy))
+        return 0;
+    /* Every ip in a shim stack is a return address (backtrace(), the shim's
+     * own frames skipped, so frame 0 too is the return address into the
+     * caller of the CUDA entry point): it points after the call. One byte
+     * back lands inside the call instruction, which is the line that
+     * called; the return address itself may already be the next line. */
+    if (f->ip <= mod->base)
+        return 0;
+    uint64_t addr = f->ip - mod->base - 1;
+    if (!c->dw && !(c->dw = vt_dwarf_new())) {
+        c->failed = 1;
+        return 0;
+    }
+    int rc = vt_dwarf_line(c->dw, mod->path, mod->build_id, mod->build_id_len, addr, file, line);
+    if (rc == VT_E_IO && vt_map_put(&c->bad_module, mod->id, 1))
+        c->failed = 1;
+    if (rc == VT_E_NOMEM)
+        c->failed = 1;
+    return rc == 1;
+}
+
+static void fill_src(const vt_stacks_t *s, vt_frame_t *f)
+{
+    srccache_t *c = s->src;
+    uint32_t idx;
+    if (!vt_map_get(&c->by_ip, f->ip, &idx)) {
+        if (c->failed)
+            return;
+        const char *file = NULL;
+        uint32_t line = 0;
+        int found = lookup(s, f, &file, &line);
+        if (grow((void **)&c->lines, &c->lines_cap, c->nlines + 1, sizeof *c->lines)) {
+            c->failed = 1;
+            return;
+        }
+        src_line_t *l = &c->lines[c->nlines];
+        l->file = found ? strdup(file) : NULL;
+        l->line = l->file ? line : 0;
+        if (vt_map_put(&c->by_ip, f->ip, (uint32_t)c->nlines)) {
+            free(l->file);
+            c->failed = 1;
+            return;
+        }
+        idx = (uint32_t)c->nlines++;
+    }
+    const src_line_t *l = &c->lines[idx];
+    if (l->file) {
+        f->file = l->file;
+        f->line = l->line;
+    }
+}
+
+void vt_stacks_src(const vt_stacks_t *s, vt_frame_t *frames, int n)
+{
+    if (!s->source_off)
+        for (int i = 0; i < n; i++)
+            fill_src(s, &frames[i]);
+}
+
+int vt_stacks_get_src(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max)
+{
+    int n = vt_stacks_get(s, leaf, out, max);
+    vt_stacks_src(s, out, n);
     return n;
 }
 

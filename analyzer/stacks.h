@@ -11,6 +11,11 @@
  *    a walk never loops (parent < id) and stops at VT_MAX_STACK_DEPTH.
  *  - An ip without a FRAME record is shown by address, with the module
  *    whose [base, base+size) holds it when known.
+ *  - Source lines (file:line, dwarf.h) are looked up only by
+ *    vt_stacks_get_src, i.e. only for the stacks a report prints, never
+ *    while the trace is read: once per ip, cached (bounded by the printed
+ *    frames), and never for a module whose build id does not match the file
+ *    on this machine. The cache is why a const stacks still changes inside.
  *  - Functions returning int return 0 or a negative VT_E_*.
  */
 #ifndef VT_STACKS_H
@@ -28,6 +33,8 @@ typedef struct vt_frame {
     const char *name;      /* qualified name rules match, "" when unresolved */
     const char *module;    /* module path, "" when unknown */
     const char *module_base; /* basename of module, "" when unknown */
+    const char *file;      /* source file from DWARF, "" when unknown */
+    uint32_t line;         /* its line, 0 when unknown */
 } vt_frame_t;
 
 typedef struct vt_stacks vt_stacks_t;
@@ -43,6 +50,15 @@ int vt_stacks_add_node(vt_stacks_t *s, const vt_rec_stack_t *n);
  * max. @return the number written (0 for leaf 0 or an unknown node). The
  * strings stay valid until vt_stacks_free(). */
 int vt_stacks_get(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max);
+
+/* Sets file:line of frames[0..n) (from vt_stacks_get) when source lookup
+ * is on (the default; see the contract above). Only for frames shown. */
+void vt_stacks_src(const vt_stacks_t *s, vt_frame_t *frames, int n);
+/* vt_stacks_get, then vt_stacks_src on every frame. */
+int vt_stacks_get_src(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max);
+
+/* Turns source lookup on (default) or off (--no-source). */
+void vt_stacks_set_source(vt_stacks_t *s, int on);
 
 /* Nodes ignored because they were malformed. */
 uint64_t vt_stacks_bad_nodes(const vt_stacks_t *s);
