@@ -1,0 +1,184 @@
+/* entrypoints: every allocation entry point of include/vramtrace/
+ * entrypoints.def, once each, through the real libcudart and libcuda
+ * (make test-gpu builds it with nvcc; a dry run builds it with cc against
+ * the simulated GPU). Each call's result is checked; the suite then checks
+ * the shim recorded each one.
+ *
+ *   entrypoints all   every entry point, then a driver pointer obtained
+ *                     with cuGetProcAddress
+ *   entrypoints oom   a device request twice the card, then the pinned
+ *                     host fallback a loader would take, both inside the
+ *                     annotation tag "weights"
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "vramtrace/annotate.h"
+
+/* Per-thread-default-stream flavours: exported by the libraries, declared
+ * by the headers only under CUDA_API_PER_THREAD_DEFAULT_STREAM. */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+
+#define MiB ((size_t)1 << 20)
+static int failures;
+#define CHECK(x)                                                              \
+    do {                                                                      \
+        int rc_ = (int)(x);                                                   \
+        if (rc_ != 0) {                                                       \
+            fprintf(stderr, "entrypoints: %s = %d\n", #x, rc_);               \
+            failures++;                                                       \
+        }                                                                     \
+    } while (0)
+
+static void driver_calls(void)
+{
+    CUdeviceptr d;
+    size_t pitch;
+    CHECK(cuMemAlloc_v2(&d, 1 * MiB));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuMemAllocPitch_v2(&d, &pitch, 1000, 100, 4));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuMemAllocAsync(&d, 1 * MiB, 0));
+    CHECK(cuMemFreeAsync(d, 0));
+    CHECK(cuMemAllocAsync_ptsz(&d, 1 * MiB, 0));
+    CHECK(cuMemFreeAsync_ptsz(d, 0));
+
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool;
+    CHECK(cuMemPoolCreate(&pool, &props));
+    CHECK(cuMemAllocFromPoolAsync(&d, 1 * MiB, pool, 0));
+    CHECK(cuMemFreeAsync(d, 0));
+    CHECK(cuMemAllocFromPoolAsync_ptsz(&d, 1 * MiB, pool, 0));
+    CHECK(cuMemFreeAsync(d, 0));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemPoolTrimTo(pool, 0));
+    CHECK(cuMemPoolDestroy(pool));
+
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    CHECK(cuMemAddressReserve(&va, 4 * gran, 0, 0, 0));
+    CHECK(cuMemCreate(&h, 2 * gran, &prop, 0));
+    CHECK(cuMemMap(va, 2 * gran, 0, h, 0));
+    CHECK(cuMemUnmap(va, 2 * gran));
+    CHECK(cuMemRelease(h));
+    CHECK(cuMemAddressFree(va, 4 * gran));
+
+    CHECK(cuMemAllocManaged(&d, 1 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CHECK(cuMemFree_v2(d));
+    void *hp;
+    CHECK(cuMemAllocHost_v2(&hp, 1 * MiB));
+    CHECK(cuMemFreeHost(hp));
+    CHECK(cuMemHostAlloc(&hp, 1 * MiB, 0));
+    CHECK(cuMemFreeHost(hp));
+    void *reg = aligned_alloc(1 << 16, 1 * MiB);
+    CHECK(cuMemHostRegister_v2(reg, 1 * MiB, 0));
+    CHECK(cuMemHostUnregister(reg));
+    free(reg);
+    size_t fr, tot;
+    CHECK(cuMemGetInfo_v2(&fr, &tot));
+}
+
+static void runtime_calls(void)
+{
+    void *p;
+    size_t pitch;
+    CHECK(cudaMalloc(&p, 1 * MiB));
+    CHECK(cudaFree(p));
+    CHECK(cudaMallocPitch(&p, &pitch, 1000, 100));
+    CHECK(cudaFree(p));
+    CHECK(cudaMallocHost(&p, 1 * MiB));
+    CHECK(cudaFreeHost(p));
+    CHECK(cudaHostAlloc(&p, 1 * MiB, cudaHostAllocDefault));
+    CHECK(cudaFreeHost(p));
+    CHECK(cudaMallocManaged(&p, 1 * MiB, cudaMemAttachGlobal));
+    CHECK(cudaFree(p));
+    CHECK(cudaMallocAsync(&p, 1 * MiB, 0));
+    CHECK(cudaFreeAsync(p, 0));
+    CHECK(cudaMallocAsync_ptsz(&p, 1 * MiB, 0));
+    CHECK(cudaFreeAsync_ptsz(p, 0));
+    cudaMemPool_t pool;
+    CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CHECK(cudaMallocFromPoolAsync(&p, 1 * MiB, pool, 0));
+    CHECK(cudaFreeAsync(p, 0));
+    CHECK(cudaMallocFromPoolAsync_ptsz(&p, 1 * MiB, pool, 0));
+    CHECK(cudaFreeAsync(p, 0));
+    CHECK(cudaDeviceSynchronize());
+    void *reg = aligned_alloc(1 << 16, 1 * MiB);
+    CHECK(cudaHostRegister(reg, 1 * MiB, cudaHostRegisterDefault));
+    CHECK(cudaHostUnregister(reg));
+    free(reg);
+    size_t fr, tot;
+    CHECK(cudaMemGetInfo(&fr, &tot));
+}
+
+/* A driver pointer from cuGetProcAddress, as libcudart and PyTorch get
+ * theirs: the shim must hand back its wrapper. */
+static void procaddr_calls(void)
+{
+    typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+    typedef CUresult (*free_fn)(CUdeviceptr);
+    void *a = NULL, *f = NULL;
+    CUdriverProcAddressQueryResult st;
+    CHECK(cuGetProcAddress("cuMemAlloc", &a, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    CHECK(cuGetProcAddress("cuMemFree", &f, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    if (a && f) {
+        CUdeviceptr d;
+        CHECK(((alloc_fn)a)(&d, 3 * MiB));
+        CHECK(((free_fn)f)(d));
+    }
+}
+
+static void oom_calls(void)
+{
+    size_t fr = 0, tot = 0;
+    void *p;
+    CHECK(cudaMemGetInfo(&fr, &tot));
+    vramtrace_annotate_push("weights");
+    cudaError_t e = cudaMalloc(&p, 2 * tot);
+    if (e == cudaSuccess) {
+        fprintf(stderr, "entrypoints: a request of twice the card succeeded\n");
+        failures++;
+    }
+    cudaGetLastError();
+    CHECK(cudaMallocHost(&p, 64 * MiB)); /* the loader's fallback: weights in pinned host memory */
+    vramtrace_annotate_pop();
+    CHECK(cudaFreeHost(p));
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "all";
+    CHECK(cudaSetDevice(0));
+    if (!strcmp(mode, "all")) {
+        driver_calls();
+        runtime_calls();
+        procaddr_calls();
+    } else if (!strcmp(mode, "oom")) {
+        oom_calls();
+    } else {
+        fprintf(stderr, "entrypoints: unknown mode %s\n", mode);
+        return 2;
+    }
+    printf("entrypoints %s: %d failures\n", mode, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,287 @@
+#!/bin/sh
+# tests/gpu/run.sh: the real-GPU suite behind `make test-gpu` (docs/python.md).
+# CI has no GPU and never runs it; anyone with an NVIDIA GPU runs it with one
+# command. It prints a table and exits 0 when every check passed, 1 when one
+# failed, 2 when the machine cannot run it (no GPU, a missing library).
+#
+#  1. the shim and the analyzer, as `make` built them (the shim is the same
+#     for the simulated and the real driver: it links neither);
+#  2. entrypoints.c built with nvcc against the real libcudart, shared and
+#     static: every allocation entry point of entrypoints.def must be in the
+#     trace (shared), and the static runtime's calls, which reach the driver
+#     through cuGetProcAddress pointers, must be there as driver calls;
+#  3. an OOM (twice the card) and the pinned-host fallback a loader takes,
+#     both under the annotation tag "weights": the report must say oom +
+#     host_fallback;
+#  4. torch_llama.py (a small random Llama, transformers' generate with a
+#     StaticCache) three times: default allocator,
+#     expandable_segments:True, backend:cudaMallocAsync; the report is held
+#     against torch.cuda.memory_reserved(), the parameter and cache bytes
+#     torch counts, and the cudaMemGetInfo figure torch got. Skipped, and
+#     said so, when torch/transformers are not importable;
+#  5. cudaMalloc/cudaFree and cuMemAlloc/cuMemFree per pair, with and
+#     without the shim.
+#
+# Environment: CUDA_HOME (nvcc, headers), NVCC, PYTHON (default python3),
+# VT_GPU_KEEP=1 keeps the work directory. VT_GPU_SIM=DIR runs parts 2, 3 and
+# 5 against a simulated driver in DIR (build/sim): a dry run of this script
+# on a machine without a GPU, nothing more.
+set -u
+ROOT=$(pwd)
+B=$ROOT/build
+SHIM=$B/libvramtrace.so
+VT=$B/vramtrace
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+PY=${PYTHON:-python3}
+SIMDIR=${VT_GPU_SIM:-}
+W=$(mktemp -d "${TMPDIR:-/tmp}/vt-gpu.XXXXXX")
+TABLE=$W/table
+FAILS=0
+: >"$TABLE"
+
+row() { printf '%-46s %-5s %s\n' "$1" "$2" "$3" >>"$TABLE"; }
+ok() { row "$1" ok "$2"; }
+bad() { row "$1" FAIL "$2"; FAILS=$((FAILS + 1)); }
+skip() { row "$1" skip "$2"; }
+die() { echo "test-gpu: $*" >&2; exit 2; }
+MiB=1048576
+
+# ---- the machine ----
+if [ -n "$SIMDIR" ]; then
+    DEVICE="simulated GPU in $SIMDIR (dry run, not a GPU result)"
+    LD_LIBRARY_PATH=$SIMDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+else
+    if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+        die "no NVIDIA GPU here (nvidia-smi -L failed). This suite needs one; 'make test' runs everything else."
+    fi
+    DEVICE=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
+fi
+[ -x "$SHIM" ] && [ -x "$VT" ] || die "build first: make"
+
+# Libraries the shim dlopens on the first CUDA call (so ldd cannot show
+# them) and the analyzer's own. A GPU machine without a package registry
+# needs them carried over.
+loadable() {
+    if command -v "$PY" >/dev/null 2>&1; then
+        "$PY" -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$1" 2>/dev/null
+    else
+        ldconfig -p 2>/dev/null | grep -q "$1 "
+    fi
+}
+if ! loadable libzstd.so.1; then
+    die "libzstd.so.1 cannot be loaded: the shim dlopens it to write traces and build/vramtrace links it.
+Copy libzstd.so.1 from the build machine (ldd build/vramtrace names it) into a directory here and add that
+directory to LD_LIBRARY_PATH."
+fi
+if ! loadable libunwind.so.8; then
+    echo "test-gpu: warning: libunwind.so.8 cannot be loaded: the shim falls back to glibc's backtrace()," >&2
+    echo "test-gpu: which is slower and misses frames. Carry libunwind.so.8 (and its liblzma.so.5) over and" >&2
+    echo "test-gpu: add their directory to LD_LIBRARY_PATH for figures worth reporting." >&2
+    UNWIND="backtrace() fallback"
+else
+    UNWIND="libunwind"
+fi
+if ldd "$VT" | grep -q "not found"; then
+    die "build/vramtrace is missing libraries: $(ldd "$VT" | grep 'not found' | tr -s ' \t' ' ')"
+fi
+
+# ---- the programs ----
+INC="-I$ROOT/include -I$CUDA_HOME/include"
+if [ -n "$SIMDIR" ]; then
+    CC=${CC:-cc}
+    $CC -O1 $INC -o "$W/entrypoints_shared" tests/gpu/entrypoints.c -L"$SIMDIR" -lcudart -lcuda -ldl ||
+        die "cannot build tests/gpu/entrypoints.c"
+    $CC -O1 $INC -o "$W/overhead" tests/gpu/overhead.c -L"$SIMDIR" -lcudart -lcuda || die "cannot build overhead.c"
+else
+    NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
+    [ -x "$NVCC" ] || die "nvcc not found at $NVCC: set CUDA_HOME or NVCC"
+    # libcuda from the toolkit's stubs at link time; the driver's at run time.
+    LINK="-L$CUDA_HOME/lib64/stubs -lcuda -ldl -lpthread -lrt"
+    $NVCC -O1 $INC -cudart shared -o "$W/entrypoints_shared" tests/gpu/entrypoints.c $LINK ||
+        die "nvcc cannot build tests/gpu/entrypoints.c"
+    $NVCC -O1 $INC -cudart static -o "$W/entrypoints_static" tests/gpu/entrypoints.c $LINK ||
+        die "nvcc cannot build tests/gpu/entrypoints.c (static cudart)"
+    $NVCC -O1 $INC -cudart shared -o "$W/overhead" tests/gpu/overhead.c $LINK || die "nvcc cannot build overhead.c"
+fi
+
+under_shim() { # DIR PROGRAM ARGS...: trace into DIR
+    d=$1
+    shift
+    mkdir -p "$d"
+    LD_PRELOAD=$SHIM VRAMTRACE_DIR=$d "$@"
+}
+trace_of() { set -- "$1"/*.vtrace; echo "$1"; }
+# events with this api and result 0, shim samples left out
+count_ok() {
+    awk -v api="$2" '$1 == "event" && $0 !~ /flags=[^ ]*sample/ && $0 ~ (" api=" api " ") && / result=0 / { n++ }
+        END { print n + 0 }' "$1"
+}
+
+# ---- 2. every entry point ----
+under_shim "$W/ep" "$W/entrypoints_shared" all >"$W/ep.out" 2>&1
+rc=$?
+"$VT" dump "$(trace_of "$W/ep")" >"$W/ep.dump" 2>&1
+missing=""
+total=0
+for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def); do
+    case $name in cuGetProcAddress*) continue ;; esac
+    total=$((total + 1))
+    [ "$(count_ok "$W/ep.dump" "$name")" -ge 1 ] || missing="$missing $name"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ]; then
+    ok "entry points, shared libcudart" "all $total recorded, every call succeeded"
+else
+    bad "entry points, shared libcudart" "rc=$rc; not recorded:${missing:- none} ($(tail -1 "$W/ep.out"))"
+fi
+if grep -q "^event .*api=cuMemAlloc_v2 .* size=$((3 * MiB)) .* result=0 " "$W/ep.dump"; then
+    ok "a pointer from cuGetProcAddress" "the shim's wrapper came back and recorded the call"
+else
+    bad "a pointer from cuGetProcAddress" "its cuMemAlloc_v2 of 3 MiB is not in the trace"
+fi
+if [ -x "$W/entrypoints_static" ] 2>/dev/null && [ -z "$SIMDIR" ]; then
+    under_shim "$W/eps" "$W/entrypoints_static" all >"$W/eps.out" 2>&1
+    rc=$?
+    "$VT" dump "$(trace_of "$W/eps")" >"$W/eps.dump" 2>&1
+    # The static runtime calls the driver through pointers it got from
+    # cuGetProcAddress: its cudaMalloc is a cuMemAlloc_v2 event here.
+    n=$(count_ok "$W/eps.dump" cuMemAlloc_v2)
+    if [ $rc -eq 0 ] && [ "$n" -ge 3 ]; then
+        ok "entry points, static libcudart" "its runtime calls reach the trace as driver calls ($n x cuMemAlloc_v2)"
+    else
+        bad "entry points, static libcudart" "rc=$rc, $n cuMemAlloc_v2 events (want >= 3: the driver calls of its cudaMalloc)"
+    fi
+else
+    skip "entry points, static libcudart" "needs nvcc and a real driver"
+fi
+
+# ---- 3. OOM and the host fallback ----
+under_shim "$W/oom" "$W/entrypoints_shared" oom >"$W/oom.out" 2>&1
+rc=$?
+"$VT" report --json "$(trace_of "$W/oom")" >"$W/oom.json" 2>"$W/oom.err"
+got=$("$PY" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["processes"][0]
+k = (p.get("spill") or {}).get("kinds", {})
+print("oom=%d host_fallback=%d tag=%s" % (k.get("oom", {}).get("count", 0), k.get("host_fallback", {}).get("count", 0),
+      ((p.get("spill") or {}).get("event") or {}).get("tag", "-")))' "$W/oom.json" 2>&1)
+if [ $rc -eq 0 ] && [ "$got" = "oom=1 host_fallback=1 tag=weights" ]; then
+    ok "OOM, then a pinned-host fallback" "$got"
+else
+    bad "OOM, then a pinned-host fallback" "rc=$rc: $got"
+fi
+
+# ---- 4. PyTorch + transformers, three allocators ----
+TORCH_ROWS=$W/torch_rows
+: >"$TORCH_ROWS"
+if [ -n "$SIMDIR" ]; then
+    skip "PyTorch Llama, three allocators" "needs a real GPU"
+elif ! "$PY" -c 'import torch, transformers, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    skip "PyTorch Llama, three allocators" "$PY cannot import torch and transformers with CUDA"
+else
+    mkdir -p "$W/model"
+    for conf in default expandable_segments:True backend:cudaMallocAsync; do
+        d=$W/torch-$(echo "$conf" | tr ':' '_')
+        mkdir -p "$d"
+        if [ "$conf" = default ]; then env_conf=""; else env_conf=$conf; fi
+        PYTORCH_CUDA_ALLOC_CONF=$env_conf PYTHONPATH=$ROOT/examples/python \
+            timeout 600 env LD_PRELOAD="$SHIM" VRAMTRACE_DIR="$d" \
+            "$PY" tests/gpu/torch_llama.py "$W/model" "$d/torch.json" >"$d/out" 2>&1
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            bad "PyTorch Llama, $conf" "torch_llama.py exited $rc: $(tail -1 "$d/out")"
+            continue
+        fi
+        "$VT" report --json "$(trace_of "$d")" >"$d/report.json" 2>"$d/report.err"
+        "$VT" dump "$(trace_of "$d")" >"$d/dump" 2>&1
+        # Checks, one line each: "ok|FAIL|skip NAME DETAIL"; then one table row.
+        "$PY" - "$d/torch.json" "$d/report.json" "$d/dump" "$conf" >"$d/checks" 2>&1 <<'EOF'
+import json, sys
+torch_stats = json.load(open(sys.argv[1]))
+proc = json.load(open(sys.argv[2]))["processes"][0]
+dump, conf = sys.argv[3], sys.argv[4]
+dev = proc["devices"][0]
+tags = {}
+for s in proc["sites"]:
+    if s["space"] == "device":
+        tags[s["tag"]] = tags.get(s["tag"], 0) + s["total_bytes"]
+MiB = 1 << 20
+live = dev["live_bytes"]
+reserved = torch_stats["memory_reserved"]
+def line(status, name, detail):
+    print("%s\t%s\t%s" % (status, name, detail))
+# What torch reserved is what went through the driver; other libraries
+# (cuBLAS, cuDNN) may hold a few MiB more of their own.
+extra = live - reserved
+if conf == "backend:cudaMallocAsync":
+    # The pool keeps freed blocks (torch counts them reserved); the trace
+    # counts what is allocated.
+    good = -reserved <= extra <= 64 * MiB and live >= torch_stats["memory_allocated"] - 64 * MiB
+    line("ok" if good else "FAIL", "live bytes vs torch (%s)" % conf,
+         "trace live %.1f MiB, torch allocated %.1f MiB, reserved %.1f MiB" %
+         (live / MiB, torch_stats["memory_allocated"] / MiB, reserved / MiB))
+else:
+    good = 0 <= extra <= 64 * MiB
+    line("ok" if good else "FAIL", "live bytes vs memory_reserved (%s)" % conf,
+         "trace live %.1f MiB = reserved %.1f MiB %+.1f MiB (others' own)" % (live / MiB, reserved / MiB, extra / MiB))
+w, kv = tags.get("weights", 0), tags.get("kv", 0)
+pw, pk = torch_stats["param_bytes"], torch_stats["kv_bytes"]
+line("ok" if w >= 0.9 * pw else "FAIL", "weights tagged (%s)" % conf,
+     "%.1f MiB tagged weights for %.1f MiB of parameters" % (w / MiB, pw / MiB))
+# Expandable segments may serve the cache from pages mapped earlier.
+kv_status = "ok" if kv >= 0.9 * pk else ("warn" if conf.startswith("expandable") else "FAIL")
+line(kv_status, "KV cache tagged (%s)" % conf, "%.1f MiB tagged kv for %.1f MiB of StaticCache" % (kv / MiB, pk / MiB))
+free = torch_stats["free"]
+seen = any(l.startswith("event ") and " api=cudaMemGetInfo " in l and (" size=%d " % free) in l for l in open(dump))
+line("ok" if seen else "FAIL", "cuMemGetInfo in the trace (%s)" % conf,
+     "torch.cuda.mem_get_info() free %.1f MiB %s" % (free / MiB, "recorded" if seen else "not found in the trace"))
+print("ROW\t%-26s %9.1f %9.1f %9.1f %9.1f %10.1f %10.1f %6.1fs" % (
+    conf, w / MiB, kv / MiB, tags.get("scratch", 0) / MiB, tags.get("unknown", 0) / MiB,
+    dev["peak"]["tracked_bytes"] / MiB, torch_stats["max_memory_reserved"] / MiB, torch_stats["seconds"]))
+EOF
+        while IFS='	' read -r status name detail; do
+            case $status in
+                ok) ok "$name" "$detail" ;;
+                FAIL) bad "$name" "$detail" ;;
+                warn) row "$name" warn "$detail" ;;
+                ROW) echo "$name" >>"$TORCH_ROWS" ;;
+                *) bad "PyTorch Llama, $conf" "check script: $status $name $detail" ;;
+            esac
+        done <"$d/checks"
+    done
+fi
+
+# ---- 5. overhead ----
+base=$("$W/overhead" 2000 2>&1)
+shim=$(under_shim "$W/ovh" "$W/overhead" 2000 2>&1)
+rt0=$(echo "$base" | sed -n 's/^runtime ns_per_pair=//p')
+rt1=$(echo "$shim" | sed -n 's/^runtime ns_per_pair=//p')
+dr0=$(echo "$base" | sed -n 's/^driver ns_per_pair=//p')
+dr1=$(echo "$shim" | sed -n 's/^driver ns_per_pair=//p')
+if [ -n "$rt0" ] && [ -n "$rt1" ] && [ -n "$dr0" ] && [ -n "$dr1" ]; then
+    ok "cudaMalloc+cudaFree, 1 MiB" "$rt0 ns without the shim, $rt1 ns with ($((rt1 - rt0)) ns per pair)"
+    ok "cuMemAlloc+cuMemFree, 1 MiB" "$dr0 ns without the shim, $dr1 ns with ($((dr1 - dr0)) ns per pair)"
+else
+    bad "allocation overhead" "overhead.c failed: $base / $shim"
+fi
+
+# ---- the table ----
+echo
+echo "vramtrace test-gpu on $DEVICE"
+echo "unwinder: $UNWIND; work directory: $W"
+echo
+cat "$TABLE"
+if [ -s "$TORCH_ROWS" ]; then
+    echo
+    printf '%-26s %9s %9s %9s %9s %10s %10s %7s\n' "allocator (MiB)" weights kv scratch unknown "peak" \
+        "torch max" "time"
+    cat "$TORCH_ROWS"
+fi
+echo
+if [ "$FAILS" -eq 0 ]; then
+    echo "test-gpu: all checks passed"
+    [ "${VT_GPU_KEEP:-0}" = 1 ] || rm -rf "$W"
+    exit 0
+fi
+echo "test-gpu: $FAILS check(s) failed; traces and logs kept in $W"
+exit 1
