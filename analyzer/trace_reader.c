@@ -64,12 +64,16 @@ struct vt_reader {
 
 /* ---- decoding cursor over one payload ---------------------------------- */
 
+/* The cursor is built once per record, so it is kept small: no buffers,
+ * only pointers to the string literals that say what failed. */
 typedef struct cur {
     const uint8_t *p;
     size_t n, i;
+    size_t avail;           /* bytes readable from p (>= n): the rest of the
+                               stream after this payload, for the fast path */
     int code;               /* VT_E_* of the first failure, 0 if none */
     const char *field;      /* which field failed */
-    char why[96];
+    const char *why;        /* a string literal */
 } cur_t;
 
 static int cur_fail(cur_t *c, int code, const char *field, const char *why)
@@ -77,7 +81,7 @@ static int cur_fail(cur_t *c, int code, const char *field, const char *why)
     if (!c->code) {
         c->code = code;
         c->field = field;
-        snprintf(c->why, sizeof c->why, "%s", why);
+        c->why = why;
     }
     return -1;
 }
@@ -101,6 +105,39 @@ static int get_varint(cur_t *c, const char *field, uint64_t *v)
         }
     }
     return cur_fail(c, VT_E_CORRUPT, field, "varint longer than 10 bytes");
+}
+
+/* Fast path: decodes the varint at *pp with no bounds check. The caller
+ * guarantees VARINT_MAX readable bytes at *pp. Accepts exactly what
+ * get_varint accepts; @return 0 and advances *pp, or -1 (leaving *pp
+ * anywhere) for anything get_varint would reject, so the caller can redo
+ * the record with the checked path and get its exact error. */
+#define VARINT_MAX 10u
+static inline int fast_varint(const uint8_t **pp, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t b = *p++;
+    if (b < 0x80) {         /* most fields of most events are one byte */
+        *pp = p;
+        *v = b;
+        return 0;
+    }
+    uint64_t x = b & 0x7f;
+    for (unsigned k = 1; k < 9; k++) {
+        b = *p++;
+        x |= (b & 0x7f) << (7 * k);
+        if (b < 0x80) {
+            *pp = p;
+            *v = x;
+            return 0;
+        }
+    }
+    b = *p++;
+    if (b > 1)              /* continuation bit or bits past 63 */
+        return -1;
+    *pp = p;
+    *v = x | b << 63;
+    return 0;
 }
 
 static int get_zz(cur_t *c, const char *field, int64_t *v)
@@ -224,16 +261,13 @@ static int decode_stack(cur_t *c, vt_rec_stack_t *s)
     return 0;
 }
 
-static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+/* An EVENT is 11 varints: with this many bytes readable the fast path
+ * cannot run off the stream, whatever the bytes say. */
+#define EVENT_FAST_BYTES (11u * VARINT_MAX)
+
+/* The checks every EVENT passes, on both paths. @return 0 or -1. */
+static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, uint64_t *prev_time)
 {
-    uint64_t api;
-    int64_t dt, dev;
-    if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
-        get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
-        get_varint(c, "reserved", &e->reserved) || get_varint(c, "aux", &e->aux) ||
-        get_u32(c, "flags", &e->flags) || get_u32(c, "result", &e->result) ||
-        get_u32(c, "stack", &e->stack))
-        return -1;
     if (api > UINT16_MAX)
         return cur_fail(c, VT_E_CORRUPT, "api", "api id does not fit 16 bits");
     if (dev < INT16_MIN || dev > INT16_MAX)
@@ -244,6 +278,57 @@ static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
     e->time_ns = *prev_time + (uint64_t)dt;
     *prev_time = e->time_ns;
     return 0;
+}
+
+static int64_t unzz(uint64_t u)
+{
+    return (int64_t)((u >> 1) ^ (0 - (u & 1)));
+}
+
+/* The unchecked decode of an EVENT payload when EVENT_FAST_BYTES are
+ * readable. It commits nothing unless every field decodes, ends inside the
+ * payload and fits its width; otherwise @return -1 and decode_event redoes
+ * the record field by field, which reports the exact field and reason. */
+static int decode_event_fast(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+{
+    const uint8_t *p = c->p + c->i;
+    uint64_t f[11];
+    for (unsigned k = 0; k < 11; k++)
+        if (fast_varint(&p, &f[k]))
+            return -1;
+    size_t used = (size_t)(p - (c->p + c->i));
+    if (used > c->n - c->i)
+        return -1;
+    if (f[2] > UINT32_MAX || f[8] > UINT32_MAX || f[9] > UINT32_MAX || f[10] > UINT32_MAX)
+        return -1;
+    int64_t dev = unzz(f[3]);
+    if (f[0] > UINT16_MAX || dev < INT16_MIN || dev > INT16_MAX)
+        return -1;
+    c->i += used;
+    e->tid = (uint32_t)f[2];
+    e->ptr = f[4];
+    e->size = f[5];
+    e->reserved = f[6];
+    e->aux = f[7];
+    e->flags = (uint32_t)f[8];
+    e->result = (uint32_t)f[9];
+    e->stack = (uint32_t)f[10];
+    return finish_event(c, e, f[0], unzz(f[1]), dev, prev_time);
+}
+
+static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+{
+    uint64_t api;
+    int64_t dt, dev;
+    if (c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, prev_time) == 0)
+        return 0;
+    if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
+        get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
+        get_varint(c, "reserved", &e->reserved) || get_varint(c, "aux", &e->aux) ||
+        get_u32(c, "flags", &e->flags) || get_u32(c, "result", &e->result) ||
+        get_u32(c, "stack", &e->stack))
+        return -1;
+    return finish_event(c, e, api, dt, dev, prev_time);
 }
 
 static int decode_range(cur_t *c, vt_rec_range_t *g)
@@ -480,22 +565,37 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
  * payload, 0 at the end of the stream, <0 error. */
 static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, size_t *start)
 {
-    char sn[32];
     if (r->spos >= r->slen)
         return 0;
     *start = r->spos;
-    cur_t f = { .p = r->s, .n = r->slen, .i = r->spos + 1 };
-    uint64_t len;
     *type = r->s[r->spos];
-    if (get_varint(&f, "len", &len))
-        return fail(r, err, VT_E_CORRUPT, stream_offset(r, *start), "%s: record at byte %zu: length %s",
-                    stream_name(r, sn, sizeof sn), *start, f.why);
-    if (len > f.n - f.i)
+    size_t at = r->spos + 1;
+    uint64_t len;
+    const uint8_t *q = r->s + at;
+    /* Fast path for the length; any doubt goes to the checked path below. */
+    if (r->slen - at >= VARINT_MAX && fast_varint(&q, &len) == 0) {
+        at = (size_t)(q - r->s);
+    } else {
+        cur_t f = { .p = r->s, .n = r->slen, .i = at };
+        if (get_varint(&f, "len", &len)) {
+            char sn[32];
+            return fail(r, err, VT_E_CORRUPT, stream_offset(r, *start), "%s: record at byte %zu: length %s",
+                        stream_name(r, sn, sizeof sn), *start, f.why);
+        }
+        at = f.i;
+    }
+    if (len > r->slen - at) {
+        char sn[32];
         return fail(r, err, VT_E_CORRUPT, stream_offset(r, *start),
                     "%s: record at byte %zu (type %u) is %llu bytes, only %zu left", stream_name(r, sn, sizeof sn),
-                    *start, *type, (unsigned long long)len, f.n - f.i);
-    *c = (cur_t){ .p = r->s + f.i, .n = (size_t)len };
-    r->spos = f.i + (size_t)len;
+                    *start, *type, (unsigned long long)len, r->slen - at);
+    }
+    c->p = r->s + at;
+    c->n = (size_t)len;
+    c->i = 0;
+    c->avail = r->slen - at;
+    c->code = 0;
+    r->spos = at + (size_t)len;
     return 1;
 }
 
@@ -524,7 +624,10 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
                 r->state = ST_EOF;
             continue;
         }
-        memset(rec, 0, sizeof *rec);
+        /* An EVENT sets every field of its member itself; the other types
+         * leave some members' fields unset, so they start from zero. */
+        if (type != VT_REC_EVENT)
+            memset(rec, 0, sizeof *rec);
         rec->type = type;
         rec->file_offset = r->s_offset;
         rec->chunk_seq = r->s_seq;
