@@ -181,8 +181,10 @@ enum vt_event_flags {
     VT_EF_SAMPLE = 1u << 0,   /* MEMINFO taken by the shim, not the program */
     VT_EF_RUNTIME = 1u << 1,  /* recorded at the runtime API (cuda*) level */
     VT_EF_PTSZ = 1u << 2,     /* per-thread default stream flavour */
-    VT_EF_VIA_PROCADDR = 1u << 3, /* reached through cuGetProcAddress */
-    VT_EF_VIA_DLSYM = 1u << 4,    /* reached through an intercepted dlsym */
+    /* Reserved: one wrapper serves all three paths, so format 1 shims never
+     * set these two; readers must not rely on them. */
+    VT_EF_VIA_PROCADDR = 1u << 3,
+    VT_EF_VIA_DLSYM = 1u << 4,
     VT_EF_FIRST_ON_DEVICE = 1u << 5, /* MEMINFO sample at first use of device */
     VT_EF_AFTER_FAILURE = 1u << 6,   /* MEMINFO sample after a failed request */
     VT_EF_AT_PEAK = 1u << 7,         /* MEMINFO sample at a new tracked peak */
