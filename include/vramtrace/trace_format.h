@@ -185,7 +185,7 @@ enum vt_event_flags {
      * set these two; readers must not rely on them. */
     VT_EF_VIA_PROCADDR = 1u << 3,
     VT_EF_VIA_DLSYM = 1u << 4,
-    VT_EF_FIRST_ON_DEVICE = 1u << 5, /* MEMINFO sample at first use of device */
+    VT_EF_FIRST_ON_DEVICE = 1u << 5, /* reserved: the DEVICE record holds first-use free */
     VT_EF_AFTER_FAILURE = 1u << 6,   /* MEMINFO sample after a failed request */
     VT_EF_AT_PEAK = 1u << 7,         /* MEMINFO sample at a new tracked peak */
 };
