@@ -445,7 +445,12 @@ __attribute__((constructor)) static void ranges_load(void)
         return;
     Dl_info info;
     char path[4096];
-    if (!dladdr((void *)&InitializeInjectionNvtx2, &info) || !info.dli_fname || !realpath(info.dli_fname, path))
+    if (!dladdr((void *)&InitializeInjectionNvtx2, &info) || !info.dli_fname)
         return;
-    setenv("NVTX_INJECTION64_PATH", path, 0);
+    /* LD_PRELOAD paths are usually absolute: skip realpath's syscalls, this
+     * runs in every process, CUDA or not. */
+    if (info.dli_fname[0] == '/')
+        setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+    else if (realpath(info.dli_fname, path))
+        setenv("NVTX_INJECTION64_PATH", path, 0);
 }
