@@ -121,7 +121,9 @@ static int advance(vt_report_input_t *in)
     in->has_event = 0;
     while (!in->done) {
         vt_record_t rec;
-        vt_error_t err = { 0 };
+        /* The reader copies its whole error state on failure; zeroing 784
+         * bytes per record was 3% of a report. */
+        vt_error_t err;
         int rc = vt_reader_next(in->reader, &rec, &err);
         if (rc == 1) {
             if (rec.type == VT_REC_EVENT) {
