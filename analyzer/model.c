@@ -54,6 +54,7 @@ void vt_model_free(vt_model_t *m)
     free(m->p.sites);
     for (int i = 0; i < m->p.ndevs; i++)
         free(m->p.devs[i].layout);
+    vt_m_frag_free(m);
     free(m->p.exe);
     free(m->p.hostname);
     free(m->p.shim_version);
@@ -381,17 +382,7 @@ static int live_insert(vt_model_t *m, const live_t *e, uint64_t t)
         return VT_E_NOMEM;
     }
     account(m, &m->live[i], +1, t);
-    return 0;
-}
-
-/* The state before the first decrease after a peak is the peak state: the
- * one moment external fragmentation "at peak" can be measured, so it is
- * taken before e leaves its map. */
-static void frag_before_decrease(vt_model_t *m, const live_t *e)
-{
-    if (e->dev >= 0 && m->p.devs[e->dev].frag_pending &&
-        ((e->kind == L_ALLOC && e->space == VT_SPACE_DEVICE) || e->kind == L_HANDLE || e->kind == L_MAP))
-        vt_m_frag_compute(m, e->dev);
+    return vt_m_frag_added(m, &m->live[i]);
 }
 
 /* Uncharges live entry i (already out of its map), recycles its slot and
@@ -425,9 +416,13 @@ static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t
         m->live[i].released = 1;
         return 1;
     }
-    frag_before_decrease(m, &e);
+    /* The state before the first decrease after a peak is the peak state:
+     * model_frag.c marks it before e leaves its map. */
+    int frc = vt_m_frag_before_remove(m, &e);
     vt_map_del(map_of(m, kind), key, NULL);
     int rc = live_drop(m, i, t, &freed);
+    if (frc)
+        rc = frc;
     if (e.kind == L_MAP && e.link != UINT32_MAX) {
         live_t *h = &m->live[e.link];
         if (h->link)
@@ -784,9 +779,8 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
 
 void vt_model_finish(vt_model_t *m)
 {
-    for (int i = 0; i < m->p.ndevs; i++)
-        if (m->p.devs[i].frag_pending)
-            vt_m_frag_compute(m, i);
+    /* Out of memory here leaves fragmentation unmeasured (null), no more. */
+    (void)vt_m_frag_finish(m);
     m->seq++;
     for (size_t i = 0; i < m->p.nsites; i++) {
         vt_site_t *s = &m->p.sites[i];

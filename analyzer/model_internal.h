@@ -37,6 +37,20 @@ typedef struct live {
                          * L_HANDLE: number of live mappings of it */
 } live_t;
 
+/* model_frag.c: changes to a device's ranges since its fragmentation
+ * snapshot point (see model_frag.c). */
+typedef struct frag_op {
+    vt_range_t r;
+    uint8_t add;   /* 1 added, 0 removed */
+} frag_op_t;
+
+typedef struct vt_frag_log {
+    frag_op_t *ops;
+    size_t n, cap;
+    int active;             /* a point is marked and not measured yet */
+    size_t live_at_point;   /* live entries then (the skip rule) */
+} vt_frag_log_t;
+
 struct vt_model {
     const vt_rules_t *rules;
     double margin_pct;
@@ -56,6 +70,7 @@ struct vt_model {
     vt_dev_hook_t hook;
     void *hook_ctx;
     int keep_layout;
+    vt_frag_log_t flog[VT_MAX_DEVICES];
 };
 
 /* model.c */
@@ -66,7 +81,15 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v);
 void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
 
-/* model_frag.c: snapshot of device dev's address-space holes, now. */
+/* model_frag.c. compute: device dev's address-space holes, now.
+ * before_remove: e is about to leave its map (the first one after a peak
+ * marks the snapshot point); added: e just entered its map. finish:
+ * measures what is still pending. free: the logs. Each returns 0 or
+ * VT_E_NOMEM. */
 int vt_m_frag_compute(vt_model_t *m, int dev);
+int vt_m_frag_before_remove(vt_model_t *m, const live_t *e);
+int vt_m_frag_added(vt_model_t *m, const live_t *e);
+int vt_m_frag_finish(vt_model_t *m);
+void vt_m_frag_free(vt_model_t *m);
 
 #endif
