@@ -1,6 +1,12 @@
 # Helpers of the fault tests (tests/t/7x-*.t), sourced after tests/t/lib.sh.
 FP=$B/tests/fault/faultprog
 VTFAULT=$B/tests/fault/libvtfault.so
+# LD_PRELOAD for the shim, and for the fault injector in front of it; in a
+# sanitized build (tests/tests.mk) the sanitizer runtime comes first.
+SP=${SHIM_PRELOAD:-$SHIM}
+FAULT_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$VTFAULT $SHIM"
+# Non-empty when the shim is built with ASan or TSan.
+SANITIZED=$(ldd "$SHIM" 2>/dev/null | grep -o 'lib[at]san' | head -1)
 
 # TAP TODO: a known bug, reported to its owner and not fixed yet. It shows
 # as "unexpectedly succeeded" in prove's summary once fixed, so the TODO can
@@ -28,7 +34,7 @@ plain() {
 # whatever VRAMTRACE_* the caller exported; stderr to OUT.err.
 shimmed() {
     out=$1 dir=$2; shift 2
-    LD_LIBRARY_PATH=$SIM LD_PRELOAD=${PRELOAD:-$SHIM} VRAMTRACE_DIR=$dir "$@" >"$out" 2>"$out.err"
+    LD_LIBRARY_PATH=$SIM LD_PRELOAD=${PRELOAD:-$SP} VRAMTRACE_DIR=$dir "$@" >"$out" 2>"$out.err"
     echo $? >"$out.rc"
 }
 # unchanged A B DESC: same stdout and exit status.

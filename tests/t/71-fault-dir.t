@@ -50,7 +50,7 @@ if [ "$(id -u)" = 0 ] && [ -n "$NOBODY" ] && command -v setpriv >/dev/null &&
     # env -u LD_PRELOAD: setpriv itself runs untraced.
     as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$@"; }
     as_nobody env LD_LIBRARY_PATH=$SIM $FP pairs 50 >$TMP/np 2>/dev/null; echo $? >$TMP/np.rc
-    as_nobody env LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$TMP/locked $FP pairs 50 \
+    as_nobody env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$TMP/locked $FP pairs 50 \
         >$TMP/nout 2>$TMP/nout.err; echo $? >$TMP/nout.rc
     unchanged $TMP/np $TMP/nout "a directory the user cannot write: program unchanged"
     is "$(grep -c '^vramtrace:' $TMP/nout.err)" 1 "a directory the user cannot write: said once on stderr"

@@ -46,7 +46,7 @@ done
 # ENOSPC in the middle of a chunk, injected: deterministic, no root needed.
 for at in 100 9000 30000; do
     D=$TMP/enospc$at; mkdir $D
-    PRELOAD="$VTFAULT $SHIM" VTFAULT_ENOSPC_AFTER=$at shimmed $TMP/out $D $FP pairs $N
+    PRELOAD="$FAULT_PRELOAD" VTFAULT_ENOSPC_AFTER=$at shimmed $TMP/out $D $FP pairs $N
     unchanged $TMP/plain $TMP/out "ENOSPC after $at bytes: program unchanged"
     check "ENOSPC after $at bytes: the fault was injected" grep -q 'vtfault: .*enospc=[1-9]' $TMP/out.err
     if [ $at = 100 ]; then

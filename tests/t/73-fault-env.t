@@ -17,7 +17,7 @@ for var in VRAMTRACE_DEPTH VRAMTRACE_FLUSH_MS VRAMTRACE_RING VRAMTRACE_SAMPLE_MS
     for v in "$@"; do
         n=$((n + 1))
         D=$TMP/$var.$n; mkdir $D
-        env "$var=$v" LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
+        env "$var=$v" LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
         echo $? >$TMP/out.rc
         if [ "$(cat $TMP/out.rc)" != "$(cat $TMP/plain.rc)" ] || ! cmp -s $TMP/out $TMP/plain; then
             bad_runs=$((bad_runs + 1)); echo "#   $var='$v': program changed"; fi
@@ -37,7 +37,7 @@ done
 for pair in VRAMTRACE_DEPTH=0 VRAMTRACE_DEPTH=256 VRAMTRACE_FLUSH_MS=1 VRAMTRACE_FLUSH_MS=60000 \
             VRAMTRACE_RING=1024 VRAMTRACE_RING=1025 VRAMTRACE_SAMPLE_MS=0; do
     D=$TMP/edge.$pair; mkdir $D
-    env "$pair" LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
+    env "$pair" LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
     echo $? >$TMP/out.rc
     unchanged $TMP/plain $TMP/out "$pair: program unchanged"
     is "$(grep -c '^vramtrace:' $TMP/out.err)" 0 "$pair: accepted without a warning"

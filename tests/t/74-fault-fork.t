@@ -10,21 +10,29 @@ TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 F=20
 
-D=$TMP/storm; mkdir $D
-timeout 120 env LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP forkstorm $F >$TMP/out 2>$TMP/err
-rc=$?
-is "$rc" 0 "forkstorm: finished, no deadlock (exit $rc; 124 = timed out)"
-is "$(cat $TMP/out)" "forkstorm children=$F ok=$F" "forkstorm: every child allocated and exited 0"
-is "$(ls $D/*.vtrace | wc -l)" $((F + 1)) "forkstorm: one trace per process"
-unreadable=0 own=0
-for f in $D/*.vtrace; do
-    "$VT" dump "$f" >$f.dump 2>$f.err || { unreadable=$((unreadable + 1)); sed 's/^/#   /' $f.err; }
-    [ "$(count_events $f.dump cuMemAlloc_v2 69632 0)" = 1 ] && own=$((own + 1))
-done
-is $unreadable 0 "forkstorm: every trace reads cleanly"
-is $own $F "forkstorm: each child's allocation is in its own trace"
-check "forkstorm: each child trace has an END record" \
-    sh -c "[ \$(grep -l '^end ' $D/*.dump | wc -l) = $((F + 1)) ]"
+if [ -n "$SANITIZED" ]; then
+    # ASan: glibc unmaps the dead threads' stacks in the child, ASan keeps
+    # their poisoned shadow, and the child's next mmap there is reported
+    # (a false positive in the shim's ELF reading). TSan does not support
+    # fork in a multi-threaded process at all.
+    skip "fork storm: $SANITIZED cannot follow fork from a 64-thread process"
+else
+    D=$TMP/storm; mkdir $D
+    timeout 120 env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP forkstorm $F >$TMP/out 2>$TMP/err
+    rc=$?
+    is "$rc" 0 "forkstorm: finished, no deadlock (exit $rc; 124 = timed out)"
+    is "$(cat $TMP/out)" "forkstorm children=$F ok=$F" "forkstorm: every child allocated and exited 0"
+    is "$(ls $D/*.vtrace | wc -l)" $((F + 1)) "forkstorm: one trace per process"
+    unreadable=0 own=0
+    for f in $D/*.vtrace; do
+        "$VT" dump "$f" >$f.dump 2>$f.err || { unreadable=$((unreadable + 1)); sed 's/^/#   /' $f.err; }
+        [ "$(count_events $f.dump cuMemAlloc_v2 69632 0)" = 1 ] && own=$((own + 1))
+    done
+    is $unreadable 0 "forkstorm: every trace reads cleanly"
+    is $own $F "forkstorm: each child's allocation is in its own trace"
+    check "forkstorm: each child trace has an END record" \
+        sh -c "[ \$(grep -l '^end ' $D/*.dump | wc -l) = $((F + 1)) ]"
+fi
 
 # Exec chain: sh -> faultprog server -> (fork, exec) faultprog runner.
 D=$TMP/chain; mkdir $D

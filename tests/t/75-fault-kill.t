@@ -17,7 +17,7 @@ clean=0 noheader=0 bad=0 runs=0 events=0
 for d in $delays; do
     runs=$((runs + 1))
     D=$TMP/k$runs; mkdir $D
-    env LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP busy 4 >/dev/null 2>&1 &
+    env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP busy 4 >/dev/null 2>&1 &
     pid=$!
     sleep $d
     kill -KILL $pid; wait $pid 2>/dev/null

@@ -39,13 +39,13 @@ is "$(count_events $TMP/dump cudaMemGetInfo "" "$(sed -n 's/^cudaMemGetInfo(NULL
 # ---- a driver that lacks an entry point (pre-12.0: no _v2 lookup, no
 # cuMemAllocFromPoolAsync_ptsz) ----
 D=$TMP/nov2; mkdir $D
-LD_LIBRARY_PATH=$B/sim-nov2 LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP nov2-call >$TMP/out 2>$TMP/out.err
+LD_LIBRARY_PATH=$B/sim-nov2 LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP nov2-call >$TMP/out 2>$TMP/out.err
 is "$?" 0 "missing entry point: calling the shim's export does not crash"
 is "$(cat $TMP/out)" "cuMemAllocFromPoolAsync_ptsz=500 ptr=0" "missing entry point: CUDA_ERROR_NOT_FOUND (500), nothing allocated"
 "$VT" dump $D/*.vtrace >$TMP/dump
 is "$(count_events $TMP/dump cuMemAllocFromPoolAsync_ptsz)" 0 "missing entry point: no event for a call that never reached a driver"
 env -u LD_PRELOAD LD_LIBRARY_PATH=$B/sim-nov2 $FP nov2-probe >$TMP/plain
-LD_LIBRARY_PATH=$B/sim-nov2 LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $FP nov2-probe >$TMP/out
+LD_LIBRARY_PATH=$B/sim-nov2 LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP nov2-probe >$TMP/out
 is "$(grep -c 'dlsym(libcuda, cuMemAllocFromPoolAsync_ptsz)=NULL' $TMP/out)" 1 "missing entry point: dlsym(libcuda handle) says NULL"
 is "$(grep -c 'dlsym(libcuda, cuGetProcAddress_v2)=NULL' $TMP/out)" 1 "missing entry point: dlsym(libcuda handle, cuGetProcAddress_v2) says NULL"
 todo_is "$(cat $TMP/out)" "$(cat $TMP/plain)" "missing entry point: dlsym(RTLD_DEFAULT) answers as without the shim" \

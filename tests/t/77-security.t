@@ -62,7 +62,7 @@ is "$(stat -c %a $TMP/open/*.vtrace)" 600 "in a world-writable directory the tra
 if command -v strace >/dev/null && strace -qq -o /dev/null true 2>/dev/null; then
     D=$TMP/st; mkdir $D
     env -u LD_PRELOAD LD_LIBRARY_PATH=$SIM strace -f -qq -e trace=open,openat -o $TMP/plain.st $FP pairs 10 >/dev/null
-    env LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D \
+    env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D \
         strace -f -qq -e trace=open,openat -o $TMP/shim.st $FP pairs 10 >/dev/null
     paths() { grep -o 'open[a-z]*([^"]*"[^"]*"' "$1" | sed 's/.*"\([^"]*\)"$/\1/' | sort -u; }
     paths $TMP/plain.st >$TMP/plain.paths

@@ -26,7 +26,7 @@ is "$(count_events $TMP/dump cudaFree "" 0)" $N "1 kHz SIGALRM: every free trace
 plain $TMP/plain $FP pairs $N
 for fault in "VTFAULT_EINTR=2" "VTFAULT_EINTR=3 VTFAULT_SHORT=1" "VTFAULT_SHORT=1"; do
     D=$TMP/$(echo $fault | tr ' =' '__'); mkdir $D
-    env $fault PRELOAD="$VTFAULT $SHIM" sh -c '. tests/t/lib.sh; . tests/fault/lib.sh; shimmed "$@"' - $TMP/out $D $FP pairs $N
+    env $fault PRELOAD="$FAULT_PRELOAD" sh -c '. tests/t/lib.sh; . tests/fault/lib.sh; shimmed "$@"' - $TMP/out $D $FP pairs $N
     unchanged $TMP/plain $TMP/out "$fault: program unchanged"
     check "$fault: faults were injected ($(grep vtfault: $TMP/out.err))" grep -q 'vtfault: \(eintr=[1-9]\|.*short=[1-9]\)' $TMP/out.err
     "$VT" dump $D/*.vtrace >$TMP/dump
