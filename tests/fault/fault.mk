@@ -36,3 +36,10 @@ $(FAULT)/libvtfault.so: tests/fault/vtfault.c
 .PHONY: soak
 soak: $(TEST_BINS)
 	@SOAK_EVENTS=$${SOAK_EVENTS:-10000000} prove -v tests/t/79-soak.t
+
+# ThreadSanitizer over the multi-threaded shim paths, in its own build tree.
+TSAN_B := build-thread
+.PHONY: tsan
+tsan:
+	$(MAKE) B=$(TSAN_B) SANITIZE=thread $(addprefix $(TSAN_B)/,libvramtrace.so vramtrace tests/shim/paths tests/fault/faultprog)
+	sh tests/fault/tsan.sh $(TSAN_B)
