@@ -90,7 +90,16 @@ static int ring_init(void)
     return 0;
 }
 
+static vt_ring_slot_t *ring_claim(int count_drop);
+
 vt_ring_slot_t *vt_ring_claim(void)
+{
+    return ring_claim(1);
+}
+
+/* count_drop = 0 for the shim's own samples: "dropped" counts only events
+ * the program made, so trace + dropped = the program's calls exactly. */
+static vt_ring_slot_t *ring_claim(int count_drop)
 {
     uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
     for (;;) {
@@ -102,7 +111,8 @@ vt_ring_slot_t *vt_ring_claim(void)
                                                       memory_order_relaxed))
                 return slot;
         } else if (diff < 0) {
-            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+            if (count_drop)
+                atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
             return NULL;
         } else {
             pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
@@ -255,7 +265,7 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
     uint64_t free_b, total_b;
     if (vt_driver_meminfo(&free_b, &total_b) != 0)
         return;
-    vt_ring_slot_t *slot = vt_ring_claim();
+    vt_ring_slot_t *slot = ring_claim(0);
     if (!slot)
         return;
     vt_event_t *ev = &slot->ev;
@@ -314,12 +324,15 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     }
     if (is_release(call->kind)) {
         call->slot = vt_ring_claim();
-        if (!call->slot) {
+        if (!call->slot && !call->runtime) {
             vt_tls.guard--;
             return 0;
         }
     }
-    call->recording = 1;
+    /* A runtime release whose slot was dropped (counted once, by the ring)
+     * still folds the driver calls under it, or they would be recorded or
+     * dropped a second time. */
+    call->recording = call->slot || !is_release(call->kind) ? 1 : 2;
     if (call->runtime)
         vt_tls.runtime_depth++;
     vt_tls.guard--;
@@ -376,6 +389,10 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
 {
     if (!call->recording)
         return;
+    if (call->recording == 2) { /* folding only: the event was dropped */
+        vt_tls.runtime_depth--;
+        return;
+    }
     vt_tls.guard++;
     if (call->runtime)
         vt_tls.runtime_depth--;

@@ -58,7 +58,8 @@ extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
 typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot claimed before a release call */
-    uint8_t kind, space, recording, runtime;
+    uint8_t kind, space, runtime;
+    uint8_t recording;    /* 0 pass-through, 1 record, 2 fold nested calls only */
 } vt_call_t;
 
 /* Starts recording a call. Returns 0 when the call must pass through

@@ -24,8 +24,7 @@ command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed to read the 
 D=$TMP/small; mkdir $D
 VRAMTRACE_RING=1024 VRAMTRACE_SAMPLE_MS=0 shimmed $TMP/out $D $FP pairs 20000 8
 in=$(all_events $D/*.vtrace)
-todo_is "$((in + $(not_in $TMP/out.err)))" 320000 "1024-slot ring, 8 threads: events in the trace + said dropped = the program's 320000" \
-    "record.c vt_call_begin: a runtime free whose early ring claim fails does not fold its driver call, which is dropped (counted) again"
+is "$((in + $(not_in $TMP/out.err)))" 320000 "1024-slot ring, 8 threads: events in the trace + said dropped = the program's 320000"
 
 plain $TMP/plain $FP soak $EV 16
 D=$TMP/soak; mkdir $D
@@ -47,8 +46,7 @@ if [ "$dropped" = 0 ]; then
     is "$(ev total)" $EV "soak: every event in the trace, nothing dropped"
 else
     echo "# the writer fell behind: $dropped events dropped (counted)"
-    todo_is "$(( $(ev total) + dropped ))" $EV "soak: events in the trace + dropped = the program's $EV" \
-        "record.c vt_call_begin: a runtime free whose early ring claim fails does not fold its driver call, which is dropped (counted) again"
+    is "$(( $(ev total) + dropped ))" $EV "soak: events in the trace + dropped = the program's $EV"
 fi
 is "$(ev stacks_lost)" 0 "soak: no stack lost"
 
