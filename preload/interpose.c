@@ -36,7 +36,7 @@ void *vt_next_dlsym; /* glibc's dlsym; read by the trampoline */
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-static void resolve_real_dlsym(void)
+__attribute__((no_sanitize("address", "undefined", "thread"))) static void resolve_real_dlsym(void)
 {
     if (vt_next_dlsym)
         return;
@@ -204,14 +204,16 @@ static int caller_is_driver(void *caller)
 
 /* Called by the trampoline before every dlsym. Never fails: when in doubt,
  * forward. */
-route_t vt_dlsym_route(void *handle, const char *name, void *caller)
+__attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_route(void *handle, const char *name, void *caller)
 {
     route_t fwd = { NULL, 0 };
     resolve_real_dlsym();
     if (!vt_next_dlsym)
         return fwd; /* cannot happen with glibc; the trampoline then crashes, so: */
+    if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
+        return fwd;
     unsigned api = vt_api_by_name(name);
-    if (api == VT_API_COUNT || handle == RTLD_NEXT || vt_tls.guard || caller_is_driver(caller))
+    if (api == VT_API_COUNT || vt_tls.guard || caller_is_driver(caller))
         return fwd;
     void *real;
     if (handle == RTLD_DEFAULT) {
@@ -219,6 +221,15 @@ route_t vt_dlsym_route(void *handle, const char *name, void *caller)
         real = vt_real_dlsym(RTLD_NEXT, name);
         if (!real && !vt_api_info(api)->runtime && vt_libcuda())
             real = vt_real_dlsym(vt_libcuda(), name);
+        if (!real && vt_api_info(api)->runtime)
+            real = runtime_lookup(name);
+        /* Nothing but us defines it (a driver without this entry point):
+         * forwarding would answer with our own export, and the program
+         * would think the driver has it. */
+        if (!real) {
+            route_t missing = { NULL, 1 };
+            return missing;
+        }
     } else {
         real = vt_real_dlsym(handle, name);
     }

@@ -2,10 +2,11 @@
  * it gave back and the shim can sample cuMemGetInfo at each new peak.
  *
  * Contract and invariants:
- *  - Lock-free open addressing. A slot's key goes EMPTY -> key -> TOMB ->
- *    key' ...; a key is present at most once because the driver never hands
- *    out a live address twice, and a free of P is ordered before any
- *    allocation that reuses P (the driver must release P first).
+ *  - Lock-free open addressing. A slot's key goes EMPTY -> BUSY -> key ->
+ *    TOMB -> ... The removal of a freed P runs after the real free, so
+ *    another thread's allocation that got P back may add it first: P can
+ *    briefly sit in two slots, and the removal takes whichever it finds
+ *    first. Totals stay exact; only the timing of peak samples can shift.
  *  - Bounded: a fixed table, mmap'ed on first use. When a probe sequence is
  *    exhausted the allocation is simply not tracked; that only makes peak
  *    sampling coarser, never changes what the program sees.
@@ -24,8 +25,11 @@
 
 typedef struct live_slot {
     _Atomic uint64_t key;
-    uint64_t bytes;
-    int32_t device;
+    /* Atomic because a free's removal can race an allocation that already
+     * got the same address back from the driver (the removal runs after the
+     * real free returns). The only effect is which peak samples are taken. */
+    _Atomic uint64_t bytes;
+    _Atomic int32_t device;
     int32_t pad;
 } live_slot_t;
 
@@ -65,8 +69,8 @@ int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
          * slot must not overwrite the value. */
         if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_BUSY))
             continue;
-        slots[i].bytes = bytes;
-        slots[i].device = device;
+        atomic_store_explicit(&slots[i].bytes, bytes, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].device, device, memory_order_relaxed);
         atomic_store_explicit(&slots[i].key, key, memory_order_release);
         return atomic_fetch_add(&device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
     }
@@ -84,8 +88,8 @@ int64_t vt_live_remove(uint64_t key, int *device)
             return -1;
         if (k != key)
             continue;
-        uint64_t bytes = slots[i].bytes;
-        int dev = slots[i].device;
+        uint64_t bytes = atomic_load_explicit(&slots[i].bytes, memory_order_relaxed);
+        int dev = atomic_load_explicit(&slots[i].device, memory_order_relaxed);
         if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_TOMB))
             return -1; /* a racing double free: the other one counts it */
         *device = dev;

@@ -62,6 +62,7 @@ static uint32_t chunk_seq;
 static uint64_t prev_time, file_bytes, fsize_limit;
 static int write_failed;
 static uint64_t events_written, events_lost;
+static uint64_t chunk_events; /* events in the chunk being built */
 static uint32_t nodes_emitted;
 static uint64_t last_dropped, last_stacks_lost;
 static _Atomic int warned_write;
@@ -125,6 +126,12 @@ static void flush_chunk(void)
                 write_failed_now();
         }
     }
+    if (write_failed) {
+        /* This chunk's events never reached the file: say them lost. */
+        events_written -= chunk_events;
+        events_lost += chunk_events;
+    }
+    chunk_events = 0;
     raw_len = 0;
     prev_time = mono_start;
 }
@@ -258,6 +265,7 @@ static void emit_event(const vt_event_t *ev)
     emit(VT_REC_EVENT, buf, (size_t)(p - buf));
     prev_time = ev->time_ns;
     events_written++;
+    chunk_events++;
 }
 
 static void emit_counts(int force)
@@ -368,7 +376,9 @@ static size_t read_small_file(const char *name, char *buf, size_t cap)
 static int open_trace(const char *exe)
 {
     if (mkdir(vt_opt.dir, 0700) != 0 && errno != EEXIST) {
-        vt_disable("cannot create VRAMTRACE_DIR");
+        char why[700];
+        snprintf(why, sizeof why, "cannot create VRAMTRACE_DIR %s (%s)", vt_opt.dir, strerror(errno));
+        vt_disable(why);
         return -1;
     }
     const char *base = strrchr(exe, '/');
@@ -440,10 +450,8 @@ static int write_header(const char *exe)
     memcpy(prelude.magic, VT_FILE_MAGIC, 8);
     prelude.version = VT_FORMAT_VERSION;
     prelude.header_len = (uint32_t)rec_len;
-    if (write_all((const uint8_t *)&prelude, sizeof prelude) != 0 || write_all(rec, rec_len) != 0) {
-        write_failed_now();
-        return -1;
-    }
+    if (write_all((const uint8_t *)&prelude, sizeof prelude) != 0 || write_all(rec, rec_len) != 0)
+        return -1; /* the caller says why, once */
     return 0;
 }
 
@@ -473,7 +481,9 @@ int vt_writer_start(void)
     if (open_trace(exe) != 0)
         return -1;
     if (write_header(exe) != 0) {
-        vt_disable("cannot write the trace header");
+        char why[700];
+        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", path, strerror(errno));
+        vt_disable(why);
         close(fd);
         unlink(path);
         fd = -1;
@@ -552,7 +562,7 @@ void vt_writer_atfork_child(void)
     chunk_seq = 0;
     file_bytes = 0;
     write_failed = 0;
-    events_written = events_lost = 0;
+    events_written = events_lost = chunk_events = 0;
     nodes_emitted = 0;
     last_dropped = last_stacks_lost = 0;
     frame_set = NULL;
