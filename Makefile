@@ -9,7 +9,11 @@
 CUDA_HOME ?= /usr/local/cuda
 PREFIX ?= /usr/local
 DESTDIR ?=
-B := build
+# A sanitized build gets its own tree (build-address-undefined, build-thread):
+# objects do not record the flags they were built with, so sharing build/
+# would mix instrumented and plain objects.
+comma := ,
+B := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 VERSION := 0.1.0
 
 CC ?= cc

@@ -21,8 +21,21 @@ $(B)/tests/shim/next_main: tests/shim/next_main.c $(B)/tests/shim/libnext_a.so $
 
 TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/next_main
 
+# Sanitized runs (SANITIZE=address,undefined or thread): the scripts find
+# the build through VT_B; every sanitizer report fails its test (UBSan would
+# otherwise print and carry on); leak checking is off because the shim runs
+# inside programs we do not own (sh, python) whose leaks are not ours;
+# verify_asan_link_order=0 lets the instrumented shim be preloaded into
+# uninstrumented programs, and VT_SAN_RT names the runtime lib.sh puts
+# first in LD_PRELOAD so those programs get ASan's allocator too.
+SAN_RT := $(if $(findstring address,$(SANITIZE)),$(shell $(CC) -print-file-name=libasan.so),$(if $(findstring thread,$(SANITIZE)),$(shell $(CC) -print-file-name=libtsan.so)))
+TEST_ENV := VT_B=$(abspath $(B)) $(if $(SANITIZE),VT_SANITIZE=$(SANITIZE) VT_SAN_RT=$(SAN_RT) \
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
+
 test: $(B)/.deps-ok $(TEST_BINS)
-	@prove -j1 tests/t/
+	@$(TEST_ENV) prove -j1 tests/t/
 
 .PHONY: test-bins
 test-bins: $(TEST_BINS)

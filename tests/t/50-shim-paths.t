@@ -10,7 +10,7 @@ G=2097152   # the simulated granularity
 run_mode() {   # run_mode MODE [ENV...]: leaves $D/dump
     D=$(tmpdir)
     mode=$1; shift
-    env "$@" LD_LIBRARY_PATH=${SIMDIR:-$SIM} LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $P $mode >$D/out 2>$D/err
+    env "$@" LD_LIBRARY_PATH=${SIMDIR:-$SIM} LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D $P $mode >$D/out 2>$D/err
     echo $? >$D/rc
     set -- $D/*.vtrace
     NTRACES=$#

@@ -42,7 +42,7 @@ is "$n" 1 "exec: the exec'd program's allocations are traced"
 # SIGKILL after the flush interval: everything older is readable.
 D=$(tmpdir)
 # env execs the program, so $! is the program itself.
-env LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D $P hold >$D/out &
+env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D $P hold >$D/out &
 pid=$!
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do grep -q ready $D/out 2>/dev/null && break; sleep 0.1; done
 sleep 0.4

@@ -29,7 +29,7 @@ traced() {
     env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u VTSIM_SYSMEM_FALLBACK \
         -u GGML_CUDA_ENABLE_UNIFIED_MEMORY -u GGML_CUDA_NO_VMM \
         ${VTSIM_SHARED_FOR:+VTSIM_SHARED=$VTSIM_SHARED_FOR} ${EXTRA_ENV:-} \
-        VRAMTRACE_DIR="$dir" LD_LIBRARY_PATH="$SIM" LD_PRELOAD="$SHIM" "$@" >"$dir.out" 2>"$dir.err"
+        VRAMTRACE_DIR="$dir" LD_LIBRARY_PATH="$SIM" LD_PRELOAD="$SHIM_PRELOAD" "$@" >"$dir.out" 2>"$dir.err"
 }
 
 # report DIR: the JSON report in DIR.json.

@@ -36,7 +36,7 @@ fi
 # DIR/dump (with stacks) and DIR/json.
 run_py() {
     d=$1 py=$2 script=$3; shift 3
-    env "$@" PYTHONPATH=$PYDIR:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$d \
+    env "$@" PYTHONPATH=$PYDIR:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$d \
         "$py" "$PYDIR/$script" >$d/out 2>$d/err
     echo $? >$d/rc
     set -- $d/*.vtrace
@@ -151,7 +151,7 @@ done
 
 # ---- fork: the child's trace has its own note and Python frames ----
 D=$(tmpdir)
-PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM VRAMTRACE_DIR=$D python3 -c '
+PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D python3 -c '
 import os, sys
 from simcuda import cuda_malloc
 def load_weights(n): cuda_malloc(n)

@@ -2,8 +2,11 @@
 # Paths are relative to the repository root, where prove runs.
 set -u
 ROOT=$(pwd)
-B=$ROOT/build
+B=${VT_B:-$ROOT/build}
 SHIM=$B/libvramtrace.so
+# What LD_PRELOAD gets wherever a script runs the shim: in a sanitized
+# build the sanitizer runtime goes first (tests/tests.mk sets VT_SAN_RT).
+SHIM_PRELOAD=${VT_SAN_RT:+$VT_SAN_RT }$SHIM
 VT=$B/vramtrace
 SIM=$B/sim
 T=0
@@ -42,5 +45,5 @@ stack_of() {
 # Runs a program under the shim into directory $1 with the simulated GPU.
 under_shim() {
     dir=$1; shift
-    LD_LIBRARY_PATH=$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LD_PRELOAD=$SHIM VRAMTRACE_DIR=$dir "$@"
+    LD_LIBRARY_PATH=$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$dir "$@"
 }
