@@ -203,13 +203,19 @@ static int caller_is_driver(void *caller)
 }
 
 /* Called by the trampoline before every dlsym. Never fails: when in doubt,
- * forward. */
+ * forward. Not instrumented: ASan and TSan call dlsym(RTLD_NEXT) while
+ * setting themselves up, before their shadow memory exists, so this must
+ * touch nothing before it knows the lookup is not ours. */
 __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_route(void *handle, const char *name, void *caller)
 {
     route_t fwd = { NULL, 0 };
     resolve_real_dlsym();
-    if (!vt_next_dlsym)
-        return fwd; /* cannot happen with glibc; the trampoline then crashes, so: */
+    if (!vt_next_dlsym) {
+        /* No glibc dlsym to jump to (not seen with glibc): answer "not
+         * found" rather than let the trampoline jump to NULL. */
+        route_t none = { NULL, 1 };
+        return none;
+    }
     if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
         return fwd;
     unsigned api = vt_api_by_name(name);
