@@ -148,6 +148,17 @@ uint64_t vt_ring_dropped(void)
 
 /* ---- start-up, on the first intercepted call ---- */
 
+static void atfork_prepare(void)
+{
+    if (atomic_load(&vt_state) == VT_ST_ACTIVE)
+        vt_writer_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    vt_writer_atfork_parent();
+}
+
 static void atfork_child(void)
 {
     vt_tls.tid = 0;
@@ -191,7 +202,7 @@ static int start(void)
         return -1; /* the writer said why */
     if (!atfork_done) {
         atfork_done = 1;
-        pthread_atfork(NULL, NULL, atfork_child);
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         atexit(shim_exit);
     }
     return 0;

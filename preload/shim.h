@@ -158,6 +158,8 @@ int vt_ranges_frames(uint64_t *out, int cap);
 int vt_writer_start(void);
 /* Flushes everything and writes the END record (process exit). */
 void vt_writer_stop(void);
+void vt_writer_atfork_prepare(void);
+void vt_writer_atfork_parent(void);
 void vt_writer_atfork_child(void);
 
 #endif

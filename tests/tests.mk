@@ -34,8 +34,12 @@ TEST_ENV := VT_B=$(abspath $(B)) $(if $(SANITIZE),VT_SANITIZE=$(SANITIZE) VT_SAN
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
 
+# A script that hangs fails on its own after TEST_TIMEOUT seconds (its whole
+# process group is killed) instead of eating CI's budget: a fork deadlock
+# under ASan once did exactly that.
+TEST_TIMEOUT ?= 300
 test: $(B)/.deps-ok $(TEST_BINS)
-	@$(TEST_ENV) prove -j1 tests/t/
+	@$(TEST_ENV) prove -j1 --exec 'timeout -k 10 $(TEST_TIMEOUT) sh' tests/t/
 
 .PHONY: test-bins
 test-bins: $(TEST_BINS)
