@@ -19,6 +19,8 @@
  *   hold      allocates, prints "ready", and sleeps (for SIGKILL tests)
  *   threads N allocates from N threads at once, 1000 pairs each
  *   oom       asks for more than the card has
+ *   environ   edits its environment every way libc allows, then allocates:
+ *             the shim's load-time NVTX variable must not break any of them
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -344,6 +346,25 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The shim's constructor swaps environ for a static copy (ranges.c); every
+ * later edit of the environment must behave as libc documents. */
+static void mode_environ(void)
+{
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    setenv("VT_A", "1", 1);
+    putenv((char *)"VT_B=2");
+    unsetenv("HOME");
+    setenv("VT_A", "3", 1);
+    printf("nvtx=%s a=%s b=%s home=%s\n", nvtx && strstr(nvtx, "libvramtrace") ? "shim" : "other",
+           getenv("VT_A"), getenv("VT_B"), getenv("HOME") ? "set" : "unset");
+    void *p = NULL;
+    CHECK(cudaMalloc(&p, SIZE(70)));
+    CHECK(cudaFree(p));
+    clearenv();
+    setenv("VT_C", "4", 1);
+    printf("after clearenv c=%s path=%s\n", getenv("VT_C"), getenv("PATH") ? "set" : "unset");
+}
+
 static void mode_threads(int n)
 {
     pthread_t t[256];
@@ -401,6 +422,8 @@ int main(int argc, char **argv)
         mode_exec(argv[0]);
     else if (!strcmp(mode, "hold"))
         hold_calls();
+    else if (!strcmp(mode, "environ"))
+        mode_environ();
     else if (!strcmp(mode, "threads"))
         mode_threads(argc > 2 ? atoi(argv[2]) : 8);
     else if (!strcmp(mode, "oom"))

@@ -89,6 +89,17 @@ is "$?" 0 "bad env values: program ran unchanged"
 is "$(ls $D/*.vtrace | wc -l)" 1 "bad env values: still traced with defaults"
 is "$(grep -c 'ignoring VRAMTRACE_' $D/err)" 3 "bad env values: one warning each"
 
+# The constructor gives NVTX its path without setenv (no malloc in processes
+# that never touch CUDA): every later edit of the environment still works.
+D=$(tmpdir)
+out=$(env -u NVTX_INJECTION64_PATH HOME=/h LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D $P environ)
+is "$out" "nvtx=shim a=3 b=2 home=unset
+after clearenv c=4 path=unset" "environ: setenv, putenv, unsetenv and clearenv behave after the shim's constructor"
+$VT dump $D/*.vtrace >$D/dump
+is "$(count_events $D/dump cudaMalloc 286721 0)" 1 "environ: the allocation after the edits is traced"
+out=$(env -u NVTX_INJECTION64_PATH LD_PRELOAD="$SHIM_PRELOAD" sh -c 'env' | grep -c "^NVTX_INJECTION64_PATH=$SHIM\$")
+is "$out" 1 "environ: children see NVTX_INJECTION64_PATH naming the shim"
+
 # A symlink planted at the trace path is not followed; the file is 0600.
 D=$(tmpdir); V=$(tmpdir)/victim; echo precious >$V
 under_shim $D sh -c "ln -s $V $D/paths.\$\$.vtrace; exec $P runtime"
