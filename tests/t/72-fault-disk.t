@@ -15,6 +15,12 @@ N=20000
 export VRAMTRACE_FLUSH_MS=1 VRAMTRACE_SAMPLE_MS=0 VRAMTRACE_RING=1048576 FAULTPROG_PACE_US=3000
 plain $TMP/plain $FP pairs $N
 want=$((2 * N))
+# The limits below are fractions of this run's whole trace, so they stay
+# inside the trace as the encoding gets denser.
+mkdir $TMP/ref
+shimmed $TMP/out $TMP/ref $FP pairs $N
+S=$(cat $TMP/ref/*.vtrace | wc -c)
+echo "# the whole trace of $N pairs: $S bytes"
 
 # accounted DESC DIR: checks what the shim left in DIR after a full disk.
 accounted() {
@@ -32,7 +38,8 @@ accounted() {
 
 # RLIMIT_FSIZE: the shim checks the limit before writing, so the host never
 # gets SIGXFSZ and the file ends exactly at a chunk boundary.
-for kib in 8 48; do
+small=$((S / 1024 / 5)); [ $small -ge 2 ] || small=2
+for kib in $small $((S * 3 / 4 / 1024)); do
     D=$TMP/fsize$kib; mkdir $D
     (ulimit -f $kib; shimmed $TMP/out $D $FP pairs $N)
     unchanged $TMP/plain $TMP/out "RLIMIT_FSIZE ${kib} KiB: program unchanged (no SIGXFSZ)"
@@ -43,7 +50,7 @@ for kib in 8 48; do
 done
 
 # ENOSPC in the middle of a chunk, injected: deterministic, no root needed.
-for at in 100 9000 30000; do
+for at in 100 $((S / 3)) $((S * 3 / 4)); do
     D=$TMP/enospc$at; mkdir $D
     PRELOAD="$FAULT_PRELOAD" VTFAULT_ENOSPC_AFTER=$at shimmed $TMP/out $D $FP pairs $N
     unchanged $TMP/plain $TMP/out "ENOSPC after $at bytes: program unchanged"
@@ -60,9 +67,11 @@ done
 # A real full file system: a 64 KiB tmpfs.
 mkdir $TMP/tiny
 if mount -t tmpfs -o size=64k tmpfs $TMP/tiny 2>/dev/null; then
-    plain $TMP/plain5 $FP pairs $((5 * N))
-    want=$((10 * N))
-    shimmed $TMP/out $TMP/tiny $FP pairs $((5 * N))
+    # enough pairs for twice the file system
+    M=$((131072 / (S / N + 1) + N))
+    plain $TMP/plain5 $FP pairs $M
+    want=$((2 * M))
+    shimmed $TMP/out $TMP/tiny $FP pairs $M
     unchanged $TMP/plain5 $TMP/out "64 KiB tmpfs: program unchanged"
     check "64 KiB tmpfs: the shim said the disk is full" grep -q 'No space left on device' $TMP/out.err
     accounted "64 KiB tmpfs" $TMP/tiny
