@@ -149,7 +149,7 @@ int64_t vt_m_free_est(const vt_dev_t *d)
 
 void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v)
 {
-    memset(v, 0, sizeof *v);
+    /* Field by field, not memset then fill: one view per allocation event. */
     v->valid = 1;
     v->time_ns = rel(m, ev->time_ns);
     v->api = ev->api;
@@ -159,6 +159,7 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
     v->tid = ev->tid;
     v->stack = ev->stack;
     v->device = ev->device;
+    v->free_after = 0;
     if (dev >= 0) {
         const vt_dev_t *d = &m->p.devs[dev];
         v->device = d->ordinal;
@@ -167,6 +168,12 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
         v->have_free = d->have_free;
         v->last_free = d->last_free;
         v->free_est = vt_m_free_est(d);
+    } else {
+        v->dev_tracked = 0;
+        memset(v->dev_by_tag, 0, sizeof v->dev_by_tag);
+        v->have_free = 0;
+        v->last_free = 0;
+        v->free_est = 0;
     }
 }
 
@@ -205,11 +212,16 @@ static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
     return 0;
 }
 
-static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, const vt_match_t *match, uint32_t *out)
+/* A site carries its stack's match, so a known site costs one lookup; the
+ * per-stack cache (a second, as cold, map) is asked only for a new site. */
+static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t *out)
 {
     uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
     if (vt_map_get(&m->site_by_key, key, out))
         return 0;
+    vt_match_t match;
+    if (match_for(m, stack, &match))
+        return VT_E_NOMEM;
     if (m->p.nsites == m->sites_cap) {
         size_t ncap = m->sites_cap ? m->sites_cap * 2 : 64;
         vt_site_t *v = realloc(m->p.sites, ncap * sizeof *v);
@@ -223,7 +235,7 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, const vt_
     s->stack = stack;
     s->space = (uint8_t)space;
     s->device = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
-    s->match = *match;
+    s->match = match;
     if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
         return VT_E_NOMEM;
     *out = (uint32_t)m->p.nsites++;
@@ -402,24 +414,27 @@ static int live_drop(vt_model_t *m, uint32_t i, uint64_t t, uint64_t *phys)
  * still mapped is only detached (model_internal.h): 1, with *phys 0. */
 static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out, uint64_t *phys)
 {
-    uint32_t i;
     uint64_t freed = 0;
     if (phys)
         *phys = 0;
-    if (!vt_map_get(map_of(m, kind), key, &i))
+    vt_map_t *map = map_of(m, kind);
+    size_t slot = vt_map_find(map, key);
+    if (slot == SIZE_MAX)
         return 0;
+    uint32_t i = map->slots[slot].val;
     live_t e = m->live[i];
     if (out)
         *out = e;
     if (e.kind == L_HANDLE && e.link) {
-        vt_map_del(&m->by_handle, key, NULL);
+        vt_map_del_slot(map, slot);
         m->live[i].released = 1;
         return 1;
     }
     /* The state before the first decrease after a peak is the peak state:
-     * model_frag.c marks it before e leaves its map. */
+     * model_frag.c marks it before e leaves its map. It reads the maps but
+     * never changes them, so slot still holds key. */
     int frc = vt_m_frag_before_remove(m, &e);
-    vt_map_del(map_of(m, kind), key, NULL);
+    vt_map_del_slot(map, slot);
     int rc = live_drop(m, i, t, &freed);
     if (frc)
         rc = frc;
@@ -528,13 +543,11 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     vt_proc_t *p = &m->p;
     int space = kind == L_HANDLE ? VT_SPACE_DEVICE : info->space;
     int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
-    vt_match_t match;
-    if (match_for(m, ev->stack, &match))
-        return VT_E_NOMEM;
     uint32_t si;
-    if (site_for(m, ev->stack, space, di, &match, &si))
+    if (site_for(m, ev->stack, space, di, &si))
         return VT_E_NOMEM;
     vt_site_t *s = &p->sites[si];
+    vt_match_t match = s->match;
     s->calls++;
     if (ev->result != 0) {
         s->failed++;
@@ -555,15 +568,18 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
             return VT_E_NOMEM;
     }
     vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
-    vt_event_view_t v;
+    /* A device allocation's view is built where it ends up (last_alloc):
+     * nothing reads last_alloc before this event is done, and the copy of a
+     * 200-byte view per event showed in profiles. */
+    vt_event_view_t hv, *const v = d ? &d->last_alloc : &hv;
     if (d) {
-        vt_m_view(m, ev, match.tag, di, &v);
+        vt_m_view(m, ev, match.tag, di, v);
         if ((d->have_free && (int64_t)ev->size > vt_m_free_est(d)) || (d->total && ev->size > d->total))
-            vt_m_spill(m, VT_SPILL_OVER_CAPACITY, &v);
+            vt_m_spill(m, VT_SPILL_OVER_CAPACITY, v);
         if (d->retry_active && ev->size == d->retry_size && ev->tid == d->retry_tid) {
             if (d->retry_frees) {
                 if (!d->retry_bursts) {
-                    d->first_burst = v;
+                    d->first_burst = *v;
                     d->first_burst_frees = d->retry_frees;
                     d->first_burst_freed = d->retry_freed;
                 }
@@ -575,8 +591,8 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         }
         d->pend_fail_active = 0;
     } else if (space == VT_SPACE_HOST && kind == L_ALLOC && (p->failed_tags & (1u << match.tag))) {
-        vt_m_view(m, ev, match.tag, p->last_failed_dev, &v);
-        vt_m_spill(m, VT_SPILL_HOST_FALLBACK, &v);
+        vt_m_view(m, ev, match.tag, p->last_failed_dev, v);
+        vt_m_spill(m, VT_SPILL_HOST_FALLBACK, v);
         e.fallback = 1;
     }
     m->seq++;
@@ -593,11 +609,10 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
                 d->min_free_time_ns = rel(m, ev->time_ns);
                 d->min_free_estimated = 1;
             }
-            v.free_after = f;
+            v->free_after = f;
             if (d->total && !d->below_margin.valid && (double)f < m->margin_pct / 100.0 * (double)d->total)
-                d->below_margin = v;
+                d->below_margin = *v;
         }
-        d->last_alloc = v;
     }
     if (space == VT_SPACE_DEVICE || space == VT_SPACE_MANAGED)
         vt_m_check_oversub(m, ev, match.tag, di);

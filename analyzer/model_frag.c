@@ -54,9 +54,9 @@ static size_t collect(vt_model_t *m, const vt_map_t *map, int dev, vt_range_t *o
 {
     size_t n = 0;
     for (size_t i = 0; i < map->cap; i++) {
-        if (!map->used[i])
+        if (!map->slots[i].tag)
             continue;
-        const live_t *e = &m->live[map->vals[i]];
+        const live_t *e = &m->live[map->slots[i].val];
         if (!is_range(e, dev))
             continue;
         if (n < max)

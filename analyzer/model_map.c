@@ -2,10 +2,8 @@
  *
  * Keys are mixed with a 64-bit finalizer because device addresses share
  * their low and high bits (512-byte alignment, one VA range). The low bits
- * of the mix pick the home slot, the top 7 bits go into used[] as a tag:
- * used[] is 1 byte per slot, so a probe sequence usually stays inside one
- * cache line of used[] and reads keys[] (8 bytes per slot, another line)
- * only when the tag matches: once for a hit, about never for a miss. */
+ * of the mix pick the home slot, the top 7 bits are the slot's tag, so a
+ * probe past another key rarely compares keys. */
 #include "model_map.h"
 
 #include <stdlib.h>
@@ -32,17 +30,13 @@ static inline uint8_t tag_of(uint64_t h)
 
 void vt_map_init(vt_map_t *m)
 {
-    m->keys = NULL;
-    m->vals = NULL;
-    m->used = NULL;
+    m->slots = NULL;
     m->cap = m->count = 0;
 }
 
 void vt_map_free(vt_map_t *m)
 {
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
+    free(m->slots);
     vt_map_init(m);
 }
 
@@ -52,33 +46,28 @@ static void place(vt_map_t *m, uint64_t key, uint32_t val)
     size_t mask = m->cap - 1;
     uint64_t h = mix(key);
     size_t i = h & mask;
-    while (m->used[i])
+    while (m->slots[i].tag)
         i = (i + 1) & mask;
-    m->used[i] = tag_of(h);
-    m->keys[i] = key;
-    m->vals[i] = val;
+    m->slots[i] = (vt_map_slot_t){ key, val, tag_of(h) };
     m->count++;
 }
 
 static int grow(vt_map_t *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : MIN_CAP;
-    /* keys and vals of free slots are never read: only used[] is zeroed. */
-    vt_map_t n = { malloc(ncap * sizeof(uint64_t)), malloc(ncap * sizeof(uint32_t)), calloc(ncap, 1), ncap, 0 };
-    if (!n.keys || !n.vals || !n.used) {
-        vt_map_free(&n);
+    /* calloc: a zero tag is a free slot */
+    vt_map_t n = { calloc(ncap, sizeof(vt_map_slot_t)), ncap, 0 };
+    if (!n.slots)
         return VT_E_NOMEM;
-    }
     for (size_t i = 0; i < m->cap; i++)
-        if (m->used[i])
-            place(&n, m->keys[i], m->vals[i]);
+        if (m->slots[i].tag)
+            place(&n, m->slots[i].key, m->slots[i].val);
     vt_map_free(m);
     *m = n;
     return 0;
 }
 
-/* @return the slot holding key, or SIZE_MAX. */
-static inline size_t find(const vt_map_t *m, uint64_t key)
+size_t vt_map_find(const vt_map_t *m, uint64_t key)
 {
     if (!m->cap)
         return SIZE_MAX;
@@ -86,19 +75,19 @@ static inline size_t find(const vt_map_t *m, uint64_t key)
     uint64_t h = mix(key);
     uint8_t t = tag_of(h);
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-        uint8_t u = m->used[i];
-        if (!u)
+        const vt_map_slot_t *s = &m->slots[i];
+        if (!s->tag)
             return SIZE_MAX;
-        if (u == t && m->keys[i] == key)
+        if (s->tag == t && s->key == key)
             return i;
     }
 }
 
 int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val)
 {
-    size_t i = find(m, key);
+    size_t i = vt_map_find(m, key);
     if (i != SIZE_MAX) {
-        m->vals[i] = val;
+        m->slots[i].val = val;
         return 0;
     }
     /* At most half full: linear probing's miss cost grows with
@@ -116,37 +105,40 @@ int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val)
 
 int vt_map_get(const vt_map_t *m, uint64_t key, uint32_t *val)
 {
-    size_t i = find(m, key);
+    size_t i = vt_map_find(m, key);
     if (i == SIZE_MAX)
         return 0;
-    *val = m->vals[i];
+    *val = m->slots[i].val;
     return 1;
 }
 
-int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val)
+void vt_map_del_slot(vt_map_t *m, size_t i)
 {
-    size_t i = find(m, key);
-    if (i == SIZE_MAX)
-        return 0;
-    if (val)
-        *val = m->vals[i];
     size_t mask = m->cap - 1, j = i;
-    m->used[i] = 0;
+    m->slots[i].tag = 0;
     m->count--;
     /* Backward shift: move later entries of the run into the hole when
      * their home slot is not cyclically within (hole, their position]. */
     for (;;) {
         j = (j + 1) & mask;
-        if (!m->used[j])
+        if (!m->slots[j].tag)
             break;
-        size_t home = mix(m->keys[j]) & mask;
+        size_t home = mix(m->slots[j].key) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
-            m->used[i] = m->used[j];
-            m->used[j] = 0;
+            m->slots[i] = m->slots[j];
+            m->slots[j].tag = 0;
             i = j;
         }
     }
+}
+
+int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val)
+{
+    size_t i = vt_map_find(m, key);
+    if (i == SIZE_MAX)
+        return 0;
+    if (val)
+        *val = m->slots[i].val;
+    vt_map_del_slot(m, i);
     return 1;
 }

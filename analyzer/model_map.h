@@ -7,14 +7,13 @@
  *    backward shift (no tombstones), so memory and probe lengths depend only
  *    on the live entries: the map is bounded by what is live, not by how
  *    many insertions a long trace made. Capacity doubles when the map
- *    would be more than half full (13 bytes per slot, 2-4 slots per live
+ *    would be more than half full (16 bytes per slot, 2-4 slots per live
  *    entry) and never shrinks; get and del never allocate, put allocates
  *    only when it doubles.
  *  - Any 64-bit key is allowed, 0 included.
  *  - Functions returning int return 0 or VT_E_NOMEM.
- *  - used[i] is 0 for a free slot and nonzero (0x80 | 7 bits of the key's
- *    hash) for an occupied one; probes compare those hash bits before
- *    touching keys[], so a miss rarely reads keys[] at all.
+ *  - A slot's tag is 0 when free and nonzero (0x80 | 7 bits of the key's
+ *    hash) when occupied; probes compare those hash bits before the key.
  */
 #ifndef VT_MODEL_MAP_H
 #define VT_MODEL_MAP_H
@@ -22,10 +21,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Key, value and tag share one 16-byte slot: a lookup in a map larger than
+ * the cache (the live table, 100k stacks) is one cache miss, where three
+ * parallel arrays made it three dependent ones. */
+typedef struct vt_map_slot {
+    uint64_t key;
+    uint32_t val;
+    uint8_t tag;
+} vt_map_slot_t;
+
 typedef struct vt_map {
-    uint64_t *keys;
-    uint32_t *vals;
-    uint8_t *used;
+    vt_map_slot_t *slots;
     size_t cap;    /* power of two, or 0 */
     size_t count;
 } vt_map_t;
@@ -38,8 +44,13 @@ int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val);
 int vt_map_get(const vt_map_t *m, uint64_t key, uint32_t *val);
 /* @return 1 with *val set (if val) when the key was present and removed. */
 int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val);
+/* Lookup then removal without a second probe: find gives the slot holding
+ * key (or SIZE_MAX), valid until the next put or del; del_slot removes it. */
+size_t vt_map_find(const vt_map_t *m, uint64_t key);
+void vt_map_del_slot(vt_map_t *m, size_t slot);
 
-/* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->used[i]) ...
- * (keys[i], vals[i]). Order is unspecified; no put/del during a walk. */
+/* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->slots[i].tag) ...
+ * (slots[i].key, slots[i].val). Order is unspecified; no put/del during a
+ * walk. */
 
 #endif
