@@ -136,7 +136,7 @@ static size_t eval_size;
 static void *(*get_tstate)(void);
 static int (*is_initialized)(void);
 static int (*is_finalizing)(void);
-static _Atomic unsigned absent_count;
+static __thread unsigned absent_count __attribute__((tls_model("initial-exec")));
 
 static site_t *sites;
 static _Atomic uint32_t *site_slots;
@@ -610,9 +610,8 @@ static void collect(walk_t *w)
     }
     if (st == ST_ABSENT) {
         /* An embedding program may load libpython after its first CUDA
-         * call: look again now and then. */
-        if (atomic_fetch_add_explicit(&absent_count, 1, memory_order_relaxed) % RETRY_ABSENT != RETRY_ABSENT - 1)
-            return;
+         * call: vt_pseudo_merge lets one capture in RETRY_ABSENT look
+         * again. */
         st = ST_UNINIT;
         if (!atomic_compare_exchange_strong(&state, &(int){ ST_ABSENT }, ST_UNINIT))
             return;
@@ -644,16 +643,25 @@ static void collect(walk_t *w)
 
 /* ---- the hooks stacks.c and writer.c call ---- */
 
-int vt_pseudo_merge(void *const *ips, int n, uint64_t *out, int cap)
+int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap)
 {
     uint64_t ranges[VT_MAX_RANGE_FRAMES];
     int nr = vt_ranges_frames(ranges, VT_MAX_RANGE_FRAMES);
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    /* Most captures of a process without Python (or with Python frames
+     * off) have nothing to merge: the caller keeps the native array, and
+     * nothing is copied or compared with the eval loop. An absent
+     * libpython is looked for again only every RETRY_ABSENT captures of a
+     * thread, counted per thread so the hot path shares no cache line. */
+    int skip_python = st == ST_OFF || (st == ST_ABSENT && ++absent_count % RETRY_ABSENT != 0);
+    if (!nr && skip_python)
+        return -1;
     if (nr > cap)
         nr = cap;
     int room = cap - nr, m = 0;
     walk_t w;
     w.n = w.ngroups = 0;
-    if (atomic_load_explicit(&state, memory_order_relaxed) != ST_OFF)
+    if (!skip_python)
         collect(&w);
     int g = 0, k = 0;
     for (int i = 0; i < n && m < room; i++) {

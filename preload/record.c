@@ -257,7 +257,10 @@ static void capture_device(int device, uint64_t give_back)
         return;
     vt_device_slot_t *d = &vt_devices[device];
     int unseen = 0;
-    if (!atomic_compare_exchange_strong(&d->state, &unseen, 1))
+    /* Every event comes here: a plain load keeps the slot's cache line
+     * shared between threads once the device is known. */
+    if (atomic_load_explicit(&d->state, memory_order_relaxed) != 0 ||
+        !atomic_compare_exchange_strong(&d->state, &unseen, 1))
         return;
     if (vt_driver_device_facts(device, d) != 0) {
         atomic_store(&d->state, 0);

@@ -141,9 +141,10 @@ typedef void (*vt_emit_fn)(uint8_t type, const uint8_t *payload, size_t len);
 #define VT_MAX_RANGE_FRAMES 16
 /* Rewrites a native stack (ips[0..n), innermost first) into out: Python
  * frames replace the interpreter's eval frames, open ranges go at the outer
- * end. Returns the number of frames in out (<= cap). Lock-free and
+ * end. Returns the number of frames in out (<= cap), or -1 when there is
+ * nothing to merge and ips stand as they are (out untouched). Lock-free and
  * allocation-free unless a Python call site or range name is new. */
-int vt_pseudo_merge(void *const *ips, int n, uint64_t *out, int cap);
+int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap);
 /* Writer side: the name of a pseudo ip, valid for the process's life. */
 const char *vt_pseudo_name(uint64_t ip);
 const char *vt_range_name(uint32_t id);

@@ -175,13 +175,13 @@ static void thread_stack_bounds(void)
     pthread_attr_destroy(&attr);
 }
 
-static inline __attribute__((always_inline)) int fp_backtrace(void **ips, int max)
+static inline __attribute__((always_inline)) int fp_backtrace(uint64_t *ips, int max)
 {
     if (!stack_hi)
         thread_stack_bounds();
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     int n = 0;
-    ips[n++] = NULL; /* stands for this frame, as unw_backtrace's ips[0] does */
+    ips[n++] = 0; /* stands for this frame, as unw_backtrace's ips[0] does */
     while (n < max) {
         if (fp < stack_lo || fp + 2 * sizeof(uintptr_t) > stack_hi || (fp & (sizeof(uintptr_t) - 1)))
             break;
@@ -189,7 +189,7 @@ static inline __attribute__((always_inline)) int fp_backtrace(void **ips, int ma
         uintptr_t ret = ((const uintptr_t *)fp)[1];
         if (!ret)
             break;
-        ips[n++] = (void *)ret;
+        ips[n++] = ret;
         if (next <= fp)
             break;
         fp = next;
@@ -201,7 +201,9 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 {
     if (vt_opt.depth <= 0)
         return 0;
-    void *ips[VT_MAX_STACK_DEPTH + 8];
+    /* uint64_t, not void *: the merged and the native stack are read the
+     * same way below. The unwinders that fill it live in other objects. */
+    uint64_t ips[VT_MAX_STACK_DEPTH + 8];
     int want = vt_opt.depth + skip + 1;
     if (want > (int)(sizeof ips / sizeof ips[0]))
         want = (int)(sizeof ips / sizeof ips[0]);
@@ -209,7 +211,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     if (vt_opt.unwind_fp)
         n = fp_backtrace(ips, want);
     else
-        n = unw_backtrace_ptr ? unw_backtrace_ptr(ips, want) : backtrace(ips, want);
+        n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
     /* ips[0] is this function; then the shim's own frames. */
     int first = skip + 1;
     if (n <= first)
@@ -217,9 +219,15 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 
     /* Python frames and open ranges join the native ones (pyframes.c)
      * before the cache lookup: the same native stack serves many Python
-     * call sites. */
-    uint64_t frames[VT_MAX_STACK_DEPTH];
-    n = vt_pseudo_merge(ips + first, n - first, frames, VT_MAX_STACK_DEPTH);
+     * call sites. Without either, the native array is used in place. */
+    uint64_t merged[VT_MAX_STACK_DEPTH];
+    const uint64_t *frames = merged;
+    int native = n - first;
+    n = vt_pseudo_merge(ips + first, native, merged, VT_MAX_STACK_DEPTH);
+    if (n < 0) {
+        frames = ips + first;
+        n = native < (int)VT_MAX_STACK_DEPTH ? native : (int)VT_MAX_STACK_DEPTH;
+    }
 
     uint64_t h = 0;
     for (int i = 0; i < n; i++)
