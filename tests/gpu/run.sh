@@ -28,8 +28,11 @@
 # on a machine without a GPU, nothing more.
 set -u
 ROOT=$(pwd)
-B=$ROOT/build
+# VT_B / VT_SAN_RT: a sanitized build, as make test sets them (the dry run
+# then runs the sanitized shim, its runtime first in LD_PRELOAD).
+B=${VT_B:-$ROOT/build}
 SHIM=$B/libvramtrace.so
+SHIM_PRELOAD=${VT_SAN_RT:+$VT_SAN_RT }$SHIM
 VT=$B/vramtrace
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PY=${PYTHON:-python3}
@@ -109,7 +112,7 @@ under_shim() { # DIR PROGRAM ARGS...: trace into DIR
     d=$1
     shift
     mkdir -p "$d"
-    LD_PRELOAD=$SHIM VRAMTRACE_DIR=$d "$@"
+    LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$d "$@"
 }
 trace_of() { set -- "$1"/*.vtrace; echo "$1"; }
 # events with this api and result 0, shim samples left out
@@ -185,7 +188,7 @@ else
         mkdir -p "$d"
         if [ "$conf" = default ]; then env_conf=""; else env_conf=$conf; fi
         PYTORCH_CUDA_ALLOC_CONF=$env_conf PYTHONPATH=$ROOT/examples/python \
-            timeout 600 env LD_PRELOAD="$SHIM" VRAMTRACE_DIR="$d" \
+            timeout 600 env LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR="$d" \
             "$PY" tests/gpu/torch_llama.py "$W/model" "$d/torch.json" >"$d/out" 2>&1
         rc=$?
         if [ $rc -ne 0 ]; then
