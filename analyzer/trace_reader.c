@@ -35,6 +35,13 @@
 
 enum { ST_STREAM, ST_EOF, ST_ERROR };
 
+/* What an EVENT's fields are deltas of: reset at the header body and at
+ * every chunk, so each chunk decodes on its own. */
+typedef struct event_base {
+    uint64_t time, ptr;
+    int ptr_is_delta; /* format version >= 2 */
+} event_base_t;
+
 struct vt_reader {
     int fd;
     int state;
@@ -57,7 +64,7 @@ struct vt_reader {
     uint64_t s_offset;      /* file offset of the header body or chunk */
     uint32_t s_seq;
     uint32_t next_seq;      /* == number of complete chunks read */
-    uint64_t prev_time;     /* EVENT delta base */
+    event_base_t base;      /* EVENT delta bases */
 
     vt_error_t err;
 };
@@ -265,8 +272,13 @@ static int decode_stack(cur_t *c, vt_rec_stack_t *s)
  * cannot run off the stream, whatever the bytes say. */
 #define EVENT_FAST_BYTES (11u * VARINT_MAX)
 
+static int64_t unzz(uint64_t u)
+{
+    return (int64_t)((u >> 1) ^ (0 - (u & 1)));
+}
+
 /* The checks every EVENT passes, on both paths. @return 0 or -1. */
-static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, uint64_t *prev_time)
+static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, event_base_t *base)
 {
     if (api > UINT16_MAX)
         return cur_fail(c, VT_E_CORRUPT, "api", "api id does not fit 16 bits");
@@ -275,21 +287,20 @@ static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64
     e->api = (uint16_t)api;
     e->device = (int16_t)dev;
     /* Unsigned wrap-around: a hostile delta gives a silly time, never UB. */
-    e->time_ns = *prev_time + (uint64_t)dt;
-    *prev_time = e->time_ns;
+    e->time_ns = base->time + (uint64_t)dt;
+    base->time = e->time_ns;
+    if (base->ptr_is_delta) {
+        e->ptr = base->ptr + (uint64_t)unzz(e->ptr);
+        base->ptr = e->ptr;
+    }
     return 0;
-}
-
-static int64_t unzz(uint64_t u)
-{
-    return (int64_t)((u >> 1) ^ (0 - (u & 1)));
 }
 
 /* The unchecked decode of an EVENT payload when EVENT_FAST_BYTES are
  * readable. It commits nothing unless every field decodes, ends inside the
  * payload and fits its width; otherwise @return -1 and decode_event redoes
  * the record field by field, which reports the exact field and reason. */
-static int decode_event_fast(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+static int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
 {
     const uint8_t *p = c->p + c->i;
     uint64_t f[11];
@@ -313,14 +324,14 @@ static int decode_event_fast(cur_t *c, vt_event_t *e, uint64_t *prev_time)
     e->flags = (uint32_t)f[8];
     e->result = (uint32_t)f[9];
     e->stack = (uint32_t)f[10];
-    return finish_event(c, e, f[0], unzz(f[1]), dev, prev_time);
+    return finish_event(c, e, f[0], unzz(f[1]), dev, base);
 }
 
-static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
+static int decode_event(cur_t *c, vt_event_t *e, event_base_t *base)
 {
     uint64_t api;
     int64_t dt, dev;
-    if (c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, prev_time) == 0)
+    if (c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, base) == 0)
         return 0;
     if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
         get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
@@ -328,7 +339,7 @@ static int decode_event(cur_t *c, vt_event_t *e, uint64_t *prev_time)
         get_u32(c, "flags", &e->flags) || get_u32(c, "result", &e->result) ||
         get_u32(c, "stack", &e->stack))
         return -1;
-    return finish_event(c, e, api, dt, dev, prev_time);
+    return finish_event(c, e, api, dt, dev, base);
 }
 
 static int decode_range(cur_t *c, vt_rec_range_t *g)
@@ -362,7 +373,7 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
     case VT_REC_STACK:
         return decode_stack(c, &rec->u.stack) ? -1 : 1;
     case VT_REC_EVENT:
-        return decode_event(c, &rec->u.event, &r->prev_time) ? -1 : 1;
+        return decode_event(c, &rec->u.event, &r->base) ? -1 : 1;
     case VT_REC_DROPPED:
         return get_varint(c, "time_ns", &rec->u.dropped.time_ns) ||
                        get_varint(c, "dropped_total", &rec->u.dropped.dropped_total) ||
@@ -557,7 +568,8 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
     r->s_offset = off;
     r->s_seq = seq;
     r->next_seq++;
-    r->prev_time = r->process.mono_start_ns;
+    r->base.time = r->process.mono_start_ns;
+    r->base.ptr = 0;
     return 1;
 }
 
@@ -702,7 +714,8 @@ static int read_header(vt_reader_t *r, uint32_t header_len, vt_error_t *err)
         return open_fail(r, err, VT_E_CORRUPT, HEADER_OFFSET, "header holds no PROCESS record");
     /* Walk it again from next(): the header's records come first. */
     r->spos = 0;
-    r->prev_time = r->process.mono_start_ns;
+    r->base.time = r->process.mono_start_ns;
+    r->base.ptr = 0;
     r->state = ST_STREAM;
     return 0;
 }
@@ -755,6 +768,7 @@ int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
                          version, VT_FORMAT_VERSION);
     if (version == 0)
         return open_fail(r, err, VT_E_CORRUPT, 8, "format version 0 does not exist");
+    r->base.ptr_is_delta = version >= 2;
     if (header_len > VT_MAX_HEADER)
         return open_fail(r, err, VT_E_LIMIT, 12, "header_len %u exceeds %u", header_len, VT_MAX_HEADER);
     if (header_len == 0)

@@ -61,7 +61,7 @@ static uint64_t mono_start;
 static uint8_t *raw, *zbuf;
 static size_t raw_len, zcap;
 static uint32_t chunk_seq;
-static uint64_t prev_time, file_bytes, fsize_limit;
+static uint64_t prev_time, prev_ptr, file_bytes, fsize_limit;
 static int write_failed;
 static uint64_t events_written, events_lost;
 static uint64_t chunk_events; /* events in the chunk being built */
@@ -145,6 +145,7 @@ static void flush_chunk(void)
     chunk_events = 0;
     raw_len = 0;
     prev_time = mono_start;
+    prev_ptr = 0;
 }
 
 static void emit(uint8_t type, const uint8_t *payload, size_t len)
@@ -274,7 +275,7 @@ static void emit_event(const vt_event_t *ev)
     p = vt_put_zz(p, (int64_t)(time_ns - prev_time));
     p = vt_put_varint(p, ev->tid);
     p = vt_put_zz(p, ev->device);
-    p = vt_put_varint(p, ev->ptr);
+    p = vt_put_zz(p, (int64_t)(ev->ptr - prev_ptr));
     p = vt_put_varint(p, ev->size);
     p = vt_put_varint(p, ev->reserved);
     p = vt_put_varint(p, ev->aux);
@@ -288,6 +289,7 @@ static void emit_event(const vt_event_t *ev)
     }
     emit(VT_REC_EVENT, buf, (size_t)(p - buf));
     prev_time = time_ns;
+    prev_ptr = ev->ptr;
     events_written++;
     chunk_events++;
 }

@@ -150,13 +150,16 @@ static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint6
 {
     uint8_t buf[12 * VT_VARINT_MAX], *p = buf;
     now_ns += 100 + next_rand() % 1900;
-    if (g.chunk.len == 0)
-        g.prev_event_ns = g.start_ns; /* each chunk restarts the delta base */
+    if (g.chunk.len == 0) {
+        g.prev_event_ns = g.start_ns; /* each chunk restarts the delta bases */
+        g.prev_event_ptr = 0;
+    }
     p = vt_put_varint(p, api);
     p = vt_put_zz(p, tg_event_dt(&g, now_ns));
     p = vt_put_varint(p, tid);
     p = vt_put_zz(p, 0);
-    p = vt_put_varint(p, ptr);
+    p = vt_put_zz(p, (int64_t)(ptr - g.prev_event_ptr));
+    g.prev_event_ptr = ptr;
     p = vt_put_varint(p, size);
     p = vt_put_varint(p, 0);
     p = vt_put_varint(p, aux);

@@ -90,6 +90,15 @@ int64_t tg_event_dt(tg_t *g, uint64_t time_ns)
     return dt;
 }
 
+void tg_buf_event_ptr(tg_t *g, tg_buf_t *b, uint64_t ptr)
+{
+    if (g->version >= 2)
+        tg_buf_zz(b, (int64_t)(ptr - g->prev_event_ptr));
+    else
+        tg_buf_varint(b, ptr);
+    g->prev_event_ptr = ptr;
+}
+
 void tg_set_start(tg_t *g, uint64_t mono_start_ns)
 {
     g->start_ns = mono_start_ns;
@@ -138,6 +147,7 @@ void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
     g->seq++;
     g->chunk.len = 0;
     g->prev_event_ns = g->start_ns;
+    g->prev_event_ptr = 0;
 }
 
 void tg_bytes(tg_t *g, const void *p, size_t len)

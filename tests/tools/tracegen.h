@@ -41,6 +41,7 @@ typedef struct tg {
     uint32_t seq;            /* next true chunk seq */
     uint64_t start_ns;       /* PROCESS mono_start_ns: EVENT delta base */
     uint64_t prev_event_ns;  /* delta base inside the current stream */
+    uint64_t prev_event_ptr; /* EVENT ptr delta base (format version >= 2) */
     /* prelude overrides */
     char magic[8];
     uint16_t version, flags;
@@ -58,6 +59,11 @@ void tg_record(tg_t *g, uint8_t type, const uint8_t *payload, size_t len);
 
 /* The dt to encode for an EVENT at absolute time_ns, and advances the base. */
 int64_t tg_event_dt(tg_t *g, uint64_t time_ns);
+
+/* Appends an EVENT's ptr field as g->version encodes it (version 1: the
+ * address; 2 and later: the delta from the previous EVENT's ptr in the
+ * chunk), and advances the base. */
+void tg_buf_event_ptr(tg_t *g, tg_buf_t *b, uint64_t ptr);
 
 /* Sets the delta base after a PROCESS record was written to the header. */
 void tg_set_start(tg_t *g, uint64_t mono_start_ns);

@@ -513,7 +513,7 @@ static void do_line(line_t *l)
         tg_buf_zz(&p, tg_event_dt(&G, abs_time(l, "t")));
         tg_buf_varint(&p, num(l, "tid", 1));
         tg_buf_zz(&p, snum(l, "dev", 0));
-        tg_buf_varint(&p, num(l, "ptr", 0));
+        tg_buf_event_ptr(&G, &p, num(l, "ptr", 0));
         tg_buf_varint(&p, num(l, "size", 0));
         tg_buf_varint(&p, num(l, "reserved", 0));
         tg_buf_varint(&p, num(l, "aux", 0));

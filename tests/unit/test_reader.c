@@ -64,7 +64,7 @@ static void event(uint64_t t, uint64_t api, int64_t dev, uint64_t ptr, uint64_t 
     tg_buf_zz(&p, tg_event_dt(&G, START + t));
     tg_buf_varint(&p, 77);
     tg_buf_zz(&p, dev);
-    tg_buf_varint(&p, ptr);
+    tg_buf_event_ptr(&G, &p, ptr);
     tg_buf_varint(&p, size);
     tg_buf_varint(&p, 4096);
     tg_buf_varint(&p, 0xabc);
@@ -157,11 +157,13 @@ static void test_valid(void)
     TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 2 (trailing payload bytes ignored)");
     TAP_EQ_U64(rec.u.event.time_ns, START + 50, "event 2: negative delta");
     TAP_EQ_U64((uint64_t)(int64_t)rec.u.event.device, (uint64_t)(int64_t)-1, "event 2 device -1");
+    TAP_EQ_U64(rec.u.event.ptr, 0x7f0000000000, "event 2 ptr: delta 0 from event 1");
 
     TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 3 (unknown record type skipped)");
     TAP_EQ_U64(rec.u.event.time_ns, START + 7, "event 3: delta restarts per chunk");
     TAP_EQ_U64(rec.u.event.api, 999, "unknown api id returned as is");
     TAP_EQ_U64(rec.u.event.device, 32767, "device 32767 fits");
+    TAP_EQ_U64(rec.u.event.ptr, 1, "event 3 ptr: the ptr delta restarts per chunk too");
     TAP_EQ_U64(rec.chunk_seq, 1, "event 3 in chunk 1");
     TAP_OK(rec.file_offset > chunk0, "chunk 1 offset after chunk 0");
     uint64_t chunk1 = rec.file_offset;
@@ -303,16 +305,45 @@ static void test_payloads(void)
     TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_LIMIT, "argc over VT_MAX_ARGC is LIMIT");
 }
 
+/* Version 1 files (absolute EVENT ptr) still read the same. */
+static void test_version1(void)
+{
+    begin("v1.trace");
+    G.version = 1;
+    process(1);
+    tg_write_header(&G);
+    event(100, 2, 0, 0x7f0000000000, 1 << 20, NULL);
+    event(150, 3, 0, 0x7f0000200000, 0, NULL);
+    tg_chunk(&G, NULL);
+    event(7, 3, 0, 0x7f0000000000, 0, NULL);
+    finish();
+    vt_reader_t *r;
+    vt_error_t err;
+    vt_record_t rec;
+    TAP_EQ_U64(vt_reader_open(path, &r, &err), 0, "version 1: opens");
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "version 1: header record");
+    uint64_t want[3] = { 0x7f0000000000, 0x7f0000200000, 0x7f0000000000 };
+    for (int i = 0; i < 3; i++) {
+        TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "version 1: event %d", i + 1);
+        TAP_EQ_U64(rec.u.event.ptr, want[i], "version 1: event %d ptr is the address itself", i + 1);
+    }
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 0, "version 1: clean end");
+    vt_reader_close(r);
+}
+
 static void test_file_level(void)
 {
     result_t res;
     begin("version");
-    G.version = 2;
+    G.version = VT_FORMAT_VERSION + 1;
     process(1);
     finish();
     res = read_all();
     TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_VERSION, "newer version refused");
-    TAP_OK(strstr(res.err.detail, "version 2") && strstr(res.err.detail, "version 1"),
+    char newer[32], ours[32];
+    snprintf(newer, sizeof newer, "version %u", VT_FORMAT_VERSION + 1);
+    snprintf(ours, sizeof ours, "version %u", VT_FORMAT_VERSION);
+    TAP_OK(strstr(res.err.detail, newer) && strstr(res.err.detail, ours),
            "detail names both versions: %s", res.err.detail);
     TAP_EQ_U64(res.err.offset, 8, "version error at offset 8");
     TAP_OK(strstr(res.err.path, "version") != NULL, "error names the file");
@@ -482,6 +513,7 @@ int main(void)
         return 1;
     }
     test_valid();
+    test_version1();
     test_payloads();
     test_file_level();
     test_stream_mutations();
