@@ -16,7 +16,8 @@ export VRAMTRACE_FLUSH_MS=1 VRAMTRACE_SAMPLE_MS=0 VRAMTRACE_RING=1048576 FAULTPR
 plain $TMP/plain $FP pairs $N
 want=$((2 * N))
 # The limits below are fractions of this run's whole trace, so they stay
-# inside the trace as the encoding gets denser.
+# inside the trace as the encoding gets denser. At most half: the same run's
+# size varies by a third between runs (chunk boundaries, time deltas).
 mkdir $TMP/ref
 shimmed $TMP/out $TMP/ref $FP pairs $N
 S=$(cat $TMP/ref/*.vtrace | wc -c)
@@ -39,7 +40,7 @@ accounted() {
 # RLIMIT_FSIZE: the shim checks the limit before writing, so the host never
 # gets SIGXFSZ and the file ends exactly at a chunk boundary.
 small=$((S / 1024 / 5)); [ $small -ge 2 ] || small=2
-for kib in $small $((S * 3 / 4 / 1024)); do
+for kib in $small $((S / 2 / 1024)); do
     D=$TMP/fsize$kib; mkdir $D
     (ulimit -f $kib; shimmed $TMP/out $D $FP pairs $N)
     unchanged $TMP/plain $TMP/out "RLIMIT_FSIZE ${kib} KiB: program unchanged (no SIGXFSZ)"
@@ -50,7 +51,7 @@ for kib in $small $((S * 3 / 4 / 1024)); do
 done
 
 # ENOSPC in the middle of a chunk, injected: deterministic, no root needed.
-for at in 100 $((S / 3)) $((S * 3 / 4)); do
+for at in 100 $((S / 4)) $((S / 2)); do
     D=$TMP/enospc$at; mkdir $D
     PRELOAD="$FAULT_PRELOAD" VTFAULT_ENOSPC_AFTER=$at shimmed $TMP/out $D $FP pairs $N
     unchanged $TMP/plain $TMP/out "ENOSPC after $at bytes: program unchanged"
