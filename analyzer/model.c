@@ -373,6 +373,8 @@ static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
         d->peak_vmm_physical = d->vmm_physical;
         d->peak_rounding_waste = d->rounding_waste;
         d->frag_pending = 1;
+        d->pool_slack_at_peak = d->pool_slack;
+        d->have_pool_slack_at_peak = d->npools > 0;
         if (d->have_free) {
             int64_t est = vt_m_free_est(d);
             d->free_at_peak = est > 0 ? (uint64_t)est : 0;
@@ -672,6 +674,42 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     return 0;
 }
 
+/* The shim reports each pool's reserved and used bytes as two events in a
+ * row; slack is recomputed from the latest pair of every pool. */
+static void pool_usage(vt_model_t *m, int di, const vt_event_t *ev)
+{
+    vt_dev_t *d = &m->p.devs[di];
+    if (ev->aux != VT_POOL_ATTR_RESERVED_CURRENT && ev->aux != VT_POOL_ATTR_USED_CURRENT)
+        return;
+    uint32_t i = 0;
+    while (i < d->npools && d->pools[i].handle != ev->ptr)
+        i++;
+    if (i == d->npools) {
+        if (d->npools == VT_MAX_POOLS) {
+            d->pools_untracked++;
+            return;
+        }
+        d->pools[d->npools++] = (vt_pool_usage_t){ ev->ptr, 0, 0 };
+    }
+    if (ev->aux == VT_POOL_ATTR_RESERVED_CURRENT)
+        d->pools[i].reserved = ev->size;
+    else
+        d->pools[i].used = ev->size;
+    uint64_t slack = 0;
+    for (uint32_t k = 0; k < d->npools; k++)
+        if (d->pools[k].reserved > d->pools[k].used)
+            slack += d->pools[k].reserved - d->pools[k].used;
+    d->pool_slack = slack;
+    /* Between the two events of a pair the sum mixes a new reserved with an
+     * old used: only a completed pair may set the maximum. */
+    if (ev->aux == VT_POOL_ATTR_USED_CURRENT && slack > d->max_pool_slack)
+        d->max_pool_slack = slack;
+    if ((ev->flags & VT_EF_AT_PEAK) && d->mem.have_peak && d->mem.tracked == d->mem.peak_bytes) {
+        d->pool_slack_at_peak = slack;
+        d->have_pool_slack_at_peak = 1;
+    }
+}
+
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
@@ -723,6 +761,13 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             int di = dev_for(m, ev->device);
             if (di >= 0)
                 sample(m, di, ev);
+        }
+        return 0;
+    case VT_KIND_POOL_USAGE:
+        if (ev->result == 0) {
+            int di = dev_for(m, ev->device);
+            if (di >= 0)
+                pool_usage(m, di, ev);
         }
         return 0;
     default:

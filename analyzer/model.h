@@ -36,6 +36,7 @@
 
 #define VT_MAX_DEVICES 64
 #define VT_MAX_LATER_SPILLS 32
+#define VT_MAX_POOLS 32                /* per device; more are counted, not kept */
 #define VT_FRAG_MAX_LIVE (1u << 20)  /* external fragmentation skipped above this */
 
 enum vt_spill_kind {
@@ -87,6 +88,11 @@ typedef struct vt_range {
     uint8_t vmm;   /* a VMM mapping (else an allocation) */
 } vt_range_t;
 
+/* A stream-ordered pool as its last POOL_USAGE events reported it. */
+typedef struct vt_pool_usage {
+    uint64_t handle, reserved, used;
+} vt_pool_usage_t;
+
 typedef struct vt_dev {
     int ordinal;
     int have_info;          /* a DEVICE record was seen */
@@ -113,6 +119,13 @@ typedef struct vt_dev {
     int frag_pending, frag_computed, frag_skipped;
     uint64_t frag_span, frag_holes, frag_largest_hole, frag_live_allocs;
     vt_range_t *layout;     /* live ranges at peak, by address (keep_layout) */
+    /* pool slack: bytes stream-ordered pools reserved beyond what they have
+     * allocated, from POOL_USAGE samples; at peak as the samples after it
+     * report (else the last known before it) */
+    vt_pool_usage_t pools[VT_MAX_POOLS];
+    uint32_t npools, pools_untracked;
+    uint64_t pool_slack, pool_slack_at_peak, max_pool_slack;
+    int have_pool_slack_at_peak;
     size_t nlayout;
     /* smoking guns */
     uint64_t failures;

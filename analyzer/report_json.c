@@ -118,7 +118,11 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_u64(j, "va_unmapped_bytes", d->peak_va_reserved > d->peak_va_mapped ? d->peak_va_reserved - d->peak_va_mapped : 0);
     vt_json_u64(j, "va_reserved_max_bytes", d->max_va_reserved);
     vt_json_u64(j, "vmm_physical_bytes", d->peak_vmm_physical);
-    vt_json_null(j, "pool_slack_bytes");
+    if (d->have_pool_slack_at_peak)
+        vt_json_u64(j, "pool_slack_bytes", d->pool_slack_at_peak);
+    else
+        vt_json_null(j, "pool_slack_bytes");
+    vt_json_u64(j, "pool_slack_max_bytes", d->max_pool_slack);
     if (d->frag_computed) {
         vt_json_obj(j, "external");
         vt_json_u64(j, "live_allocations", d->frag_live_allocs);

@@ -232,6 +232,9 @@ static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
     if (d->max_va_reserved || d->peak_vmm_physical)
         fprintf(o, "    %-18s %*s reserved, %s mapped at peak\n", "VMM address space", W,
                 vt_fmt_bytes(a, d->peak_va_reserved), vt_fmt_bytes(b, d->peak_va_mapped));
+    if (d->have_pool_slack_at_peak)
+        fprintf(o, "    %-18s %*s held by stream-ordered pools beyond their allocations at peak (most: %s)\n",
+                "pool slack", W, vt_fmt_bytes(a, d->pool_slack_at_peak), vt_fmt_bytes(b, d->max_pool_slack));
     if (d->frag_computed)
         fprintf(o, "    %-18s %*s in holes between %" PRIu64 " live allocations; largest hole %s\n",
                 "external at peak", W, vt_fmt_bytes(a, d->frag_holes), d->frag_live_allocs,

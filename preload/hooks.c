@@ -177,6 +177,22 @@ static void describe_pool_trim(vt_event_t *ev, uint32_t r, CUmemoryPool pool, si
     ev->size = keep;
 }
 
+_Static_assert(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD == 4 && CU_MEMPOOL_ATTR_USED_MEM_HIGH == 8 &&
+                   CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT == VT_POOL_ATTR_RESERVED_CURRENT &&
+                   CU_MEMPOOL_ATTR_USED_MEM_CURRENT == VT_POOL_ATTR_USED_CURRENT,
+               "vt_pool_attr_is_bytes matches cuda.h");
+
+/* Only the byte-valued attributes are read back: the others are ints, and a
+ * wider read would go past what the program gave us. */
+static void describe_pool_attr(vt_event_t *ev, uint32_t r, CUmemoryPool pool, CUmemPool_attribute attr,
+                               void *value)
+{
+    ev->ptr = (uint64_t)(uintptr_t)pool;
+    ev->aux = (uint64_t)attr;
+    if (r == 0 && value && vt_pool_attr_is_bytes((unsigned)attr))
+        ev->size = *(const cuuint64_t *)value;
+}
+
 static void describe_meminfo(vt_event_t *ev, uint32_t r, size_t *free_b, size_t *total_b)
 {
     if (r != 0)
@@ -268,6 +284,7 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
 #define VT_GEN_POOL_DESTROY VT_GEN_EVENT
 #define VT_GEN_POOL_TRIM VT_GEN_EVENT
 #define VT_GEN_MEMINFO VT_GEN_EVENT
+#define VT_GEN_POOL_USAGE VT_GEN_EVENT
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)

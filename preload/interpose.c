@@ -330,6 +330,40 @@ int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes)
     return 0;
 }
 
+typedef CUresult (*pool_get_attribute_fn)(CUmemoryPool, CUmemPool_attribute, void *);
+typedef CUresult (*device_get_mem_pool_fn)(CUmemoryPool *, CUdevice);
+
+int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used)
+{
+    /* The real function, never our wrapper: a sample, not the program. */
+    pool_get_attribute_fn f = (pool_get_attribute_fn)vt_real(VT_API_cuMemPoolGetAttribute);
+    cuuint64_t r = 0, u = 0;
+    CUmemoryPool p = (CUmemoryPool)(uintptr_t)pool;
+    if (!f || f(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
+        f(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS)
+        return -1;
+    *reserved = r;
+    *used = u;
+    return 0;
+}
+
+int vt_driver_device_pool(int device, uint64_t *pool)
+{
+    static _Atomic(device_get_mem_pool_fn) fn;
+    device_get_mem_pool_fn f = atomic_load(&fn);
+    if (!f) {
+        f = (device_get_mem_pool_fn)driver_sym("cuDeviceGetMemPool");
+        if (!f)
+            return -1;
+        atomic_store(&fn, f);
+    }
+    CUmemoryPool p = NULL;
+    if (f(&p, device) != CUDA_SUCCESS || !p)
+        return -1;
+    *pool = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
 int vt_driver_device_facts(int device, vt_device_slot_t *out)
 {
     device_get_name_fn get_name = (device_get_name_fn)driver_sym("cuDeviceGetName");

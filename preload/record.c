@@ -274,6 +274,91 @@ static void capture_device(int device, uint64_t give_back)
     atomic_store_explicit(&d->state, 2, memory_order_release);
 }
 
+/* Pools the program allocates from, so each sample can say what they hold
+ * beyond what is allocated (pool slack). Slots are claimed with a CAS and
+ * never freed (a destroyed pool's queries just fail): a fixed table, no
+ * lock, no allocation. Programs use a handful of pools; past VT_MAX_POOLS
+ * the rest go unsampled. */
+#define VT_MAX_POOLS 32
+static _Atomic uint64_t pools[VT_MAX_POOLS];
+static _Atomic int16_t pool_device[VT_MAX_POOLS];
+static _Atomic int current_pool_seen[VT_MAX_DEVICES];
+
+static void note_pool(uint64_t pool, int device)
+{
+    if (!pool)
+        return;
+    for (int i = 0; i < VT_MAX_POOLS; i++) {
+        uint64_t seen = atomic_load_explicit(&pools[i], memory_order_acquire);
+        if (seen == pool)
+            return;
+        if (!seen) {
+            atomic_store_explicit(&pool_device[i], (int16_t)device, memory_order_relaxed);
+            if (atomic_compare_exchange_strong(&pools[i], &seen, pool) || seen == pool)
+                return;
+        }
+    }
+}
+
+static int is_pool_alloc(unsigned api)
+{
+    return api == VT_API_cuMemAllocFromPoolAsync || api == VT_API_cuMemAllocFromPoolAsync_ptsz ||
+           api == VT_API_cudaMallocFromPoolAsync || api == VT_API_cudaMallocFromPoolAsync_ptsz;
+}
+
+static int is_current_pool_alloc(unsigned api)
+{
+    return api == VT_API_cuMemAllocAsync || api == VT_API_cuMemAllocAsync_ptsz ||
+           api == VT_API_cudaMallocAsync || api == VT_API_cudaMallocAsync_ptsz;
+}
+
+/* Called for successful events only. The device's current pool is asked for
+ * once per device, at its first stream-ordered allocation, not per call. */
+static void track_pools(const vt_event_t *ev, unsigned kind)
+{
+    if (kind == VT_KIND_POOL_CREATE) {
+        note_pool(ev->ptr, ev->device);
+    } else if (kind == VT_KIND_ALLOC && is_pool_alloc(ev->api)) {
+        note_pool(ev->aux, ev->device);
+    } else if (kind == VT_KIND_ALLOC && is_current_pool_alloc(ev->api) && ev->device >= 0 &&
+               ev->device < VT_MAX_DEVICES && !atomic_load_explicit(&current_pool_seen[ev->device], memory_order_relaxed) &&
+               !atomic_exchange(&current_pool_seen[ev->device], 1)) {
+        uint64_t pool;
+        if (vt_driver_device_pool(ev->device, &pool) == 0)
+            note_pool(pool, ev->device);
+    }
+}
+
+static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
+{
+    for (int i = 0; i < VT_MAX_POOLS; i++) {
+        uint64_t pool = atomic_load_explicit(&pools[i], memory_order_acquire), reserved, used;
+        if (!pool)
+            break;
+        if (vt_driver_pool_usage(pool, &reserved, &used) != 0)
+            continue;
+        const uint64_t attrs[2] = { VT_POOL_ATTR_RESERVED_CURRENT, VT_POOL_ATTR_USED_CURRENT };
+        const uint64_t values[2] = { reserved, used };
+        for (int k = 0; k < 2; k++) {
+            vt_ring_slot_t *slot = ring_claim(0);
+            if (!slot)
+                return;
+            vt_event_t *ev = &slot->ev;
+            memset(ev, 0, sizeof *ev);
+            ev->time_ns = vt_now_ns();
+            ev->api = VT_API_cuMemPoolGetAttribute;
+            ev->device = atomic_load_explicit(&pool_device[i], memory_order_relaxed);
+            ev->ptr = pool;
+            ev->aux = attrs[k];
+            ev->size = values[k];
+            ev->flags = flags;
+            ev->tid = tid;
+            ev->stack = stack;
+            vt_ring_publish(slot);
+        }
+    }
+}
+
 static void push_sample(int device, uint32_t why, uint32_t stack)
 {
     uint64_t free_b, total_b;
@@ -293,6 +378,7 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
     ev->tid = current_tid();
     ev->stack = stack;
     vt_ring_publish(slot);
+    push_pool_samples(VT_EF_SAMPLE | why, ev->tid, stack);
 }
 
 static uint32_t api_flags[VT_API_COUNT];
@@ -433,8 +519,11 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         slot->ev = *ev;
         vt_ring_publish(slot);
     }
+    if (result == 0)
+        track_pools(ev, call->kind);
     if (call->space == VT_SPACE_DEVICE && call->kind != VT_KIND_POOL_CREATE &&
-        call->kind != VT_KIND_POOL_DESTROY && call->kind != VT_KIND_POOL_TRIM)
+        call->kind != VT_KIND_POOL_DESTROY && call->kind != VT_KIND_POOL_TRIM &&
+        call->kind != VT_KIND_POOL_USAGE)
         track_device_bytes(call, result, released_dev);
     vt_tls.guard--;
 }

@@ -132,6 +132,17 @@ void *vt_libcuda(void);
 int vt_driver_current_device(void);
 int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
 int vt_driver_device_facts(int device, vt_device_slot_t *out);
+/* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */
+int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used);
+/* The device's current mempool (what cuMemAllocAsync draws from); 0 on
+ * success. */
+int vt_driver_device_pool(int device, uint64_t *pool);
+/* The CUmemPool_attribute values that are cuuint64_t byte counts (4..8,
+ * RELEASE_THRESHOLD to USED_MEM_HIGH in cuda.h); the rest are ints. */
+static inline int vt_pool_attr_is_bytes(unsigned attr)
+{
+    return attr >= 4 && attr <= 8;
+}
 /* Handles for the wrappers the table generates, by api id. */
 void *vt_wrapper(unsigned api);
 unsigned vt_api_by_name(const char *name);

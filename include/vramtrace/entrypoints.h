@@ -25,6 +25,7 @@ enum vt_kind {
     VT_KIND_POOL_DESTROY,
     VT_KIND_POOL_TRIM,
     VT_KIND_MEMINFO,
+    VT_KIND_POOL_USAGE,
 };
 
 enum vt_space {
@@ -64,7 +65,7 @@ static inline const char *vt_kind_name(unsigned kind)
     static const char *const names[] = {
         "route", "alloc", "free", "vmm_create", "vmm_release", "vmm_map", "vmm_unmap",
         "va_reserve", "va_free", "register", "unregister", "pool_create", "pool_destroy",
-        "pool_trim", "meminfo",
+        "pool_trim", "meminfo", "pool_usage",
     };
     return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }

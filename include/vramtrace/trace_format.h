@@ -103,6 +103,11 @@
  *   POOL_*       ptr = pool handle, size = trim target for POOL_TRIM
  *   MEMINFO      size = free bytes, aux = total bytes (what the program was
  *                told, or a sample the shim took: flag VT_EF_SAMPLE)
+ *   POOL_USAGE   ptr = pool handle, aux = CUmemPool_attribute, size = its
+ *                value for the cuuint64_t attributes (4 RELEASE_THRESHOLD,
+ *                5/6 RESERVED_MEM_CURRENT/HIGH, 7/8 USED_MEM_CURRENT/HIGH),
+ *                else 0. The shim samples 5 and 7 of every pool it has seen
+ *                right after each MEMINFO sample, with the same flags.
  *
  * result is the CUresult / cudaError_t the program got back. A failed
  * request is an event like any other, with its size: it is usually the most
@@ -148,6 +153,9 @@
 #define VT_MAX_STACK_DEPTH 256u
 /* Precision of the shim's event times (a power of two): see VT_REC_EVENT. */
 #define VT_EVENT_TIME_QUANTUM_NS 1024u
+/* POOL_USAGE aux values the report reads (CUmemPool_attribute, cuda.h). */
+#define VT_POOL_ATTR_RESERVED_CURRENT 5u
+#define VT_POOL_ATTR_USED_CURRENT 7u
 
 typedef struct vt_file_prelude {
     char magic[8];

@@ -64,6 +64,8 @@ static void driver_calls(void)
     CHECK(cuMemAllocFromPoolAsync_ptsz(&d, 1 * MiB, pool, 0));
     CHECK(cuMemFreeAsync(d, 0));
     CHECK(cuCtxSynchronize());
+    cuuint64_t reserved = 0;
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));
     CHECK(cuMemPoolTrimTo(pool, 0));
     CHECK(cuMemPoolDestroy(pool));
 

@@ -19,6 +19,9 @@
  *   hold      allocates, prints "ready", and sleeps (for SIGKILL tests)
  *   threads N allocates from N threads at once, 1000 pairs each
  *   oom       asks for more than the card has
+ *   pool      stream-ordered pools with cached blocks, for pool slack: an
+ *             explicit pool left holding 16 MiB of freed blocks and the
+ *             current pool holding 4 MiB, at a 48 MiB peak
  *   environ   edits its environment every way libc allows, then allocates:
  *             the shim's load-time NVTX variable must not break any of them
  */
@@ -346,6 +349,45 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Freed pool blocks stay cached (reserved, not used) until a sync or trim:
+ * at the 48 MiB peak (8 + 40) the explicit pool reserves 64 MiB for 48 used
+ * and the current pool 4 MiB for none, 20 MiB of slack in all. */
+NOINLINE static void pool_slack_run(void)
+{
+    const size_t MiB = 1 << 20;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool;
+    CHECK(cuMemPoolCreate(&pool, &props));
+    CUdeviceptr a[3], cur, big;
+    for (int i = 0; i < 3; i++)
+        CHECK(cuMemAllocFromPoolAsync(&a[i], 8 * MiB, pool, NULL));
+    CHECK(cuMemFreeAsync(a[0], NULL));
+    CHECK(cuMemFreeAsync(a[1], NULL));
+    CHECK(cuMemAllocAsync(&cur, 4 * MiB, NULL));
+    CHECK(cuMemFreeAsync(cur, NULL));
+    CHECK(cuMemAllocFromPoolAsync(&big, 40 * MiB, pool, NULL));
+    CHECK(cuMemFreeAsync(big, NULL));
+    CHECK(cuMemFreeAsync(a[2], NULL));
+    /* The program's own queries are events too: a byte count is read back,
+     * an int attribute is not (the shim must not read past the int). */
+    cuuint64_t high = 0;
+    int opportunistic = 0;
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &opportunistic));
+    printf("used high %llu\n", (unsigned long long)high);
+    CHECK(cuMemPoolDestroy(pool));
+}
+
+static void mode_pool(void)
+{
+    init_driver(cuInit, cuDeviceGet, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+    pool_slack_run();
+}
+
 /* The shim's constructor swaps environ for a static copy (ranges.c); every
  * later edit of the environment must behave as libc documents. */
 static void mode_environ(void)
@@ -422,6 +464,8 @@ int main(int argc, char **argv)
         mode_exec(argv[0]);
     else if (!strcmp(mode, "hold"))
         hold_calls();
+    else if (!strcmp(mode, "pool"))
+        mode_pool();
     else if (!strcmp(mode, "environ"))
         mode_environ();
     else if (!strcmp(mode, "threads"))

@@ -120,5 +120,26 @@ run_mode oom
 is "$(cat $D/rc)" 0 "oom: program got its error unchanged"
 is "$(count_events $D/dump cudaMalloc 1125899906842624 2)" 1 "oom: the failed request is an event with its size and result"
 check "oom: a meminfo sample follows the failure" grep -q "flags=.*after_failure" $D/dump
+# Pool slack: what stream-ordered pools hold beyond their allocations,
+# sampled by the shim with every free-memory sample (tests/shim/paths.c
+# pool_slack_run: 20 MiB at the 48 MiB peak). SAMPLE_MS=0: peak samples only.
+run_mode pool VRAMTRACE_SAMPLE_MS=0
+is "$(cat $D/rc)" 0 "pool: program ran unchanged"
+is "$(cat $D/out)" "used high 50331648" "pool: the program's own query answered unchanged"
+samples=$(grep -c "^event .*api=cuMemPoolGetAttribute .*flags=sample|at_peak" $D/dump)
+is "$samples" 10 "pool: reserved+used of each pool seen, at each of the 4 peak samples (the current pool from the last)"
+check "pool: the last peak sample has the explicit pool's 64 MiB reserved" \
+    grep -q "api=cuMemPoolGetAttribute .* size=67108864 reserved=0 aux=0x5 flags=sample|at_peak" $D/dump
+is "$(count_events $D/dump cuMemPoolGetAttribute 50331648 0)" 1 "pool: the program's USED_MEM_HIGH query is an event with its value"
+check "pool: an int attribute is recorded without its value" \
+    grep -q "api=cuMemPoolGetAttribute .* size=0 reserved=0 aux=0x2 flags=0 " $D/dump
+$VT report --json $D/*.vtrace >$D/json
+is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": 20971520' "pool: report's pool slack at peak is 20 MiB"
+is "$(grep -o '"pool_slack_max_bytes": [0-9]*' $D/json)" '"pool_slack_max_bytes": 20971520' "pool: and its most is 20 MiB"
+$VT report $D/*.vtrace >$D/text
+check "pool: the text report says it" grep -q "pool slack  *20.0 MiB held by stream-ordered pools" $D/text
+run_mode runtime
+$VT report --json $D/*.vtrace >$D/json
+is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": null' "no pools: pool slack is null"
 
 done_testing
