@@ -721,10 +721,14 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         p->events.unknown_api += !info;
         return 0;
     }
-    p->apis[ev->api].calls++;
-    if (ev->result != 0) {
-        p->apis[ev->api].failed++;
-        p->events.failed++;
+    /* apis counts what the program called (docs/report.md); the shim's own
+     * samples of free memory and pool usage are not calls. */
+    if (!(ev->flags & VT_EF_SAMPLE)) {
+        p->apis[ev->api].calls++;
+        if (ev->result != 0) {
+            p->apis[ev->api].failed++;
+            p->events.failed++;
+        }
     }
     switch (info->kind) {
     case VT_KIND_ALLOC:

@@ -136,6 +136,8 @@ check "pool: an int attribute is recorded without its value" \
 $VT report --json $D/*.vtrace >$D/json
 is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": 20971520' "pool: report's pool slack at peak is 20 MiB"
 is "$(grep -o '"pool_slack_max_bytes": [0-9]*' $D/json)" '"pool_slack_max_bytes": 20971520' "pool: and its most is 20 MiB"
+apis=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["processes"][0]["apis"]; print(a.get("cuMemPoolGetAttribute", {}).get("calls"), "cuMemGetInfo_v2" in a)' $D/json)
+is "$apis" "2 False" "pool: apis counts the program's 2 queries, not the shim's samples"
 $VT report $D/*.vtrace >$D/text
 check "pool: the text report says it" grep -q "pool slack  *20.0 MiB held by stream-ordered pools" $D/text
 run_mode runtime
