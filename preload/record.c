@@ -280,23 +280,25 @@ static void capture_device(int device, uint64_t give_back)
  * lock, no allocation. Programs use a handful of pools; past VT_MAX_POOLS
  * the rest go unsampled. */
 #define VT_MAX_POOLS 32
+/* A slot holds the handle in its low 48 bits and device + 1 above, so one
+ * CAS publishes both: two threads first meeting two pools cannot pair one's
+ * handle with the other's device. Handles are driver pointers (user space,
+ * below 2^47); one that is not is left unsampled. */
+#define POOL_HANDLE_MASK ((1ull << 48) - 1)
 static _Atomic uint64_t pools[VT_MAX_POOLS];
-static _Atomic int16_t pool_device[VT_MAX_POOLS];
 static _Atomic int current_pool_seen[VT_MAX_DEVICES];
 
 static void note_pool(uint64_t pool, int device)
 {
-    if (!pool)
+    if (!pool || (pool & ~POOL_HANDLE_MASK) || device < -1 || device >= VT_MAX_DEVICES)
         return;
+    uint64_t entry = pool | (uint64_t)(device + 1) << 48;
     for (int i = 0; i < VT_MAX_POOLS; i++) {
         uint64_t seen = atomic_load_explicit(&pools[i], memory_order_acquire);
-        if (seen == pool)
+        if (!seen && atomic_compare_exchange_strong(&pools[i], &seen, entry))
             return;
-        if (!seen) {
-            atomic_store_explicit(&pool_device[i], (int16_t)device, memory_order_relaxed);
-            if (atomic_compare_exchange_strong(&pools[i], &seen, pool) || seen == pool)
-                return;
-        }
+        if ((seen & POOL_HANDLE_MASK) == pool)
+            return;
     }
 }
 
@@ -332,9 +334,10 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
 static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
 {
     for (int i = 0; i < VT_MAX_POOLS; i++) {
-        uint64_t pool = atomic_load_explicit(&pools[i], memory_order_acquire), reserved, used;
-        if (!pool)
+        uint64_t entry = atomic_load_explicit(&pools[i], memory_order_acquire), reserved, used;
+        if (!entry)
             break;
+        uint64_t pool = entry & POOL_HANDLE_MASK;
         if (vt_driver_pool_usage(pool, &reserved, &used) != 0)
             continue;
         const uint64_t attrs[2] = { VT_POOL_ATTR_RESERVED_CURRENT, VT_POOL_ATTR_USED_CURRENT };
@@ -347,7 +350,7 @@ static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
             memset(ev, 0, sizeof *ev);
             ev->time_ns = vt_now_ns();
             ev->api = VT_API_cuMemPoolGetAttribute;
-            ev->device = atomic_load_explicit(&pool_device[i], memory_order_relaxed);
+            ev->device = (int16_t)((int)(entry >> 48) - 1);
             ev->ptr = pool;
             ev->aux = attrs[k];
             ev->size = values[k];
