@@ -331,6 +331,29 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
     }
 }
 
+/* One event the shim takes on its own account (flag VT_EF_SAMPLE): not a
+ * drop when the ring is full, since the program lost nothing. 0 on success. */
+static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
+                           uint32_t tid, uint32_t stack)
+{
+    vt_ring_slot_t *slot = ring_claim(0);
+    if (!slot)
+        return -1;
+    vt_event_t *ev = &slot->ev;
+    memset(ev, 0, sizeof *ev);
+    ev->time_ns = vt_now_ns();
+    ev->api = (uint16_t)api;
+    ev->device = (int16_t)device;
+    ev->ptr = ptr;
+    ev->size = size;
+    ev->aux = aux;
+    ev->flags = flags;
+    ev->tid = tid;
+    ev->stack = stack;
+    vt_ring_publish(slot);
+    return 0;
+}
+
 static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
 {
     for (int i = 0; i < VT_MAX_POOLS; i++) {
@@ -338,27 +361,14 @@ static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
         if (!entry)
             break;
         uint64_t pool = entry & POOL_HANDLE_MASK;
+        int device = (int)(entry >> 48) - 1;
         if (vt_driver_pool_usage(pool, &reserved, &used) != 0)
             continue;
-        const uint64_t attrs[2] = { VT_POOL_ATTR_RESERVED_CURRENT, VT_POOL_ATTR_USED_CURRENT };
-        const uint64_t values[2] = { reserved, used };
-        for (int k = 0; k < 2; k++) {
-            vt_ring_slot_t *slot = ring_claim(0);
-            if (!slot)
-                return;
-            vt_event_t *ev = &slot->ev;
-            memset(ev, 0, sizeof *ev);
-            ev->time_ns = vt_now_ns();
-            ev->api = VT_API_cuMemPoolGetAttribute;
-            ev->device = (int16_t)((int)(entry >> 48) - 1);
-            ev->ptr = pool;
-            ev->aux = attrs[k];
-            ev->size = values[k];
-            ev->flags = flags;
-            ev->tid = tid;
-            ev->stack = stack;
-            vt_ring_publish(slot);
-        }
+        if (push_shim_event(VT_API_cuMemPoolGetAttribute, device, pool, reserved, VT_POOL_ATTR_RESERVED_CURRENT,
+                            flags, tid, stack) ||
+            push_shim_event(VT_API_cuMemPoolGetAttribute, device, pool, used, VT_POOL_ATTR_USED_CURRENT, flags,
+                            tid, stack))
+            return;
     }
 }
 
@@ -367,21 +377,9 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
     uint64_t free_b, total_b;
     if (vt_driver_meminfo(&free_b, &total_b) != 0)
         return;
-    vt_ring_slot_t *slot = ring_claim(0);
-    if (!slot)
-        return;
-    vt_event_t *ev = &slot->ev;
-    memset(ev, 0, sizeof *ev);
-    ev->time_ns = vt_now_ns();
-    ev->api = VT_API_cuMemGetInfo_v2;
-    ev->device = (int16_t)device;
-    ev->size = free_b;
-    ev->aux = total_b;
-    ev->flags = VT_EF_SAMPLE | why;
-    ev->tid = current_tid();
-    ev->stack = stack;
-    vt_ring_publish(slot);
-    push_pool_samples(VT_EF_SAMPLE | why, ev->tid, stack);
+    uint32_t tid = current_tid();
+    if (push_shim_event(VT_API_cuMemGetInfo_v2, device, 0, free_b, total_b, VT_EF_SAMPLE | why, tid, stack) == 0)
+        push_pool_samples(VT_EF_SAMPLE | why, tid, stack);
 }
 
 static uint32_t api_flags[VT_API_COUNT];

@@ -126,7 +126,8 @@ NOINLINE static void linked_host(void)
     CHECK(cuMemFree_v2(m));
 }
 
-NOINLINE static void linked_pool_and_info(void)
+/* A pinned pool on device 0, as PyTorch and vLLM create theirs. */
+static CUmemoryPool create_pool(void)
 {
     CUmemPoolProps props;
     memset(&props, 0, sizeof props);
@@ -135,6 +136,12 @@ NOINLINE static void linked_pool_and_info(void)
     props.location.id = 0;
     CUmemoryPool pool;
     CHECK(cuMemPoolCreate(&pool, &props));
+    return pool;
+}
+
+NOINLINE static void linked_pool_and_info(void)
+{
+    CUmemoryPool pool = create_pool();
     CHECK(cuMemPoolTrimTo(pool, 0));
     CHECK(cuMemPoolDestroy(pool));
     size_t fr, tot;
@@ -355,13 +362,7 @@ static void *thread_main(void *arg)
 NOINLINE static void pool_slack_run(void)
 {
     const size_t MiB = 1 << 20;
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
-    CUmemoryPool pool;
-    CHECK(cuMemPoolCreate(&pool, &props));
+    CUmemoryPool pool = create_pool();
     CUdeviceptr a[3], cur, big;
     for (int i = 0; i < 3; i++)
         CHECK(cuMemAllocFromPoolAsync(&a[i], 8 * MiB, pool, NULL));
