@@ -7,6 +7,7 @@
  * against this one by tests/t/50-shim-env.t.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,13 +56,31 @@ void vt_options_load(void)
         pow2 <<= 1;
     vt_opt.ring = pow2;
 
+    /* VRAMTRACE_UNWIND: libunwind (the default) gives libunwind's stacks,
+     * most frames served from a cache of .eh_frame rules (stacks.c); fp
+     * walks frame pointers; check[:FILE] unwinds every stack both ways,
+     * records libunwind's, and reports each difference on stderr or
+     * appended to FILE, with a count at exit. */
     const char *unwind = getenv("VRAMTRACE_UNWIND");
-    vt_opt.unwind_fp = 0;
-    if (unwind && strcmp(unwind, "fp") == 0)
-        vt_opt.unwind_fp = 1;
-    else if (unwind && *unwind && strcmp(unwind, "libunwind") != 0)
-        fprintf(stderr, "vramtrace: ignoring VRAMTRACE_UNWIND=%.64s (want libunwind or fp); using libunwind\n",
+    vt_opt.unwind = VT_UNWIND_CFI;
+    vt_opt.unwind_check_fd = 2;
+    if (unwind && strcmp(unwind, "fp") == 0) {
+        vt_opt.unwind = VT_UNWIND_FP;
+    } else if (unwind && strncmp(unwind, "check", 5) == 0 && (!unwind[5] || unwind[5] == ':')) {
+        vt_opt.unwind = VT_UNWIND_CHECK;
+        if (unwind[5] && unwind[6]) {
+            int fd = open(unwind + 6, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+            if (fd >= 0)
+                vt_opt.unwind_check_fd = fd;
+            else
+                fprintf(stderr, "vramtrace: VRAMTRACE_UNWIND: cannot open %.200s; reporting on stderr\n",
+                        unwind + 6);
+        }
+    } else if (unwind && *unwind && strcmp(unwind, "libunwind") != 0) {
+        fprintf(stderr,
+                "vramtrace: ignoring VRAMTRACE_UNWIND=%.64s (want libunwind, fp or check[:FILE]); using libunwind\n",
                 unwind);
+    }
 
     const char *dir = getenv("VRAMTRACE_DIR");
     if (!dir || !*dir)

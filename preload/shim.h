@@ -38,8 +38,10 @@ typedef struct vt_options {
     int sample_ms;      /* VRAMTRACE_SAMPLE_MS: meminfo rate limit */
     uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
     int disable;        /* VRAMTRACE_DISABLE */
-    int unwind_fp;      /* VRAMTRACE_UNWIND=fp: frame pointers, not libunwind */
+    int unwind;         /* VRAMTRACE_UNWIND: one of VT_UNWIND_* */
+    int unwind_check_fd; /* VRAMTRACE_UNWIND=check[:FILE]: where mismatches go */
 } vt_options_t;
+enum { VT_UNWIND_CFI, VT_UNWIND_LIBUNWIND, VT_UNWIND_FP, VT_UNWIND_CHECK };
 
 extern vt_options_t vt_opt;
 /* Parses the environment into vt_opt. Bad values warn once and keep the
@@ -111,6 +113,26 @@ void vt_stack_node(uint32_t id, uint32_t *parent, uint64_t *ip);
 uint64_t vt_stacks_lost(void);
 int vt_stacks_init(void);
 void vt_stacks_atfork_child(void);
+
+/* ---- unwind_cfi.c (x86-64) ---- */
+/* How to step from the frame that returns to an address to its caller,
+ * packed in one word so a cache slot is two atomics: bits 0-1 the kind,
+ * 2 CFA is rbp (else rsp) + cfa_off, 3 the caller's rbp is saved at
+ * CFA + rbp_off (else unchanged), 4-19 rbp_off, 20-35 the return address's
+ * offset from the CFA, 36-63 cfa_off (signed). */
+#define VT_CFI_UNKNOWN 1u /* not a shape modelled: libunwind does the stack */
+#define VT_CFI_STEP 2u
+#define VT_CFI_END 3u /* return address undefined: the outermost frame */
+#define VT_CFI_CFA_RBP 4u
+#define VT_CFI_RBP_SAVED 8u
+#define VT_CFI_RBP_OFF(r) ((int64_t)(int16_t)((r) >> 4))
+#define VT_CFI_RA_OFF(r) ((int64_t)(int16_t)((r) >> 20))
+#define VT_CFI_CFA_OFF(r) ((int64_t)(r) >> 36)
+/* The rule for ra from its module's .eh_frame; *subs gets the loader's
+ * count of unloaded modules as seen during the lookup. */
+uint64_t vt_cfi_rule(uintptr_t ra, unsigned long long *subs);
+/* The loader's count of unloaded modules (dl_iterate_phdr's dlpi_subs). */
+unsigned long long vt_cfi_module_subs(void);
 
 /* ---- livemap.c ---- */
 /* Tracks live device bytes per pointer so a free knows its size. Returns the

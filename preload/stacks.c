@@ -21,6 +21,8 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -57,6 +59,14 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 29);
 }
 
+#if defined(__x86_64__)
+static void rules_init(void);
+#endif
+
+/* The loader's __libc_stack_end (the stack pointer at process entry),
+ * looked up at init: naming it here would make the shim need ld.so. */
+static void *const *libc_stack_end;
+
 int vt_stacks_init(void)
 {
     if (!nodes) {
@@ -69,6 +79,12 @@ int vt_stacks_init(void)
         nodes = n;
         table = t;
     }
+#if defined(__x86_64__)
+    if (vt_opt.depth > 0 && vt_opt.unwind != VT_UNWIND_FP)
+        rules_init(); /* without it every stack goes to libunwind */
+#endif
+    if (!libc_stack_end)
+        libc_stack_end = (void *const *)vt_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
     if (!unw_backtrace_ptr && vt_opt.depth > 0) {
         void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
         if (h) {
@@ -160,12 +176,27 @@ static uint32_t child_of(uint32_t parent, uint64_t ip)
  * upwards, so a bogus frame pointer ends the walk, never the process. */
 static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
 
+
 static void thread_stack_bounds(void)
 {
     pthread_attr_t attr;
     void *addr;
     size_t size;
     stack_hi = 1; /* tried: never ask again on this thread */
+    /* The process's first thread: glibc's pthread_getattr_np would read
+     * /proc/self/maps through stdio (malloc) for it. Its stack ends at
+     * __libc_stack_end and is one mapping from there down to this frame;
+     * the kernel keeps other mappings at least the stack limit away, so a
+     * frame within that limit below it is on this stack. */
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t top = libc_stack_end ? (uintptr_t)*libc_stack_end : 0;
+    struct rlimit rl;
+    if (top && here < top && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        top - here < rl.rlim_cur) {
+        stack_lo = top - rl.rlim_cur;
+        stack_hi = top & ~(uintptr_t)7;
+        return;
+    }
     if (pthread_getattr_np(pthread_self(), &attr) != 0)
         return;
     if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
@@ -197,6 +228,223 @@ static inline __attribute__((always_inline)) int fp_backtrace(uint64_t *ips, int
     return n;
 }
 
+#if defined(__x86_64__)
+/* ---- cached CFI unwinding (x86-64), the default ----
+ * libunwind's unw_backtrace costs ~100 instructions a frame even with its
+ * per-thread cache, most of the shim's cost per allocation. This walk does
+ * what a DWARF unwinder does, for the common shapes of frame only
+ * (unwind_cfi.c reads the rules), and lets libunwind do the whole stack
+ * whenever a frame has any other shape, so its stacks are libunwind's
+ * (VRAMTRACE_UNWIND=check verifies that, stack by stack):
+ *  - Each return address gets its rule once; rules are cached in a
+ *    lock-free table keyed by the address and a generation. The rule of an
+ *    address holds while its module stays loaded, so the generation moves
+ *    when the loader's count of unloaded modules does (seen on every miss,
+ *    and every RECHECK captures per thread): a module loaded where another
+ *    was unloaded never gets the old module's rules.
+ *  - A frame whose return address is undefined ends the stack, as in
+ *    libunwind (process and thread entry points).
+ *  - Every read is between this frame and the top of the thread's stack,
+ *    and the CFA must move up at each step, so a rule that does not fit the
+ *    memory it meets falls back instead of reading elsewhere. */
+typedef struct rule_slot {
+    _Atomic uint64_t key; /* 0 empty, 1 being filled, else ra | gen << 48 */
+    _Atomic uint64_t rule;
+} rule_slot_t;
+
+#define RULE_BITS 16
+#define RULE_SIZE (1u << RULE_BITS)
+#define RULE_PROBES 32
+#define RECHECK 4096
+static rule_slot_t *rules;
+/* Both under 2^16; user-space addresses on x86-64 are under 2^47. */
+static _Atomic uint64_t rules_gen = 1;
+static _Atomic unsigned long long rules_subs;
+static __thread unsigned recheck_countdown __attribute__((tls_model("initial-exec")));
+
+static void rules_init(void)
+{
+    if (rules)
+        return;
+    void *r = mmap(NULL, RULE_SIZE * sizeof(rule_slot_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return;
+    atomic_store_explicit(&rules_subs, vt_cfi_module_subs(), memory_order_relaxed);
+    rules = r;
+}
+
+/* A module went away: every cached rule may now describe the wrong code.
+ * Old-generation slots are reused by later inserts. */
+static void rules_saw_subs(unsigned long long subs)
+{
+    unsigned long long old = atomic_load_explicit(&rules_subs, memory_order_relaxed);
+    if (subs == old || !atomic_compare_exchange_strong(&rules_subs, &old, subs))
+        return;
+    uint64_t g = atomic_load_explicit(&rules_gen, memory_order_relaxed);
+    atomic_compare_exchange_strong(&rules_gen, &g, g >= 0xffff ? 1 : g + 1);
+}
+
+static inline uint32_t rule_hash(uintptr_t ra)
+{
+    return (uint32_t)((ra * 0x9e3779b97f4a7c15ull) >> (64 - RULE_BITS));
+}
+
+static __attribute__((noinline)) uint64_t rule_insert(uintptr_t ra)
+{
+    unsigned long long subs = 0;
+    uint64_t r = vt_cfi_rule(ra, &subs);
+    rules_saw_subs(subs);
+    uint64_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
+    uint64_t key = ra | gen << 48;
+    uint32_t i = rule_hash(ra);
+    for (int probe = 0; probe < RULE_PROBES; probe++, i = (i + 1) & (RULE_SIZE - 1)) {
+        uint64_t k = atomic_load_explicit(&rules[i].key, memory_order_acquire);
+        if (k == key)
+            return r; /* another thread got there first */
+        /* empty, or left by an older generation */
+        if (k == 1 || (k != 0 && k >> 48 == gen))
+            continue;
+        if (!atomic_compare_exchange_strong_explicit(&rules[i].key, &k, 1, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            continue;
+        atomic_store_explicit(&rules[i].rule, r, memory_order_relaxed);
+        atomic_store_explicit(&rules[i].key, key, memory_order_release);
+        return r;
+    }
+    return r; /* full here: recomputed next time */
+}
+
+static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t ra, uint64_t gen)
+{
+    uint64_t key = ra | gen << 48;
+    uint32_t i = rule_hash(ra);
+    for (int probe = 0; probe < RULE_PROBES; probe++, i = (i + 1) & (RULE_SIZE - 1)) {
+        uint64_t k = atomic_load_explicit(&rules[i].key, memory_order_acquire);
+        if (k == key) {
+            /* A slot of an older generation can be refilled under us:
+             * the rule counts only if the key is still ours after it. */
+            uint64_t r = atomic_load_explicit(&rules[i].rule, memory_order_acquire);
+            if (atomic_load_explicit(&rules[i].key, memory_order_relaxed) == key)
+                return r;
+            break;
+        }
+        if (k == 0)
+            break;
+    }
+    return rule_insert(ra);
+}
+
+/* Fills ips like unw_backtrace (ips[0] stands for this frame); -1 when
+ * libunwind must do this stack. */
+static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, int max)
+{
+    if (!stack_hi)
+        thread_stack_bounds();
+    /* This function keeps a frame pointer (__builtin_frame_address forces
+     * one): its caller's registers are read from that frame. Every later
+     * read lies above it, so it is the low bound. */
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0), lo = fp, hi = stack_hi;
+    if (!rules || fp < stack_lo || fp + 16 > hi)
+        return -1;
+    if (--recheck_countdown >= RECHECK) {
+        recheck_countdown = RECHECK - 1;
+        rules_saw_subs(vt_cfi_module_subs());
+    }
+    uint64_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
+    uintptr_t ra = ((const uintptr_t *)fp)[1], rbp = ((const uintptr_t *)fp)[0], rsp = fp + 16;
+    int n = 0;
+    ips[n++] = 0;
+    while (n < max) {
+        if (ra < 4096 || ra >= (1ull << 48))
+            return -1;
+        ips[n++] = ra;
+        if (n == max)
+            break;
+        uint64_t r = rule_of(ra, gen);
+        if ((r & 3) != VT_CFI_STEP) {
+            if ((r & 3) == VT_CFI_END)
+                break;
+            return -1;
+        }
+        uintptr_t cfa = ((r & VT_CFI_CFA_RBP) ? rbp : rsp) + (uintptr_t)VT_CFI_CFA_OFF(r);
+        uintptr_t ra_at = cfa + (uintptr_t)VT_CFI_RA_OFF(r);
+        if (cfa <= rsp || ra_at < lo || ra_at > hi - 8 || (ra_at & 7))
+            return -1;
+        if (r & VT_CFI_RBP_SAVED) {
+            uintptr_t rbp_at = cfa + (uintptr_t)VT_CFI_RBP_OFF(r);
+            if (rbp_at < lo || rbp_at > hi - 8 || (rbp_at & 7))
+                return -1;
+            rbp = *(const uintptr_t *)rbp_at;
+        }
+        ra = *(const uintptr_t *)ra_at;
+        rsp = cfa;
+    }
+    return n;
+}
+#endif
+
+/* VRAMTRACE_UNWIND=check: counts for the line written at exit. */
+static _Atomic uint64_t check_stacks, check_fallbacks, check_mismatches;
+
+static void check_put(char **p, char *end, const char *s)
+{
+    while (*s && *p < end)
+        *(*p)++ = *s++;
+}
+
+static void check_hex(char **p, char *end, uint64_t v)
+{
+    char tmp[17];
+    int i = 16;
+    tmp[i] = 0;
+    do {
+        tmp[--i] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v && i > 0);
+    check_put(p, end, tmp + i);
+}
+
+/* One line per mismatch, both stacks after the shim's frames, written
+ * whole with one write() so processes appending to one file do not mix. */
+static void check_report(const uint64_t *a, int na, const uint64_t *b, int nb, int first)
+{
+    char line[4096], *p = line, *end = line + sizeof line - 1;
+    check_put(&p, end, "vramtrace: unwind check: pid ");
+    check_hex(&p, end, (uint64_t)getpid());
+    check_put(&p, end, " cfi");
+    for (int i = first; i < na; i++) {
+        check_put(&p, end, " ");
+        check_hex(&p, end, a[i]);
+    }
+    check_put(&p, end, " libunwind");
+    for (int i = first; i < nb; i++) {
+        check_put(&p, end, " ");
+        check_hex(&p, end, b[i]);
+    }
+    *p++ = '\n';
+    ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
+    (void)w;
+}
+
+static __attribute__((destructor)) void check_summary(void)
+{
+    if (vt_opt.unwind != VT_UNWIND_CHECK || !atomic_load(&check_stacks))
+        return;
+    char line[256], *p = line, *end = line + sizeof line - 1;
+    check_put(&p, end, "vramtrace: unwind check summary: pid ");
+    check_hex(&p, end, (uint64_t)getpid());
+    check_put(&p, end, " stacks ");
+    check_hex(&p, end, atomic_load(&check_stacks));
+    check_put(&p, end, " fallbacks ");
+    check_hex(&p, end, atomic_load(&check_fallbacks));
+    check_put(&p, end, " mismatches ");
+    check_hex(&p, end, atomic_load(&check_mismatches));
+    *p++ = '\n';
+    ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
+    (void)w;
+}
+
 __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 {
     if (vt_opt.depth <= 0)
@@ -207,11 +455,30 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     int want = vt_opt.depth + skip + 1;
     if (want > (int)(sizeof ips / sizeof ips[0]))
         want = (int)(sizeof ips / sizeof ips[0]);
-    int n;
-    if (vt_opt.unwind_fp)
+    int n = -1;
+    if (vt_opt.unwind == VT_UNWIND_FP) {
         n = fp_backtrace(ips, want);
-    else
-        n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    } else {
+#if defined(__x86_64__)
+        n = cfi_backtrace(ips, want);
+        if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
+            uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
+            int ncfi = n;
+            if (ncfi > 0)
+                memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
+            n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+            atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
+            if (ncfi < 0) {
+                atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
+            } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
+                atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
+                check_report(cfi, ncfi, ips, n, skip + 1);
+            }
+        }
+#endif
+        if (n < 0)
+            n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    }
     /* ips[0] is this function; then the shim's own frames. */
     int first = skip + 1;
     if (n <= first)
