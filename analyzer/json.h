@@ -14,6 +14,10 @@
  *  - script_safe (set after init): strings never contain < > & U+2028
  *    U+2029 (written as \u escapes), so the document can sit inside an
  *    HTML <script> element whatever the trace holds.
+ *  - Output is buffered in the writer and reaches the FILE when the buffer
+ *    fills, when the outermost value is complete and in vt_json_finish().
+ *    A caller may write to the FILE itself only between documents (html.c
+ *    does, around the chart data), never while one is open.
  */
 #ifndef VT_JSON_H
 #define VT_JSON_H
@@ -22,12 +26,15 @@
 #include <stdio.h>
 
 #define VT_JSON_MAX_DEPTH 32
+#define VT_JSON_BUF (32u << 10)
 
 typedef struct vt_json {
     FILE *f;
     int depth;
     unsigned char has_items[VT_JSON_MAX_DEPTH];
     int compact, script_safe;
+    size_t n;                 /* bytes in buf not yet handed to f */
+    char buf[VT_JSON_BUF];
 } vt_json_t;
 
 void vt_json_init(vt_json_t *j, FILE *f);
