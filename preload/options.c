@@ -57,7 +57,8 @@ void vt_options_load(void)
     vt_opt.ring = pow2;
 
     /* VRAMTRACE_UNWIND: libunwind (the default) gives libunwind's stacks,
-     * most frames served from a cache of .eh_frame rules (stacks.c); fp
+     * most frames served from a cache of .eh_frame rules (stacks.c);
+     * uncached asks libunwind for every frame, without the cache; fp
      * walks frame pointers; check[:FILE] unwinds every stack both ways,
      * records libunwind's, and reports each difference on stderr or
      * appended to FILE, with a count at exit. */
@@ -66,6 +67,8 @@ void vt_options_load(void)
     vt_opt.unwind_check_fd = 2;
     if (unwind && strcmp(unwind, "fp") == 0) {
         vt_opt.unwind = VT_UNWIND_FP;
+    } else if (unwind && strcmp(unwind, "uncached") == 0) {
+        vt_opt.unwind = VT_UNWIND_LIBUNWIND;
     } else if (unwind && strncmp(unwind, "check", 5) == 0 && (!unwind[5] || unwind[5] == ':')) {
         vt_opt.unwind = VT_UNWIND_CHECK;
         if (unwind[5] && unwind[6]) {
@@ -78,7 +81,7 @@ void vt_options_load(void)
         }
     } else if (unwind && *unwind && strcmp(unwind, "libunwind") != 0) {
         fprintf(stderr,
-                "vramtrace: ignoring VRAMTRACE_UNWIND=%.64s (want libunwind, fp or check[:FILE]); using libunwind\n",
+                "vramtrace: ignoring VRAMTRACE_UNWIND=%.64s (want libunwind, uncached, fp or check[:FILE]); using libunwind\n",
                 unwind);
     }
 

@@ -460,7 +460,8 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
         n = fp_backtrace(ips, want);
     } else {
 #if defined(__x86_64__)
-        n = cfi_backtrace(ips, want);
+        /* uncached: the way out if the rule cache ever misreads a module */
+        n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want);
         if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
             uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
             int ncfi = n;

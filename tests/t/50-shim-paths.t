@@ -144,4 +144,13 @@ run_mode runtime
 $VT report --json $D/*.vtrace >$D/json
 is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": null' "no pools: pool slack is null"
 
+# The rule cache serves libunwind's stacks; uncached asks libunwind for
+# every frame: the same frames, named the same, on every event.
+frames() { sed -n 's/^    #\([0-9]*\) 0x[0-9a-f]* /\1 /p' "$1"; }
+U=$(tmpdir)
+run_mode linked; frames $D/dump >$U/cached
+run_mode linked VRAMTRACE_UNWIND=uncached; frames $D/dump >$U/uncached
+check "VRAMTRACE_UNWIND=uncached: the same $(wc -l <$U/cached) frames as the cached default" cmp -s $U/cached $U/uncached
+is "$(grep -c ' main ' $U/uncached)" "$(grep -c '^event .* stack=[1-9]' $D/dump)" "VRAMTRACE_UNWIND=uncached: every stack recorded reaches main"
+
 done_testing
