@@ -122,6 +122,8 @@ static void device(FILE *f, const vt_model_t *m, const vt_dev_t *d, int pi, int 
     row(f, "rounding waste", d->peak_rounding_waste, "at peak");
     if (d->max_va_reserved)
         row(f, "VMM address space", d->peak_va_reserved, "reserved at peak");
+    if (d->have_pool_slack_at_peak)
+        row(f, "pool slack", d->pool_slack_at_peak, "held by stream-ordered pools beyond their allocations, at peak");
     fputs("</table>\n", f);
     fputs("<h4>Address space at peak</h4>\n", f);
     if (d->frag_computed)

@@ -140,6 +140,8 @@ apis=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["processes"][
 is "$apis" "2 False" "pool: apis counts the program's 2 queries, not the shim's samples"
 $VT report $D/*.vtrace >$D/text
 check "pool: the text report says it" grep -q "pool slack  *20.0 MiB held by stream-ordered pools" $D/text
+$VT report --html $D/report.html $D/*.vtrace >/dev/null
+check "pool: so does the HTML report" grep -q "pool slack</td><td class=\"n\">20.0 MiB" $D/report.html
 run_mode runtime
 $VT report --json $D/*.vtrace >$D/json
 is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": null' "no pools: pool slack is null"
