@@ -254,6 +254,36 @@ EOF
     done
 fi
 
+# ---- 4b. the unwind rule cache against libunwind ----
+# Every stack unwound both ways (VRAMTRACE_UNWIND=check): the cache serves
+# libunwind's answers from each module's .eh_frame, and real CUDA and
+# PyTorch libraries are where an unusual rule would show.
+unwind_check() { # NAME LOG: one row from the check summaries in LOG
+    if [ ! -s "$2" ]; then
+        bad "$1" "no check summary in $2"
+        return
+    fi
+    set -- "$1" $(awk '/unwind check summary/ { for (i = 1; i < NF; i++) { if ($i == "stacks") s += $(i + 1);
+        if ($i == "fallbacks") f += $(i + 1); if ($i == "mismatches") m += $(i + 1) } }
+        END { print s + 0, f + 0, m + 0 }' "$2")
+    if [ "$2" -gt 0 ] && [ "$4" -eq 0 ]; then
+        ok "$1" "$2 stacks, $3 handed to libunwind, 0 differences"
+    else
+        bad "$1" "$2 stacks, $4 differ from libunwind (lines in the log)"
+    fi
+}
+VRAMTRACE_UNWIND=check:$W/unwind-ep.log under_shim "$W/ep-check" "$W/entrypoints_shared" all >/dev/null 2>&1
+unwind_check "unwind cache vs libunwind, entry points" "$W/unwind-ep.log"
+if [ -z "$SIMDIR" ] && "$PY" -c 'import torch, transformers, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    mkdir -p "$W/model"
+    PYTHONPATH=$ROOT/examples/python VRAMTRACE_UNWIND=check:$W/unwind-torch.log \
+        timeout 600 env LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR="$W/torch-check" \
+        "$PY" tests/gpu/torch_llama.py "$W/model" "$W/torch-check.json" >"$W/torch-check.out" 2>&1
+    unwind_check "unwind cache vs libunwind, PyTorch" "$W/unwind-torch.log"
+else
+    skip "unwind cache vs libunwind, PyTorch" "needs a real GPU and torch"
+fi
+
 # ---- 5. overhead ----
 base=$("$W/overhead" 2000 2>&1)
 shim=$(under_shim "$W/ovh" "$W/overhead" 2000 2>&1)
