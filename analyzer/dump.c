@@ -246,7 +246,7 @@ static void stacks_print(FILE *out, stacks_t *st, uint64_t leaf)
             return;
         }
         const node_t *n = &st->nodes[ni];
-        fprintf(out, "    #%u 0x%" PRIx64 " ", depth, n->ip);
+        fprintf(out, "    #%u 0x%" PRIx64 " ", depth, VT_IP_ADDR(n->ip));
         long fi = idmap_get(&st->frame_map, n->ip, 0, &added);
         const frame_t *f = fi < 0 ? NULL : &st->frames[fi];
         if (f && f->function_len)
@@ -367,15 +367,20 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
     }
     case VT_REC_FRAME: {
         const vt_rec_frame_t *f = &rec->u.frame;
-        fprintf(out, "frame ip=0x%" PRIx64 " module=%" PRIu64 " offset=0x%" PRIx64 " function=", f->ip,
+        fprintf(out, "frame ip=0x%" PRIx64 " module=%" PRIu64 " offset=0x%" PRIx64 " function=", VT_IP_ADDR(f->ip),
                 f->module_id, f->sym_offset);
         put_bare(out, f->function);
+        if (VT_IP_EPOCH(f->ip))
+            fprintf(out, " epoch=%u", VT_IP_EPOCH(f->ip));
         putc('\n', out);
         break;
     }
     case VT_REC_STACK:
-        fprintf(out, "stack node=%" PRIu64 " parent=%" PRIu64 " ip=0x%" PRIx64 "\n", rec->u.stack.node_id,
-                rec->u.stack.parent_id, rec->u.stack.ip);
+        fprintf(out, "stack node=%" PRIu64 " parent=%" PRIu64 " ip=0x%" PRIx64, rec->u.stack.node_id,
+                rec->u.stack.parent_id, VT_IP_ADDR(rec->u.stack.ip));
+        if (VT_IP_EPOCH(rec->u.stack.ip))
+            fprintf(out, " epoch=%u", VT_IP_EPOCH(rec->u.stack.ip));
+        putc('\n', out);
         break;
     case VT_REC_EVENT:
         put_event(out, &rec->u.event, REL(rec->u.event.time_ns));

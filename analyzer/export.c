@@ -91,7 +91,7 @@ void vt_export_stack_args(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
         char buf[64];
         const char *fn = fr[i].display;
         if (!fn[0]) {
-            snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)fr[i].ip);
+            snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)VT_IP_ADDR(fr[i].ip));
             fn = buf;
         }
         char *s = NULL;

@@ -10,7 +10,7 @@
 static void frame_text(FILE *f, const vt_frame_t *fr)
 {
     if (!fr->display[0]) {
-        fprintf(f, "0x%" PRIx64 "%s%s", fr->ip, fr->module_base[0] ? "@" : "", fr->module_base);
+        fprintf(f, "0x%" PRIx64 "%s%s", VT_IP_ADDR(fr->ip), fr->module_base[0] ? "@" : "", fr->module_base);
         return;
     }
     for (const char *s = fr->display; *s; s++)

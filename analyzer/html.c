@@ -62,7 +62,7 @@ static void stack_list(FILE *f, const vt_model_t *m, uint32_t leaf)
         if (fr[i].display[0])
             vt_html_esc(f, fr[i].display);
         else
-            fprintf(f, "0x%" PRIx64, fr[i].ip);
+            fprintf(f, "0x%" PRIx64, VT_IP_ADDR(fr[i].ip));
         if (fr[i].line) {
             /* the basename reads well; the whole path is in the tooltip */
             fputs(" <span class=\"src\" title=\"", f);

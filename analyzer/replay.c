@@ -233,7 +233,7 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
             if (fr[k].display[0])
                 fprintf(o, "      #%-2d %s", k, fr[k].display);
             else
-                fprintf(o, "      #%-2d 0x%" PRIx64, k, fr[k].ip);
+                fprintf(o, "      #%-2d 0x%" PRIx64, k, VT_IP_ADDR(fr[k].ip));
             fprintf(o, "%s%s%s\n", fr[k].module_base[0] ? "  [" : "", fr[k].module_base, fr[k].module_base[0] ? "]" : "");
         }
         if (!n)

@@ -28,7 +28,7 @@ static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
         vt_json_str(j, "module", frames[i].module);
         vt_json_str(j, "file", frames[i].file);
         vt_json_u64(j, "line", frames[i].line);
-        vt_json_u64(j, "ip", frames[i].ip);
+        vt_json_u64(j, "ip", VT_IP_ADDR(frames[i].ip));
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);

@@ -49,7 +49,7 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
         if (fr[i].display[0])
             fprintf(o, "%s#%-2d %s", indent, i, fr[i].display);
         else
-            fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, fr[i].ip);
+            fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, VT_IP_ADDR(fr[i].ip));
         if (fr[i].line)
             fprintf(o, "  %s:%" PRIu32, vt_base(fr[i].file), fr[i].line);
         if (fr[i].module_base[0])

@@ -1,5 +1,8 @@
 /* Calling-context tree storage (see stacks.h). Nodes are dense arrays by id
- * (ids are dense from 1 in the writer); frames are deduplicated by ip.
+ * (ids are dense from 1 in the writer); frames are deduplicated by ip, the
+ * whole of it: two frames at one address in different load epochs
+ * (trace_format.h, VT_REC_STACK) are different code. Where the ip is an
+ * address (module, source line), its epoch bits are masked.
  * Source lines live in a separate cache (struct srccache) filled only by
  * vt_stacks_get_src. */
 #include "stacks.h"
@@ -213,6 +216,9 @@ static const module_rec_t *module_by_id(const vt_stacks_t *s, uint64_t id)
 
 static const module_rec_t *module_by_ip(const vt_stacks_t *s, uint64_t ip)
 {
+    if (ip & VT_PSEUDO_BIT)
+        return NULL;
+    ip &= VT_IP_ADDR_MASK;
     for (size_t i = 0; i < s->nmodules; i++)
         if (ip >= s->modules[i].base && ip - s->modules[i].base < s->modules[i].size)
             return &s->modules[i];
@@ -271,9 +277,10 @@ static int lookup(const vt_stacks_t *s, const vt_frame_t *f, const char **file, 
      * caller of the CUDA entry point): it points after the call. One byte
      * back lands inside the call instruction, which is the line that
      * called; the return address itself may already be the next line. */
-    if (f->ip <= mod->base)
+    uint64_t ip = VT_IP_ADDR(f->ip);
+    if (ip <= mod->base)
         return 0;
-    uint64_t addr = f->ip - mod->base - 1;
+    uint64_t addr = ip - mod->base - 1;
     if (!c->dw && !(c->dw = vt_dwarf_new())) {
         c->failed = 1;
         return 0;

@@ -26,7 +26,7 @@
 #include "trace_reader.h"
 
 typedef struct vt_frame {
-    uint64_t ip;
+    uint64_t ip;           /* as in the trace, epoch bits too: VT_IP_ADDR() for the address */
     uint64_t sym_offset;
     uint32_t module_id;    /* 0 = unknown */
     const char *display;   /* demangled, "" when unresolved */

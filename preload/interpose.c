@@ -22,6 +22,13 @@
  *  - Exact names only, never prefixes; RTLD_NEXT lookups are never
  *    intercepted (they come from another interposer asking for what is after
  *    it); libcuda's own lookups are never intercepted.
+ *
+ * dlclose is wrapped because frames are named after the fact, by address:
+ * before a library goes, the writer names what was captured in it (waiting
+ * a bounded time), and after one went, later captures get a new load epoch
+ * so a library mapped at its addresses never shares its frames. dlopen is
+ * not wrapped: that would make us the caller of every dlopen and break the
+ * callers' RPATH/RUNPATH lookups.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -51,6 +58,48 @@ void *vt_real_dlsym(void *handle, const char *name)
     resolve_real_dlsym();
     dlsym_fn fn = (dlsym_fn)vt_next_dlsym;
     return fn ? fn(handle, name) : NULL;
+}
+
+/* ---- dlclose ---- */
+
+typedef int (*dlclose_fn)(void *);
+static _Atomic(dlclose_fn) next_dlclose;
+
+/* Our own export would be found from here by name: RTLD_NEXT skips it. */
+int vt_real_dlclose(void *handle)
+{
+    dlclose_fn fn = atomic_load_explicit(&next_dlclose, memory_order_acquire);
+    if (!fn) {
+        fn = (dlclose_fn)vt_real_dlsym(RTLD_NEXT, "dlclose");
+        if (!fn)
+            return -1; /* no libc dlclose: unloading nothing is safe */
+        atomic_store_explicit(&next_dlclose, fn, memory_order_release);
+    }
+    return fn(handle);
+}
+
+/* How long a dlclose waits for the writer to name the library's frames.
+ * Bounded because the caller may hold the loader's lock (a dlclose from a
+ * library destructor) that the writer's module lookup needs: past it the
+ * library goes, and frames the writer had not named yet come out unnamed
+ * or, if another library lands at its address first, misnamed. */
+#define DLCLOSE_SYNC_MS 200
+
+VT_EXPORT int dlclose(void *handle)
+{
+    int state = atomic_load_explicit(&vt_state, memory_order_acquire);
+    /* Inside the shim (guard) the writer may be what we would wait for. */
+    if (state == VT_ST_ACTIVE && vt_tls.guard == 0)
+        vt_writer_sync(DLCLOSE_SYNC_MS);
+    int watch = state != VT_ST_OFF;
+    unsigned long long before = watch ? vt_cfi_module_subs() : 0;
+    int rc = vt_real_dlclose(handle);
+    if (watch) {
+        unsigned long long after = vt_cfi_module_subs();
+        if (after != before)
+            vt_stacks_unloaded(after);
+    }
+    return rc;
 }
 
 unsigned vt_api_by_name(const char *name)
@@ -115,7 +164,7 @@ static void *runtime_lookup(const char *name)
         void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
         if (h) {
             void *fn = vt_real_dlsym(h, name);
-            dlclose(h);
+            vt_real_dlclose(h);
             if (fn)
                 return fn;
         }

@@ -1,7 +1,7 @@
 /* Internal declarations of the shim (libvramtrace.so), grouped by the file
  * that defines them. Nothing here is exported: the shim is built with
  * -fvisibility=hidden and a version script that exports only the wrapped
- * CUDA entry points and dlsym.
+ * CUDA entry points, dlsym and dlclose.
  *
  * Layers, top to bottom:
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
@@ -111,6 +111,10 @@ uint32_t vt_stack_capture(int skip);
 uint32_t vt_stack_count(void);
 void vt_stack_node(uint32_t id, uint32_t *parent, uint64_t *ip);
 uint64_t vt_stacks_lost(void);
+/* A library was unloaded: stacks captured from now on get a new load epoch
+ * in their native ips (trace_format.h, VT_REC_STACK) and the unwinder's
+ * cached rules are dropped. subs: the loader's count of unloads now. */
+void vt_stacks_unloaded(unsigned long long subs);
 int vt_stacks_init(void);
 void vt_stacks_atfork_child(void);
 
@@ -148,6 +152,8 @@ void *vt_real(unsigned api);
 void vt_set_real(unsigned api, void *fn);
 /* dlsym that bypasses our own interposition. */
 void *vt_real_dlsym(void *handle, const char *name);
+/* libc's dlclose, not our export. */
+int vt_real_dlclose(void *handle);
 /* The process's libcuda handle (RTLD_NOLOAD), or NULL. */
 void *vt_libcuda(void);
 /* Real driver helpers used for device facts and samples. */
@@ -192,6 +198,10 @@ int vt_ranges_frames(uint64_t *out, int cap);
 int vt_writer_start(void);
 /* Flushes everything and writes the END record (process exit). */
 void vt_writer_stop(void);
+/* Asks the writer thread to write and name everything captured so far,
+ * waiting at most timeout_ms for it; 0 when it did. No-op (-1) on the
+ * writer thread itself or when no writer runs. */
+int vt_writer_sync(unsigned timeout_ms);
 void vt_writer_atfork_prepare(void);
 void vt_writer_atfork_parent(void);
 void vt_writer_atfork_child(void);

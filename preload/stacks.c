@@ -41,6 +41,11 @@ static node_t *nodes;
 static _Atomic uint32_t *table;
 static _Atomic uint32_t node_count;
 static _Atomic uint64_t stacks_lost;
+/* Load epoch tagged into native ips (trace_format.h, VT_REC_STACK). The
+ * tree and the writer's FRAME records are keyed by ip: without it, code of
+ * a library mapped where an unloaded one was would share the old one's
+ * nodes and names. */
+static _Atomic uint32_t ip_epoch;
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
@@ -240,8 +245,10 @@ static inline __attribute__((always_inline)) int fp_backtrace(uint64_t *ips, int
  *    lock-free table keyed by the address and a generation. The rule of an
  *    address holds while its module stays loaded, so the generation moves
  *    when the loader's count of unloaded modules does (seen on every miss,
- *    and every RECHECK captures per thread): a module loaded where another
- *    was unloaded never gets the old module's rules.
+ *    every RECHECK captures per thread, and at once by the shim's dlclose):
+ *    a module loaded where another was unloaded never gets the old
+ *    module's rules. Rules are keyed by the bare address, never by an ip
+ *    tagged with its load epoch.
  *  - A frame whose return address is undefined ends the stack, as in
  *    libunwind (process and thread entry points).
  *  - Every read is between this frame and the top of the thread's stack,
@@ -384,6 +391,23 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
 }
 #endif
 
+void vt_stacks_unloaded(unsigned long long subs)
+{
+    uint32_t e = atomic_load_explicit(&ip_epoch, memory_order_relaxed), next;
+    do
+        next = e >= VT_IP_EPOCH_MAX ? 1 : e + 1;
+    while (!atomic_compare_exchange_weak_explicit(&ip_epoch, &e, next, memory_order_relaxed,
+                                                  memory_order_relaxed));
+#if defined(__x86_64__)
+    /* Now rather than at a thread's next recheck: the next library may
+     * already be mapped over the old one's addresses. */
+    if (rules)
+        rules_saw_subs(subs);
+#else
+    (void)subs;
+#endif
+}
+
 /* VRAMTRACE_UNWIND=check: counts for the line written at exit. */
 static _Atomic uint64_t check_stacks, check_fallbacks, check_mismatches;
 
@@ -489,12 +513,22 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
      * before the cache lookup: the same native stack serves many Python
      * call sites. Without either, the native array is used in place. */
     uint64_t merged[VT_MAX_STACK_DEPTH];
-    const uint64_t *frames = merged;
+    uint64_t *frames = merged;
     int native = n - first;
     n = vt_pseudo_merge(ips + first, native, merged, VT_MAX_STACK_DEPTH);
     if (n < 0) {
         frames = ips + first;
         n = native < (int)VT_MAX_STACK_DEPTH ? native : (int)VT_MAX_STACK_DEPTH;
+    }
+    /* After the merge (it compares addresses) and before the hash, so a
+     * stack from after an unload is new to the cache and the tree. Pseudo
+     * ips and addresses no user mapping has are left as they are. */
+    uint32_t epoch = atomic_load_explicit(&ip_epoch, memory_order_relaxed);
+    if (__builtin_expect(epoch != 0, 0)) {
+        uint64_t tag = (uint64_t)epoch << VT_IP_EPOCH_SHIFT;
+        for (int i = 0; i < n; i++)
+            if (!(frames[i] & ~VT_IP_ADDR_MASK))
+                frames[i] |= tag;
     }
 
     uint64_t h = 0;

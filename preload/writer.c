@@ -74,6 +74,13 @@ static int thread_running;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond;
 static int stopping;
+/* vt_writer_sync's requests, under wake_lock: the thread drains once more
+ * whenever sync_done < sync_asked, and says so on sync_cond. accepting: the
+ * thread is in its loop and will see a request. */
+static pthread_cond_t sync_cond;
+static uint64_t sync_asked, sync_done;
+static int accepting;
+static __thread int on_writer_thread __attribute__((tls_model("initial-exec")));
 /* Held by the writer thread for each drain, and by fork's prepare handler:
  * an allocator whose locks are not reset in the child (ASan's in GCC 12, seen
  * hanging 7 forks in 300 in tests/t/51) would otherwise leave the child's
@@ -207,11 +214,12 @@ static void emit_frame(uint64_t ip)
     const char *function = "";
     uint64_t offset = 0;
     /* Return addresses point after the call: look up the call itself.
-     * Pseudo frames (Python, ranges) are named by their provider. */
+     * Pseudo frames (Python, ranges) are named by their provider. The
+     * record keeps the epoch-tagged ip: that is the frame's identity. */
     if (ip & VT_PSEUDO_BIT)
         function = vt_pseudo_name(ip);
-    else
-        vt_symbols_lookup((uintptr_t)ip - 1, module_sink, NULL, &module, &function, &offset);
+    else if (ip & VT_IP_ADDR_MASK)
+        vt_symbols_lookup((uintptr_t)(ip & VT_IP_ADDR_MASK) - 1, module_sink, NULL, &module, &function, &offset);
     uint8_t *p = scratch;
     p = vt_put_varint(p, ip);
     p = vt_put_varint(p, module);
@@ -336,17 +344,24 @@ static void drain_and_flush(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    on_writer_thread = 1;
     atomic_store(&thread_started, 1);
     pthread_mutex_lock(&wake_lock);
+    accepting = 1;
     while (!stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)vt_opt.flush_ms * 1000000ull;
-        ts.tv_sec += (time_t)(ns / 1000000000ull);
-        ts.tv_nsec = (long)(ns % 1000000000ull);
-        pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
-        if (stopping)
-            break;
+        if (sync_done == sync_asked) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)vt_opt.flush_ms * 1000000ull;
+            ts.tv_sec += (time_t)(ns / 1000000000ull);
+            ts.tv_nsec = (long)(ns % 1000000000ull);
+            pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
+            if (stopping)
+                break;
+        }
+        /* Requests made from here on may have captured after this drain
+         * started reading: they wait for the next one. */
+        uint64_t asked = sync_asked;
         pthread_mutex_unlock(&wake_lock);
         vt_tls.guard++;
         pthread_mutex_lock(&work_lock);
@@ -354,7 +369,13 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&work_lock);
         vt_tls.guard--;
         pthread_mutex_lock(&wake_lock);
+        if (sync_done != asked) {
+            sync_done = asked;
+            pthread_cond_broadcast(&sync_cond);
+        }
     }
+    accepting = 0;
+    pthread_cond_broadcast(&sync_cond);
     pthread_mutex_unlock(&wake_lock);
     return NULL;
 }
@@ -523,6 +544,7 @@ int vt_writer_start(void)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&wake_cond, &attr);
+    pthread_cond_init(&sync_cond, &attr);
     pthread_condattr_destroy(&attr);
 
     /* The writer must never run the host's signal handlers. */
@@ -576,6 +598,30 @@ void vt_writer_stop(void)
     atomic_store(&vt_state, VT_ST_OFF);
 }
 
+int vt_writer_sync(unsigned timeout_ms)
+{
+    if (on_writer_thread)
+        return -1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    uint64_t ns = (uint64_t)deadline.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+    deadline.tv_sec += (time_t)(ns / 1000000000ull);
+    deadline.tv_nsec = (long)(ns % 1000000000ull);
+    pthread_mutex_lock(&wake_lock);
+    if (!accepting || stopping) {
+        pthread_mutex_unlock(&wake_lock);
+        return -1;
+    }
+    uint64_t mine = ++sync_asked;
+    pthread_cond_signal(&wake_cond);
+    int rc = 0;
+    while (accepting && sync_done < mine && rc == 0)
+        rc = pthread_cond_timedwait(&sync_cond, &wake_lock, &deadline);
+    int done = sync_done >= mine;
+    pthread_mutex_unlock(&wake_lock);
+    return done ? 0 : -1;
+}
+
 /* The wait is bounded: one drain is a few milliseconds, and a writer stuck
  * for seconds (a hung NFS write) must not hang the host's fork. Past the
  * bound the fork goes ahead as it would without us. */
@@ -611,6 +657,8 @@ void vt_writer_atfork_child(void)
     fd = -1;
     thread_running = 0;
     stopping = 0;
+    accepting = 0;
+    sync_asked = sync_done = 0;
     pthread_mutex_init(&wake_lock, NULL);
     pthread_mutex_init(&work_lock, NULL);
     fork_holds_work_lock = 0;

@@ -60,6 +60,16 @@
  *                   stack of an event is the path leaf -> root, innermost
  *                   frame first. Every node is written before any event or
  *                   node that refers to it.
+ *                   A native ip (bit 63 clear) carries a load epoch in bits
+ *                   62..48 (VT_IP_EPOCH): how many times a library had been
+ *                   unloaded (dlclose) when the stack was captured, 0 before
+ *                   the first. The address is ip & VT_IP_ADDR_MASK (x86-64
+ *                   and arm64 user addresses are below 2^48); the whole ip
+ *                   is the frame's identity, so a library mapped where an
+ *                   unloaded one was gets its own nodes and FRAME records,
+ *                   never the old library's names. FRAME's ip is the whole
+ *                   value too; sym_offset is from the address. Traces
+ *                   written before epochs existed have 0 there.
  *   VT_REC_EVENT    see vt_event_t below; fields in this order:
  *                   api varint, dt zz (time - previous EVENT's time in this
  *                   chunk; the first EVENT of a chunk is relative to the
@@ -192,6 +202,13 @@ enum vt_record_type {
 #define VT_PSEUDO_PAYLOAD_MASK ((1ull << 60) - 1)
 #define VT_PSEUDO_KIND(ip) (((ip) & VT_PSEUDO_BIT) ? (unsigned)(((ip) >> 60) & 7u) : 0u)
 #define VT_PSEUDO_IP(kind, id) (VT_PSEUDO_BIT | ((uint64_t)(kind) << 60) | ((uint64_t)(id) & VT_PSEUDO_PAYLOAD_MASK))
+/* Native ips: load epoch and address (see VT_REC_STACK). */
+#define VT_IP_EPOCH_SHIFT 48
+#define VT_IP_EPOCH_MAX 0x7fffu
+#define VT_IP_ADDR_MASK (((uint64_t)1 << VT_IP_EPOCH_SHIFT) - 1)
+#define VT_IP_EPOCH(ip) (((ip) & VT_PSEUDO_BIT) ? 0u : (unsigned)(((ip) >> VT_IP_EPOCH_SHIFT) & VT_IP_EPOCH_MAX))
+/* The address of a native ip; a pseudo ip unchanged. */
+#define VT_IP_ADDR(ip) (((ip) & VT_PSEUDO_BIT) ? (uint64_t)(ip) : (uint64_t)(ip) & VT_IP_ADDR_MASK)
 enum vt_pseudo_kind {
     VT_PSEUDO_PY = 1,
     VT_PSEUDO_RANGE = 2,
