@@ -36,45 +36,18 @@ static int slot_for(vt_gpu_t *g, const vt_model_t *m, int dev)
     return g->nprocs++;
 }
 
-/* The GPU and slot of the last device the hook saw: the hook runs on every
- * device event, and consecutive events nearly always name the same device
- * of the same process. Only a hint: it is used after checking that it still
- * names (m, dev) and d's UUID, which makes it exactly what gpu_for and
- * slot_for would find (UUIDs are unique in r->gpus, (m, dev) in a GPU's
- * slots, both only ever appended), whatever report r is. */
-static struct {
-    const vt_report_t *r;
-    int gpu, slot;
-} last = { NULL, -1, -1 };
-
 void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
 {
     vt_report_t *r = ctx;
     const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
-    if (!d->have_info)
+    if (!d->have_info || !vt_uuid_known(d->uuid))
         return;
-    vt_gpu_t *g;
-    int s;
-    if (last.r == r && last.gpu >= 0 && last.gpu < r->ngpus && r->gpus[last.gpu].nprocs > last.slot &&
-        r->gpus[last.gpu].procs[last.slot] == m && r->gpus[last.gpu].dev_index[last.slot] == dev &&
-        !memcmp(r->gpus[last.gpu].uuid, d->uuid, 16)) {
-        /* A GPU in r->gpus has a known UUID (gpu_for is only reached
-         * after vt_uuid_known), so d's is too. */
-        g = &r->gpus[last.gpu];
-        s = last.slot;
-    } else {
-        if (!vt_uuid_known(d->uuid))
-            return;
-        g = gpu_for(r, d);
-        if (!g)
-            return;
-        s = slot_for(g, m, dev);
-        if (s < 0)
-            return;
-        last.r = r;
-        last.gpu = (int)(g - r->gpus);
-        last.slot = s;
-    }
+    vt_gpu_t *g = gpu_for(r, d);
+    if (!g)
+        return;
+    int s = slot_for(g, m, dev);
+    if (s < 0)
+        return;
     g->tracked = g->tracked - g->contrib[s] + d->mem.tracked;
     g->contrib[s] = d->mem.tracked;
     if (g->have_peak && g->tracked <= g->peak_bytes)
