@@ -341,6 +341,17 @@ static void drain_and_flush(void)
     }
 }
 
+/* The clock's now plus ms, for the timed waits below. */
+static struct timespec deadline_in(clockid_t clock, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000ull;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return ts;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -350,11 +361,7 @@ static void *writer_main(void *arg)
     accepting = 1;
     while (!stopping) {
         if (sync_done == sync_asked) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)vt_opt.flush_ms * 1000000ull;
-            ts.tv_sec += (time_t)(ns / 1000000000ull);
-            ts.tv_nsec = (long)(ns % 1000000000ull);
+            struct timespec ts = deadline_in(CLOCK_MONOTONIC, (uint64_t)vt_opt.flush_ms);
             pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
             if (stopping)
                 break;
@@ -602,11 +609,7 @@ int vt_writer_sync(unsigned timeout_ms)
 {
     if (on_writer_thread)
         return -1;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    uint64_t ns = (uint64_t)deadline.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
-    deadline.tv_sec += (time_t)(ns / 1000000000ull);
-    deadline.tv_nsec = (long)(ns % 1000000000ull);
+    struct timespec deadline = deadline_in(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&wake_lock);
     if (!accepting || stopping) {
         pthread_mutex_unlock(&wake_lock);
@@ -629,9 +632,8 @@ void vt_writer_atfork_prepare(void)
 {
     if (!thread_running)
         return;
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 2;
+    /* pthread_mutex_timedlock measures against CLOCK_REALTIME. */
+    struct timespec deadline = deadline_in(CLOCK_REALTIME, 2000);
     for (int waited_ms = 0; !atomic_load(&thread_started) && waited_ms < 2000; waited_ms++) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
