@@ -350,16 +350,26 @@ static void *driver_sym(const char *name)
     return h ? vt_real_dlsym(h, name) : NULL;
 }
 
+/* driver_sym once per slot: the helpers that run on every event must not
+ * pay a dlsym each time. A miss is asked again next time (the driver may
+ * not be loaded yet). */
+static void *cached_driver_sym(_Atomic(void *) *slot, const char *name)
+{
+    void *f = atomic_load_explicit(slot, memory_order_acquire);
+    if (!f) {
+        f = driver_sym(name);
+        if (f)
+            atomic_store_explicit(slot, f, memory_order_release);
+    }
+    return f;
+}
+
 int vt_driver_current_device(void)
 {
-    static _Atomic(ctx_get_device_fn) fn;
-    ctx_get_device_fn f = atomic_load(&fn);
-    if (!f) {
-        f = (ctx_get_device_fn)driver_sym("cuCtxGetDevice");
-        if (!f)
-            return -1;
-        atomic_store(&fn, f);
-    }
+    static _Atomic(void *) fn;
+    ctx_get_device_fn f = (ctx_get_device_fn)cached_driver_sym(&fn, "cuCtxGetDevice");
+    if (!f)
+        return -1;
     CUdevice dev;
     if (f(&dev) != CUDA_SUCCESS || dev < 0 || dev >= VT_MAX_DEVICES)
         return -1;
@@ -398,14 +408,10 @@ int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used)
 
 int vt_driver_device_pool(int device, uint64_t *pool)
 {
-    static _Atomic(device_get_mem_pool_fn) fn;
-    device_get_mem_pool_fn f = atomic_load(&fn);
-    if (!f) {
-        f = (device_get_mem_pool_fn)driver_sym("cuDeviceGetMemPool");
-        if (!f)
-            return -1;
-        atomic_store(&fn, f);
-    }
+    static _Atomic(void *) fn;
+    device_get_mem_pool_fn f = (device_get_mem_pool_fn)cached_driver_sym(&fn, "cuDeviceGetMemPool");
+    if (!f)
+        return -1;
     CUmemoryPool p = NULL;
     if (f(&p, device) != CUDA_SUCCESS || !p)
         return -1;
