@@ -732,8 +732,7 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     }
     switch (info->kind) {
     case VT_KIND_ALLOC:
-        if (ev->api == VT_API_cuMemAllocFromPoolAsync || ev->api == VT_API_cuMemAllocFromPoolAsync_ptsz ||
-            ev->api == VT_API_cudaMallocFromPoolAsync || ev->api == VT_API_cudaMallocFromPoolAsync_ptsz)
+        if (vt_api_allocates_from_pool(ev->api))
             p->pool_allocs += ev->result == 0;
         return do_alloc(m, ev, info, L_ALLOC);
     case VT_KIND_VMM_CREATE:

@@ -302,12 +302,6 @@ static void note_pool(uint64_t pool, int device)
     }
 }
 
-static int is_pool_alloc(unsigned api)
-{
-    return api == VT_API_cuMemAllocFromPoolAsync || api == VT_API_cuMemAllocFromPoolAsync_ptsz ||
-           api == VT_API_cudaMallocFromPoolAsync || api == VT_API_cudaMallocFromPoolAsync_ptsz;
-}
-
 static int is_current_pool_alloc(unsigned api)
 {
     return api == VT_API_cuMemAllocAsync || api == VT_API_cuMemAllocAsync_ptsz ||
@@ -320,7 +314,7 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
 {
     if (kind == VT_KIND_POOL_CREATE) {
         note_pool(ev->ptr, ev->device);
-    } else if (kind == VT_KIND_ALLOC && is_pool_alloc(ev->api)) {
+    } else if (kind == VT_KIND_ALLOC && vt_api_allocates_from_pool(ev->api)) {
         note_pool(ev->aux, ev->device);
     } else if (kind == VT_KIND_ALLOC && is_current_pool_alloc(ev->api) && ev->device >= 0 &&
                ev->device < VT_MAX_DEVICES && !atomic_load_explicit(&current_pool_seen[ev->device], memory_order_relaxed) &&
@@ -450,7 +444,7 @@ int vt_call_begin(vt_call_t *call, unsigned api)
 
 static int is_device_release(const vt_call_t *call)
 {
-    return call->space == VT_SPACE_DEVICE && (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE);
+    return call->space == VT_SPACE_DEVICE && is_device_release_kind(call->kind);
 }
 
 /* released_dev: for a device release, the device vt_call_end found the

@@ -60,6 +60,13 @@ static inline const vt_api_info_t *vt_api_info(unsigned id)
     return id < VT_API_COUNT ? &table[id] : NULL;
 }
 
+/* The allocations that name their pool (aux holds it, trace_format.h). */
+static inline int vt_api_allocates_from_pool(unsigned id)
+{
+    return id == VT_API_cuMemAllocFromPoolAsync || id == VT_API_cuMemAllocFromPoolAsync_ptsz ||
+           id == VT_API_cudaMallocFromPoolAsync || id == VT_API_cudaMallocFromPoolAsync_ptsz;
+}
+
 static inline const char *vt_kind_name(unsigned kind)
 {
     static const char *const names[] = {
