@@ -181,7 +181,6 @@ static uint32_t child_of(uint32_t parent, uint64_t ip)
  * upwards, so a bogus frame pointer ends the walk, never the process. */
 static __thread uintptr_t stack_lo, stack_hi __attribute__((tls_model("initial-exec")));
 
-
 static void thread_stack_bounds(void)
 {
     pthread_attr_t attr;
@@ -408,6 +407,13 @@ void vt_stacks_unloaded(unsigned long long subs)
 #endif
 }
 
+/* What the cached walk stands in for; glibc's backtrace() when libunwind
+ * could not be loaded. */
+static int libunwind_backtrace(uint64_t *ips, int want)
+{
+    return unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+}
+
 /* VRAMTRACE_UNWIND=check: counts for the line written at exit. */
 static _Atomic uint64_t check_stacks, check_fallbacks, check_mismatches;
 
@@ -491,7 +497,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
             int ncfi = n;
             if (ncfi > 0)
                 memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
-            n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+            n = libunwind_backtrace(ips, want);
             atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
             if (ncfi < 0) {
                 atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
@@ -502,7 +508,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
         }
 #endif
         if (n < 0)
-            n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+            n = libunwind_backtrace(ips, want);
     }
     /* ips[0] is this function; then the shim's own frames. */
     int first = skip + 1;
