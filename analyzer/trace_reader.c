@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "vramtrace/encode.h"
+
 #ifndef VT_VERSION
 #define VT_VERSION "?"
 #endif
@@ -193,7 +195,7 @@ static int get_zz(cur_t *c, const char *field, int64_t *v)
     uint64_t u;
     if (get_varint(c, field, &u))
         return -1;
-    *v = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    *v = vt_unzigzag(u);
     return 0;
 }
 
@@ -313,11 +315,6 @@ static int decode_stack(cur_t *c, vt_rec_stack_t *s)
  * cannot run off the stream, whatever the bytes say. */
 #define EVENT_FAST_BYTES (11u * VARINT_MAX)
 
-static int64_t unzz(uint64_t u)
-{
-    return (int64_t)((u >> 1) ^ (0 - (u & 1)));
-}
-
 /* The checks every EVENT passes, on both paths. @return 0 or -1. */
 static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, event_base_t *base)
 {
@@ -331,7 +328,7 @@ static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64
     e->time_ns = base->time + (uint64_t)dt;
     base->time = e->time_ns;
     if (base->ptr_is_delta) {
-        e->ptr = base->ptr + (uint64_t)unzz(e->ptr);
+        e->ptr = base->ptr + (uint64_t)vt_unzigzag(e->ptr);
         base->ptr = e->ptr;
     }
     return 0;
@@ -354,7 +351,7 @@ static int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
         return -1;
     if (f[2] > UINT32_MAX || f[8] > UINT32_MAX || f[9] > UINT32_MAX || f[10] > UINT32_MAX)
         return -1;
-    int64_t dev = unzz(f[3]);
+    int64_t dev = vt_unzigzag(f[3]);
     if (f[0] > UINT16_MAX || dev < INT16_MIN || dev > INT16_MAX)
         return -1;
     c->i += used;
@@ -366,7 +363,7 @@ static int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
     e->flags = (uint32_t)f[8];
     e->result = (uint32_t)f[9];
     e->stack = (uint32_t)f[10];
-    return finish_event(c, e, f[0], unzz(f[1]), dev, base);
+    return finish_event(c, e, f[0], vt_unzigzag(f[1]), dev, base);
 }
 
 static int decode_event(cur_t *c, vt_event_t *e, event_base_t *base)

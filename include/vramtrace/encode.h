@@ -28,6 +28,12 @@ static inline uint64_t vt_zigzag(int64_t v)
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
+/* vt_zigzag's inverse; defined for every input, hostile ones included. */
+static inline int64_t vt_unzigzag(uint64_t u)
+{
+    return (int64_t)((u >> 1) ^ (0 - (u & 1)));
+}
+
 static inline uint8_t *vt_put_zz(uint8_t *p, int64_t v)
 {
     return vt_put_varint(p, vt_zigzag(v));
