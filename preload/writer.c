@@ -500,14 +500,18 @@ static int write_header(const char *exe)
         i += len + 1;
     }
 
-    uint8_t rec[sizeof scratch + 16];
-    size_t rec_len = (size_t)(vt_put_record(rec, VT_REC_PROCESS, scratch, (size_t)(p - scratch)) - rec);
+    /* Prelude and header in one write, like each chunk: a SIGKILL between
+     * two writes left a prelude that promised a header the file lacked. */
     vt_file_prelude_t prelude;
+    uint8_t file_start[sizeof prelude + sizeof scratch + 16];
+    uint8_t *rec = file_start + sizeof prelude;
+    size_t rec_len = (size_t)(vt_put_record(rec, VT_REC_PROCESS, scratch, (size_t)(p - scratch)) - rec);
     memset(&prelude, 0, sizeof prelude);
     memcpy(prelude.magic, VT_FILE_MAGIC, 8);
     prelude.version = VT_FORMAT_VERSION;
     prelude.header_len = (uint32_t)rec_len;
-    if (write_all((const uint8_t *)&prelude, sizeof prelude) != 0 || write_all(rec, rec_len) != 0)
+    memcpy(file_start, &prelude, sizeof prelude);
+    if (write_all(file_start, sizeof prelude + rec_len) != 0)
         return -1; /* the caller says why, once */
     return 0;
 }
