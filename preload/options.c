@@ -25,6 +25,8 @@ vt_options_t vt_opt;
       "the longest an event waits before it is on disk; bounds what SIGKILL loses") \
     X("VRAMTRACE_SAMPLE_MS", sample_ms, 10, 0, 60000,                             \
       "least interval between cuMemGetInfo samples while allocations flow")       \
+    X("VRAMTRACE_TIME_RES_US", time_res_us, 1000, 1, 1000000,                     \
+      "precision of event times in the trace (finer costs trace size)")           \
     X("VRAMTRACE_DISABLE", disable, 0, 0, 1, "1 = pass every call through untraced")
 
 static long parse_long(const char *name, const char *text, long def, long lo, long hi)

@@ -36,6 +36,7 @@ typedef struct vt_options {
     int depth;          /* VRAMTRACE_DEPTH: frames per stack, 0 = none */
     int flush_ms;       /* VRAMTRACE_FLUSH_MS */
     int sample_ms;      /* VRAMTRACE_SAMPLE_MS: meminfo rate limit */
+    int time_res_us;    /* VRAMTRACE_TIME_RES_US: event time precision */
     uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
     int disable;        /* VRAMTRACE_DISABLE */
     int unwind;         /* VRAMTRACE_UNWIND: one of VT_UNWIND_* */

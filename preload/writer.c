@@ -263,16 +263,21 @@ static void emit_new_devices(void)
     }
 }
 
-/* Event times go out rounded down to VT_EVENT_TIME_QUANTUM_NS after the
- * process record's start. The low bits of a nanosecond clock are noise to
- * zstd: on the bench's alloc/free loop they were 1.4 bytes of every event's
- * ~1.4, and the memory timeline, the Perfetto export and the order of events
- * (which is the ring's, not the clock's) need no finer time. */
+/* Event times go out rounded down to VRAMTRACE_TIME_RES_US (1 ms by
+ * default) after the process record's start. The clock's low bits are noise
+ * to zstd: on the bench's alloc/free loop a 1.024 us grain left ~0.6 of the
+ * 0.75 bytes per event in the time delta alone, 1 ms leaves almost none
+ * (0.74 -> 0.015 B/event; docs/performance.md "Trace size"). Nothing needs
+ * finer: the order of events is the ring's, not the clock's, and the memory
+ * timeline and the Perfetto export are read in milliseconds (heaptrack's
+ * own timestamps are 10 ms apart). A division, not a mask, so the grain is
+ * a round number of microseconds; the writer thread can afford it. */
 static uint64_t event_time(uint64_t t)
 {
-    if (t < mono_start)
+    uint64_t grain = (uint64_t)vt_opt.time_res_us * 1000u;
+    if (t < mono_start || grain <= 1)
         return t;
-    return mono_start + ((t - mono_start) & ~(uint64_t)(VT_EVENT_TIME_QUANTUM_NS - 1));
+    return mono_start + (t - mono_start) / grain * grain;
 }
 
 static void emit_event(const vt_event_t *ev)

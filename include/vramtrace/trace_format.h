@@ -80,9 +80,9 @@
  *                   reserved varint, aux varint, flags varint, result
  *                   varint, stack varint
  *                   The shim writes event times rounded down to a multiple
- *                   of VT_EVENT_TIME_QUANTUM_NS after mono_start_ns (its
- *                   precision; readers need not know it). Other records'
- *                   times are exact.
+ *                   of VRAMTRACE_TIME_RES_US (1 ms by default) after
+ *                   mono_start_ns: its precision, which readers need not
+ *                   know. Other records' times are exact.
  *   VT_REC_DROPPED  time_ns varint, dropped_total varint (cumulative count of
  *                   events lost to a full buffer), stacks_lost_total varint
  *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)
@@ -161,8 +161,6 @@
 #define VT_MAX_STRING (64u << 10)
 #define VT_MAX_ARGC 4096u
 #define VT_MAX_STACK_DEPTH 256u
-/* Precision of the shim's event times (a power of two): see VT_REC_EVENT. */
-#define VT_EVENT_TIME_QUANTUM_NS 1024u
 /* POOL_USAGE aux values the report reads (CUmemPool_attribute, cuda.h). */
 #define VT_POOL_ATTR_RESERVED_CURRENT 5u
 #define VT_POOL_ATTR_USED_CURRENT 7u

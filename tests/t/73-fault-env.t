@@ -11,7 +11,8 @@ trap 'rm -rf "$TMP"' EXIT
 plain $TMP/plain $FP pairs 200
 
 BAD="-1 -2147483649 99999999999999999999 2147483648 garbage 12abc 0x10 1e3 ' 5' '' +7 0"
-for var in VRAMTRACE_DEPTH VRAMTRACE_FLUSH_MS VRAMTRACE_RING VRAMTRACE_SAMPLE_MS VRAMTRACE_DISABLE VRAMTRACE_QUIET; do
+for var in VRAMTRACE_DEPTH VRAMTRACE_FLUSH_MS VRAMTRACE_RING VRAMTRACE_SAMPLE_MS VRAMTRACE_TIME_RES_US \
+           VRAMTRACE_DISABLE VRAMTRACE_QUIET; do
     bad_runs=0 bad_warn=0 bad_trace=0 n=0
     eval "set -- $BAD"
     for v in "$@"; do
@@ -35,7 +36,8 @@ done
 
 # Values at the edges that are valid: the shim must accept them.
 for pair in VRAMTRACE_DEPTH=0 VRAMTRACE_DEPTH=256 VRAMTRACE_FLUSH_MS=1 VRAMTRACE_FLUSH_MS=60000 \
-            VRAMTRACE_RING=1024 VRAMTRACE_RING=1025 VRAMTRACE_SAMPLE_MS=0; do
+            VRAMTRACE_RING=1024 VRAMTRACE_RING=1025 VRAMTRACE_SAMPLE_MS=0 \
+            VRAMTRACE_TIME_RES_US=1 VRAMTRACE_TIME_RES_US=1000000; do
     D=$TMP/edge.$pair; mkdir $D
     env "$pair" LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
     echo $? >$TMP/out.rc
@@ -43,6 +45,19 @@ for pair in VRAMTRACE_DEPTH=0 VRAMTRACE_DEPTH=256 VRAMTRACE_FLUSH_MS=1 VRAMTRACE
     is "$(grep -c '^vramtrace:' $TMP/out.err)" 0 "$pair: accepted without a warning"
     "$VT" dump $D/*.vtrace >$TMP/dump 2>&1
     is "$(count_events $TMP/dump cudaMalloc)" 200 "$pair: all 200 allocations traced"
+done
+
+# Event times are whole multiples of VRAMTRACE_TIME_RES_US after the
+# process's start (dump prints them relative to it): 1 ms by default.
+for pair in "VRAMTRACE_TIME_RES_US= 1000000" "VRAMTRACE_TIME_RES_US=1 1000" \
+            "VRAMTRACE_TIME_RES_US=250 250000" "VRAMTRACE_TIME_RES_US=1000000 1000000000"; do
+    set -- $pair
+    D=$TMP/grain.$1; mkdir $D
+    env "$1" LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >/dev/null 2>&1
+    "$VT" dump $D/*.vtrace >$TMP/dump 2>&1
+    is "$(awk -v g=$2 '$1 == "event" { n++; split($2, kv, "="); if (kv[2] % g) off++ }
+        END { if (n >= 400) print off + 0; else print "only " (n + 0) " events" }' $TMP/dump)" 0 \
+        "$1: every event time is a multiple of $2 ns"
 done
 
 # Bad directories: garbage bytes, a newline, relative, with .. (all legal
