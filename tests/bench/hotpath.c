@@ -22,10 +22,14 @@
  * heaptrack_interpret resolving debug info while the program blocks on its
  * pipe) finishes there, so the loop measures the steady per-pair cost.
  *
- * Output, one line: `threads=T pairs=N wall_ns=W tasks=K`, where wall_ns
- * covers only the timed loop (from the first worker's start to the last
- * worker's end; all are released together) and tasks is /proc/self/task counted while every worker is alive
- * (so a tracer that starts its own thread shows up).
+ * Output, one line: `threads=T pairs=N wall_ns=W cpu_ns=C tasks=K`, where
+ * wall_ns covers only the timed loop (from the first worker's start to the
+ * last worker's end; all are released together), cpu_ns is the CPU time of
+ * every thread of the process (a tracer's own threads included) from the
+ * release to settle_ms after the loop's end, so a tracer's writer that
+ * catches up after the loop is counted, and tasks is /proc/self/task
+ * counted while every worker is alive (so a tracer that starts its own
+ * thread shows up).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -33,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cuda.h>
@@ -47,7 +52,7 @@ static long warmup = 1000;
 static long pairs, nstacks = 1;
 static uint64_t seed = 1;
 static CUcontext ctx;
-static pthread_barrier_t start_line, end_line;
+static pthread_barrier_t start_line, go_line, end_line;
 
 typedef struct worker {
     uint64_t rng;
@@ -186,6 +191,21 @@ static int count_tasks(void)
 
 static int tasks_seen;
 
+static uint64_t process_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec nap = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&nap, NULL);
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -201,10 +221,10 @@ static void *worker_main(void *arg)
         }
         w->pos = 0;
         w->done = 0;
-        struct timespec nap = { settle_ms / 1000, (long)(settle_ms % 1000) * 1000000L };
-        nanosleep(&nap, NULL);
+        nap_ms(settle_ms);
     }
     pthread_barrier_wait(&start_line);
+    pthread_barrier_wait(&go_line); /* the main thread reads its CPU clock between the two */
     /* Each worker times itself: the main thread may be descheduled right
      * after the barrier on a busy machine, which would shorten the span. */
     w->t0 = now_ns();
@@ -277,6 +297,7 @@ int main(int argc, char **argv)
     }
 
     pthread_barrier_init(&start_line, NULL, (unsigned)nthreads + 1);
+    pthread_barrier_init(&go_line, NULL, (unsigned)nthreads + 1);
     pthread_barrier_init(&end_line, NULL, (unsigned)nthreads + 1);
     pthread_t *th = calloc((size_t)nthreads, sizeof *th);
     worker_t *w = calloc((size_t)nthreads, sizeof *w);
@@ -291,7 +312,13 @@ int main(int argc, char **argv)
         }
     }
     pthread_barrier_wait(&start_line);
+    uint64_t cpu0 = process_cpu_ns();
+    pthread_barrier_wait(&go_line);
     pthread_barrier_wait(&end_line);
+    /* The workers wait here; a tracer's writer drains the loop's events. */
+    if (mode != M_NONE)
+        nap_ms(settle_ms);
+    uint64_t cpu1 = process_cpu_ns();
     tasks_seen = count_tasks();
     pthread_barrier_wait(&end_line);
     int failed = 0;
@@ -305,8 +332,8 @@ int main(int argc, char **argv)
             t1 = w[i].t1;
         free(w[i].ring);
     }
-    printf("threads=%d pairs=%ld wall_ns=%llu tasks=%d\n", nthreads, pairs * nthreads,
-           (unsigned long long)(t1 - t0), tasks_seen);
+    printf("threads=%d pairs=%ld wall_ns=%llu cpu_ns=%llu tasks=%d\n", nthreads, pairs * nthreads,
+           (unsigned long long)(t1 - t0), (unsigned long long)(cpu1 - cpu0), tasks_seen);
     free(th);
     free(w);
     if (failed) {
