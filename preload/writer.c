@@ -280,9 +280,17 @@ static uint64_t event_time(uint64_t t)
     return mono_start + (t - mono_start) / grain * grain;
 }
 
+/* The one record written per event, so it is encoded in place: type, a
+ * one-byte length (11 varints never reach 128 bytes), then the fields, with
+ * no staging buffer and no copy. Same bytes as emit() would write. */
+_Static_assert(11 * VT_VARINT_MAX < 0x80, "an EVENT's length must fit one varint byte");
+#define EVENT_MAX (2 + 11 * VT_VARINT_MAX)
+
 static void emit_event(const vt_event_t *ev)
 {
-    uint8_t buf[12 * VT_VARINT_MAX], *p = buf;
+    if (raw_len + EVENT_MAX > RAW_CAP)
+        flush_chunk(); /* resets prev_time and prev_ptr: encode against the new base */
+    uint8_t *rec = raw + raw_len, *p = rec + 2;
     uint64_t time_ns = event_time(ev->time_ns);
     p = vt_put_varint(p, ev->api);
     p = vt_put_zz(p, (int64_t)(time_ns - prev_time));
@@ -295,12 +303,9 @@ static void emit_event(const vt_event_t *ev)
     p = vt_put_varint(p, ev->flags);
     p = vt_put_varint(p, ev->result);
     p = vt_put_varint(p, ev->stack);
-    if (raw_len + (size_t)(p - buf) + 1 + VT_VARINT_MAX > RAW_CAP) {
-        flush_chunk(); /* resets prev_time: re-encode against the new base */
-        emit_event(ev);
-        return;
-    }
-    emit(VT_REC_EVENT, buf, (size_t)(p - buf));
+    rec[0] = VT_REC_EVENT;
+    rec[1] = (uint8_t)(p - rec - 2);
+    raw_len = (size_t)(p - raw);
     prev_time = time_ns;
     prev_ptr = ev->ptr;
     events_written++;
