@@ -32,6 +32,8 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->by_map);
     vt_map_init(&m->site_by_key);
     vt_map_init(&m->match_by_stack);
+    vt_map_init(&m->verdict_by_ip);
+    m->module_gen = 1;
     m->p.tip_kind = -1;
     m->p.last_failed_dev = -1;
     return m;
@@ -51,6 +53,8 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->site_by_key);
     vt_map_free(&m->match_by_stack);
     free(m->matches);
+    vt_map_free(&m->verdict_by_ip);
+    free(m->verdicts);
     free(m->p.sites);
     for (int i = 0; i < m->p.ndevs; i++)
         free(m->p.devs[i].layout);
@@ -185,6 +189,42 @@ int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
     return vt_map_get(&m->match_by_stack, stack, &idx) ? m->matches[idx].tag : VT_TAG_UNKNOWN;
 }
 
+/* A frame's verdict changes only when a MODULE record arrives (module_gen)
+ * or the first FRAME record for its ip does (vt_model_feed marks it stale
+ * with gen 0); module_gen starts at 1. */
+struct ip_verdict {
+    vt_frame_verdict_t v;
+    uint64_t gen;
+};
+
+static int verdict_for(vt_model_t *m, uint64_t ip, vt_frame_verdict_t *out)
+{
+    uint32_t idx;
+    if (!vt_map_get(&m->verdict_by_ip, ip, &idx)) {
+        if (m->nverdicts == m->verdicts_cap) {
+            size_t ncap = m->verdicts_cap ? m->verdicts_cap * 2 : 256;
+            struct ip_verdict *v = realloc(m->verdicts, ncap * sizeof *v);
+            if (!v)
+                return VT_E_NOMEM;
+            m->verdicts = v;
+            m->verdicts_cap = ncap;
+        }
+        if (vt_map_put(&m->verdict_by_ip, ip, (uint32_t)m->nverdicts))
+            return VT_E_NOMEM;
+        idx = (uint32_t)m->nverdicts++;
+        m->verdicts[idx].gen = 0;
+    }
+    struct ip_verdict *iv = &m->verdicts[idx];
+    if (iv->gen != m->module_gen) {
+        vt_frame_t f;
+        vt_stacks_frame(m->stacks, ip, &f);
+        iv->v = vt_rules_verdict(m->rules, &f);
+        iv->gen = m->module_gen;
+    }
+    *out = iv->v;
+    return 0;
+}
+
 static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
 {
     uint32_t idx;
@@ -192,9 +232,13 @@ static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
         *out = m->matches[idx];
         return 0;
     }
-    vt_frame_t frames[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_get(m->stacks, stack, frames, VT_MAX_STACK_DEPTH);
-    *out = vt_rules_match(m->rules, frames, n);
+    uint64_t ips[VT_MAX_STACK_DEPTH];
+    vt_frame_verdict_t verd[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_ips(m->stacks, stack, ips, VT_MAX_STACK_DEPTH);
+    for (int i = 0; i < n; i++)
+        if (verdict_for(m, ips[i], &verd[i]))
+            return VT_E_NOMEM;
+    *out = vt_rules_match_verdicts(m->rules, verd, n);
     if (m->nmatches == m->matches_cap) {
         size_t ncap = m->matches_cap ? m->matches_cap * 2 : 256;
         vt_match_t *v = realloc(m->matches, ncap * sizeof *v);
@@ -816,9 +860,14 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
         device_record(m, &rec->u.device);
         return 0;
     case VT_REC_MODULE:
+        m->module_gen++;
         return vt_stacks_add_module(m->stacks, &rec->u.module);
-    case VT_REC_FRAME:
+    case VT_REC_FRAME: {
+        uint32_t idx;
+        if (vt_map_get(&m->verdict_by_ip, rec->u.frame.ip, &idx))
+            m->verdicts[idx].gen = 0;
         return vt_stacks_add_frame(m->stacks, &rec->u.frame);
+    }
     case VT_REC_STACK:
         return vt_stacks_add_node(m->stacks, &rec->u.stack);
     case VT_REC_EVENT:

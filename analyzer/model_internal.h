@@ -65,6 +65,13 @@ struct vt_model {
     vt_map_t match_by_stack;
     vt_match_t *matches;
     size_t nmatches, matches_cap;
+    /* Rule verdicts per ip (model.c): a stack's match is computed from its
+     * frames' verdicts, so 100k stacks sharing their outer frames evaluate
+     * the rules once per distinct ip, not once per frame of every stack. */
+    vt_map_t verdict_by_ip;
+    struct ip_verdict *verdicts;
+    size_t nverdicts, verdicts_cap;
+    uint64_t module_gen;   /* MODULE records fed; a verdict of another gen is stale */
     size_t sites_cap;
     uint64_t seq;
     vt_dev_hook_t hook;

@@ -318,16 +318,54 @@ static int rule_matches(const rule_t *ru, const vt_frame_t *f)
     return f->name[0] && vt_glob_match(ru->pattern, f->name);
 }
 
+/* The first rule of set matching f alone, or -1. */
+static int32_t first_rule(const rule_set_t *set, const vt_frame_t *f)
+{
+    for (size_t k = 0; k < set->n; k++)
+        if (rule_matches(&set->v[k], f))
+            return (int32_t)k;
+    return -1;
+}
+
+vt_frame_verdict_t vt_rules_verdict(const vt_rules_t *r, const vt_frame_t *f)
+{
+    vt_frame_verdict_t v = { first_rule(&r->user, f), first_rule(&r->builtin, f) };
+    return v;
+}
+
+/* Within a set the innermost frame with a verdict decides, at its first
+ * rule: the order the header documents, walked frame by frame. */
+vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t *v, int n)
+{
+    vt_match_t m = { VT_TAG_UNKNOWN, -1, -1 };
+    for (int i = 0; i < n; i++)
+        if (v[i].user >= 0) {
+            m.tag = r->user.v[v[i].user].tag;
+            m.rule = v[i].user;
+            m.frame = i;
+            return m;
+        }
+    for (int i = 0; i < n; i++)
+        if (v[i].builtin >= 0) {
+            m.tag = r->builtin.v[v[i].builtin].tag;
+            m.rule = v[i].builtin + (int)r->user.n;
+            m.frame = i;
+            return m;
+        }
+    return m;
+}
+
 static int match_set(const rule_set_t *set, const vt_frame_t *frames, int n, vt_match_t *m)
 {
-    for (int i = 0; i < n; i++)
-        for (size_t k = 0; k < set->n; k++)
-            if (rule_matches(&set->v[k], &frames[i])) {
-                m->tag = set->v[k].tag;
-                m->rule = (int)k;
-                m->frame = i;
-                return 1;
-            }
+    for (int i = 0; i < n; i++) {
+        int32_t k = first_rule(set, &frames[i]);
+        if (k >= 0) {
+            m->tag = set->v[k].tag;
+            m->rule = k;
+            m->frame = i;
+            return 1;
+        }
+    }
     return 0;
 }
 

@@ -73,6 +73,17 @@ int vt_rules_load_text(vt_rules_t *r, const char *origin, const char *text, size
 
 vt_match_t vt_rules_match(const vt_rules_t *r, const vt_frame_t *frames, int n);
 
+/* What one frame says on its own: the index of the first rule of each set
+ * that matches it, -1 for none. It depends only on the frame's fields, so a
+ * caller may cache it per frame (the model does, per ip) and then get
+ * exactly vt_rules_match's answer from vt_rules_match_verdicts over the
+ * stack's frames, innermost first. */
+typedef struct vt_frame_verdict {
+    int32_t user, builtin;
+} vt_frame_verdict_t;
+vt_frame_verdict_t vt_rules_verdict(const vt_rules_t *r, const vt_frame_t *f);
+vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t *v, int n);
+
 int vt_rules_tag_count(const vt_rules_t *r);
 const char *vt_rules_tag_name(const vt_rules_t *r, int tag);
 

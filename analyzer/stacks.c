@@ -225,35 +225,59 @@ static const module_rec_t *module_by_ip(const vt_stacks_t *s, uint64_t ip)
     return NULL;
 }
 
+/* The walk every stack reader shares: leaf to root, at most max (and
+ * VT_MAX_STACK_DEPTH) nodes, stopping at an absent node. */
+#define WALK(s, leaf, max, n, id)                                                                                   \
+    for (uint32_t id = (leaf); id != 0 && id < (s)->nodes_cap && (s)->parent[id] != UINT32_MAX && (n) < (max) &&     \
+                               (n) < (int)VT_MAX_STACK_DEPTH;                                                        \
+         id = (s)->parent[id])
+
+void vt_stacks_frame(const vt_stacks_t *s, uint64_t ip, vt_frame_t *f)
+{
+    uint32_t idx;
+    const module_rec_t *mod;
+    f->ip = ip;
+    if (vt_map_get(&s->frame_by_ip, ip, &idx)) {
+        const frame_rec_t *fr = &s->frames[idx];
+        f->sym_offset = fr->sym_offset;
+        f->module_id = fr->module_id;
+        f->display = fr->display;
+        f->name = fr->name;
+        mod = fr->module_id ? module_by_id(s, fr->module_id) : module_by_ip(s, ip);
+    } else {
+        f->sym_offset = 0;
+        f->display = f->name = "";
+        mod = module_by_ip(s, ip);
+        f->module_id = mod ? (uint32_t)mod->id : 0;
+    }
+    f->module = mod ? mod->path : "";
+    f->module_base = mod ? mod->basename : "";
+    f->file = "";
+    f->line = 0;
+}
+
 int vt_stacks_get(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max)
 {
     int n = 0;
-    uint32_t id = leaf;
-    while (id != 0 && id < s->nodes_cap && s->parent[id] != UINT32_MAX && n < max && n < (int)VT_MAX_STACK_DEPTH) {
-        vt_frame_t *f = &out[n++];
-        uint32_t idx;
-        const module_rec_t *mod;
-        f->ip = s->ip[id];
-        if (vt_map_get(&s->frame_by_ip, f->ip, &idx)) {
-            const frame_rec_t *fr = &s->frames[idx];
-            f->sym_offset = fr->sym_offset;
-            f->module_id = fr->module_id;
-            f->display = fr->display;
-            f->name = fr->name;
-            mod = fr->module_id ? module_by_id(s, fr->module_id) : module_by_ip(s, f->ip);
-        } else {
-            f->sym_offset = 0;
-            f->display = f->name = "";
-            mod = module_by_ip(s, f->ip);
-            f->module_id = mod ? (uint32_t)mod->id : 0;
-        }
-        f->module = mod ? mod->path : "";
-        f->module_base = mod ? mod->basename : "";
-        f->file = "";
-        f->line = 0;
-        id = s->parent[id];
+    WALK(s, leaf, max, n, id)
+    {
+        vt_stacks_frame(s, s->ip[id], &out[n]);
+        n++;
     }
     return n;
+}
+
+int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max)
+{
+    int n = 0;
+    WALK(s, leaf, max, n, id)
+    out[n++] = s->ip[id];
+    return n;
+}
+
+uint32_t vt_stacks_max_id(const vt_stacks_t *s)
+{
+    return s->max_id;
 }
 
 void vt_stacks_set_source(vt_stacks_t *s, int on)

@@ -50,6 +50,13 @@ int vt_stacks_add_node(vt_stacks_t *s, const vt_rec_stack_t *n);
  * max. @return the number written (0 for leaf 0 or an unknown node). The
  * strings stay valid until vt_stacks_free(). */
 int vt_stacks_get(const vt_stacks_t *s, uint32_t leaf, vt_frame_t *out, int max);
+/* The ips of those same frames, without resolving them. */
+int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max);
+/* The frame vt_stacks_get gives for ip now. It changes only when a FRAME
+ * record for ip or any MODULE record is added. */
+void vt_stacks_frame(const vt_stacks_t *s, uint64_t ip, vt_frame_t *out);
+/* The highest node id added (0 when none): ids above it name no stack. */
+uint32_t vt_stacks_max_id(const vt_stacks_t *s);
 
 /* Sets file:line of frames[0..n) (from vt_stacks_get) when source lookup
  * is on (the default; see the contract above). Only for frames shown. */
