@@ -232,6 +232,34 @@ static inline __attribute__((always_inline)) int fp_backtrace(uint64_t *ips, int
     return n;
 }
 
+/* The last walk of this thread, step by step, so the next one from the same
+ * frame can check each step's result instead of looking its rule up again
+ * (allocation sites repeat: a loop allocates from one stack over and over).
+ * Two walks that enter a step with the same return address, rsp and rbp
+ * (and the same generation of rules) apply the same rule and read the same
+ * two words; if those words hold what they held last time, the step left
+ * the same state. So a walk that starts where the last one did follows it
+ * for as long as each step's words are unchanged, and its stack is the one
+ * the rules give, step for step. Every address memoised was bounds-checked
+ * against the same stack range (same starting frame, same top), so reading
+ * it again stays inside this thread's stack. */
+#define MEMO_STEPS 72 /* the default depth, 64, plus the shim's frames */
+typedef struct memo_step {
+    uintptr_t ra_at, rbp_at; /* where the step read; rbp_at 0: rbp unchanged */
+    uintptr_t ra, rbp;       /* what it read: the caller's return address and rbp */
+    uintptr_t cfa;           /* the caller's rsp */
+} memo_step_t;
+typedef struct walk_memo {
+    uint64_t gen; /* 0: nothing memoised */
+    uintptr_t fp, hi, ra0, rbp0;
+    int n, max;
+    uint64_t hash; /* of the frames from ips[hash_first], valid while hash_first */
+    int hash_first;
+    uint32_t hash_epoch;
+    memo_step_t step[MEMO_STEPS]; /* step[i]: from ips[i] to ips[i + 1] */
+} walk_memo_t;
+static __thread walk_memo_t memo __attribute__((tls_model("initial-exec")));
+
 #if defined(__x86_64__)
 /* ---- cached CFI unwinding (x86-64), the default ----
  * libunwind's unw_backtrace costs ~100 instructions a frame even with its
@@ -342,16 +370,18 @@ static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t ra, uint
 }
 
 /* Fills ips like unw_backtrace (ips[0] stands for this frame); -1 when
- * libunwind must do this stack. */
-static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, int max)
+ * libunwind must do this stack. *same: 1 when the stack is the memoised
+ * one, frame for frame. */
+static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, int max, int *same)
 {
+    *same = 0;
     if (!stack_hi)
         thread_stack_bounds();
     /* This function keeps a frame pointer (__builtin_frame_address forces
      * one): its caller's registers are read from that frame. Every later
      * read lies above it, so it is the low bound. */
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0), lo = fp, hi = stack_hi;
-    if (!rules || fp < stack_lo || fp + 16 > hi)
+    if (!rules || fp < stack_lo || fp + 16 > hi || (fp & 7))
         return -1;
     if (--recheck_countdown >= RECHECK) {
         recheck_countdown = RECHECK - 1;
@@ -359,8 +389,38 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
     }
     uint64_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
     uintptr_t ra = ((const uintptr_t *)fp)[1], rbp = ((const uintptr_t *)fp)[0], rsp = fp + 16;
-    int n = 0;
-    ips[n++] = 0;
+    /* A word at a is readable when a is 8-aligned and lo <= a <= hi - 8:
+     * one unsigned compare covers both ends. */
+    uintptr_t span = hi - 8 - lo;
+    int n = 1;
+    ips[0] = 0;
+    if (memo.gen == gen && memo.fp == fp && memo.hi == hi && memo.max == max && memo.ra0 == ra &&
+        memo.rbp0 == rbp) {
+        int last = memo.n - 1;
+        memo_step_t *st = memo.step;
+        ips[1] = ra;
+        for (n = 1; n < last; n++) {
+            uintptr_t r = *(const uintptr_t *)st[n].ra_at;
+            uintptr_t b = st[n].rbp_at ? *(const uintptr_t *)st[n].rbp_at : rbp;
+            if (r != st[n].ra || b != st[n].rbp) {
+                /* Diverged: carry on from the state this step left. */
+                st[n].ra = r;
+                st[n].rbp = b;
+                rsp = st[n].cfa;
+                ra = r;
+                rbp = b;
+                n++;
+                goto walk;
+            }
+            ips[n + 1] = r;
+            rbp = b;
+        }
+        *same = 1;
+        return memo.n;
+    }
+walk:
+    memo.gen = 0; /* rewritten from step n on; valid again only if this walk ends well */
+    memo.hash_first = 0;
     while (n < max) {
         if (ra < 4096 || ra >= (1ull << 48))
             return -1;
@@ -374,17 +434,34 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
             return -1;
         }
         uintptr_t cfa = ((r & VT_CFI_CFA_RBP) ? rbp : rsp) + (uintptr_t)VT_CFI_CFA_OFF(r);
-        uintptr_t ra_at = cfa + (uintptr_t)VT_CFI_RA_OFF(r);
-        if (cfa <= rsp || ra_at < lo || ra_at > hi - 8 || (ra_at & 7))
+        uintptr_t ra_at = cfa + (uintptr_t)VT_CFI_RA_OFF(r), rbp_at = 0;
+        if (cfa <= rsp || ra_at - lo > span || (ra_at & 7))
             return -1;
         if (r & VT_CFI_RBP_SAVED) {
-            uintptr_t rbp_at = cfa + (uintptr_t)VT_CFI_RBP_OFF(r);
-            if (rbp_at < lo || rbp_at > hi - 8 || (rbp_at & 7))
+            rbp_at = cfa + (uintptr_t)VT_CFI_RBP_OFF(r);
+            if (rbp_at - lo > span || (rbp_at & 7))
                 return -1;
             rbp = *(const uintptr_t *)rbp_at;
         }
         ra = *(const uintptr_t *)ra_at;
         rsp = cfa;
+        if (n - 1 < MEMO_STEPS) {
+            memo_step_t *st = &memo.step[n - 1];
+            st->ra_at = ra_at;
+            st->rbp_at = rbp_at;
+            st->ra = ra;
+            st->rbp = rbp;
+            st->cfa = cfa;
+        }
+    }
+    if (n <= MEMO_STEPS) {
+        memo.fp = fp;
+        memo.hi = hi;
+        memo.max = max;
+        memo.ra0 = (uintptr_t)ips[1];
+        memo.rbp0 = ((const uintptr_t *)fp)[0];
+        memo.n = n;
+        memo.gen = gen;
     }
     return n;
 }
@@ -486,15 +563,20 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     if (want > (int)(sizeof ips / sizeof ips[0]))
         want = (int)(sizeof ips / sizeof ips[0]);
     int n = -1;
+    /* memo: the frames are those of this thread's memoised walk; same:
+     * and that walk's stack is the last one's, frame for frame. */
+    int memo_ok = 0, same = 0;
     if (vt_opt.unwind == VT_UNWIND_FP) {
         n = fp_backtrace(ips, want);
     } else {
 #if defined(__x86_64__)
         /* uncached: the way out if the rule cache ever misreads a module */
-        n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want);
+        n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want, &same);
+        memo_ok = n >= 0 && memo.gen != 0;
         if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
             uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
             int ncfi = n;
+            memo_ok = same = 0; /* ips become libunwind's */
             if (ncfi > 0)
                 memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
             n = libunwind_backtrace(ips, want);
@@ -522,7 +604,8 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     uint64_t *frames = merged;
     int native = n - first;
     n = vt_pseudo_merge(ips + first, native, merged, VT_MAX_STACK_DEPTH);
-    if (n < 0) {
+    int in_place = n < 0;
+    if (in_place) {
         frames = ips + first;
         n = native < (int)VT_MAX_STACK_DEPTH ? native : (int)VT_MAX_STACK_DEPTH;
     }
@@ -537,9 +620,20 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
                 frames[i] |= tag;
     }
 
+    /* The hash is a function of the frames alone: the memoised stack's,
+     * unmerged, from the same first frame and epoch, has the last one's. */
     uint64_t h = 0;
-    for (int i = 0; i < n; i++)
-        h = mix(h, frames[i]);
+    if (same && in_place && memo.hash_first == first && memo.hash_epoch == epoch) {
+        h = memo.hash;
+    } else {
+        for (int i = 0; i < n; i++)
+            h = mix(h, frames[i]);
+        if (memo_ok && in_place) {
+            memo.hash = h;
+            memo.hash_first = first;
+            memo.hash_epoch = epoch;
+        }
+    }
     cache_entry_t *c = &stack_cache[h & (CACHE_SIZE - 1)];
     if (c->hash == h && c->leaf)
         return c->leaf;
