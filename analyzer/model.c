@@ -53,6 +53,7 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->site_by_key);
     vt_map_free(&m->match_by_stack);
     free(m->matches);
+    free(m->site_hint);
     vt_map_free(&m->verdict_by_ip);
     free(m->verdicts);
     free(m->p.sites);
@@ -258,8 +259,36 @@ static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
 
 /* A site carries its stack's match, so a known site costs one lookup; the
  * per-stack cache (a second, as cold, map) is asked only for a new site. */
+static void hint_site(vt_model_t *m, uint32_t stack, uint32_t si)
+{
+    if (stack > vt_stacks_max_id(m->stacks))
+        return;   /* no such stack (yet): the map alone knows the site */
+    if (stack >= m->site_hint_cap) {
+        size_t ncap = m->site_hint_cap ? m->site_hint_cap : 1024;
+        while (ncap <= stack)
+            ncap *= 2;
+        uint32_t *v = realloc(m->site_hint, ncap * sizeof *v);
+        if (!v)
+            return;   /* a hint is optional */
+        for (size_t i = m->site_hint_cap; i < ncap; i++)
+            v[i] = UINT32_MAX;
+        m->site_hint = v;
+        m->site_hint_cap = ncap;
+    }
+    if (m->site_hint[stack] == UINT32_MAX)
+        m->site_hint[stack] = si;
+}
+
 static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t *out)
 {
+    int16_t ordinal = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
+    if (stack < m->site_hint_cap) {
+        uint32_t h = m->site_hint[stack];
+        if (h != UINT32_MAX && m->p.sites[h].space == space && m->p.sites[h].device == ordinal) {
+            *out = h;
+            return 0;
+        }
+    }
     uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
     if (vt_map_get(&m->site_by_key, key, out))
         return 0;
@@ -278,10 +307,11 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t 
     memset(s, 0, sizeof *s);
     s->stack = stack;
     s->space = (uint8_t)space;
-    s->device = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
+    s->device = ordinal;
     s->match = match;
     if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
         return VT_E_NOMEM;
+    hint_site(m, stack, (uint32_t)m->p.nsites);
     *out = (uint32_t)m->p.nsites++;
     return 0;
 }
@@ -820,6 +850,44 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     default:
         return 0;
     }
+}
+
+int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev)
+{
+    return feed_event(m, ev);
+}
+
+void vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage)
+{
+    const vt_api_info_t *info = vt_api_info(ev->api);
+    if (!info)
+        return;
+    int alloc = info->kind == VT_KIND_ALLOC, release = info->kind == VT_KIND_FREE;
+    if (!(alloc || release))
+        return;
+    if (stage == 0) {
+        vt_map_prefetch(&m->by_ptr, ev->ptr);
+        if (alloc && ev->stack < m->site_hint_cap)
+            __builtin_prefetch(&m->site_hint[ev->stack]);
+        return;
+    }
+    uint32_t si = UINT32_MAX;
+    if (alloc) {
+        if (ev->stack < m->site_hint_cap)
+            si = m->site_hint[ev->stack];
+    } else {
+        size_t slot = vt_map_find(&m->by_ptr, ev->ptr);
+        if (slot == SIZE_MAX || m->by_ptr.slots[slot].val >= m->nlive)
+            return;
+        const live_t *e = &m->live[m->by_ptr.slots[slot].val];
+        if (stage == 1) {
+            __builtin_prefetch(e);
+            return;
+        }
+        si = e->site;
+    }
+    if (si < m->p.nsites)
+        __builtin_prefetch(&m->p.sites[si]);
 }
 
 static void device_record(vt_model_t *m, const vt_rec_device_t *r)

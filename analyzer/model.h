@@ -211,6 +211,14 @@ void vt_model_set_source(vt_model_t *m, int on);
 
 int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *p);
 int vt_model_feed(vt_model_t *m, const vt_record_t *rec);
+/* vt_model_feed of an EVENT record, without the record around it. */
+int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev);
+/* A hint that ev will be fed soon: starts loading what feeding it reads
+ * (the live slot its address hashes to, its site). Stage 0, 1, 2 are
+ * meant to be called in turn a few events apart, each using what the
+ * previous one brought in. Changes nothing and reads only in bounds, so
+ * any event at any time is safe; output never depends on it. */
+void vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage);
 void vt_model_finish(vt_model_t *m);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);

@@ -144,3 +144,9 @@ int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val)
     vt_map_del_slot(m, i);
     return 1;
 }
+
+void vt_map_prefetch(const vt_map_t *m, uint64_t key)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->slots[mix(key) & (m->cap - 1)]);
+}

@@ -48,6 +48,8 @@ int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val);
  * key (or SIZE_MAX), valid until the next put or del; del_slot removes it. */
 size_t vt_map_find(const vt_map_t *m, uint64_t key);
 void vt_map_del_slot(vt_map_t *m, size_t slot);
+/* Starts loading the slot where a probe for key begins (a hint only). */
+void vt_map_prefetch(const vt_map_t *m, uint64_t key);
 
 /* Iteration: for (size_t i = 0; i < m->cap; i++) if (m->slots[i].tag) ...
  * (slots[i].key, slots[i].val). Order is unspecified; no put/del during a

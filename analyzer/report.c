@@ -113,13 +113,14 @@ static int add_path(char ***paths, int *n, const char *path)
     return 0;
 }
 
-/* Reads records of input i up to its next event (kept pending). Non-event
- * records go to the model at once: they precede, in file order, the events
- * that need them. @return 0, or VT_EXIT_BAD_INPUT after printing. */
-static int advance(vt_report_input_t *in)
+/* Fills input in's lookahead: reads records until it holds VT_LOOKAHEAD
+ * events, a non-event record is held (report.h) or the input ends.
+ * Non-event records met with no event queued go to the model at once:
+ * they precede, in file order, the events that need them.
+ * @return 0, or VT_EXIT_BAD_INPUT after printing. */
+static int fill(vt_report_input_t *in)
 {
-    in->has_event = 0;
-    while (!in->done) {
+    while (!in->done && !in->held && in->qn < VT_LOOKAHEAD) {
         vt_record_t rec;
         /* The reader copies its whole error state on failure; zeroing 784
          * bytes per record was 3% of a report. */
@@ -127,8 +128,16 @@ static int advance(vt_report_input_t *in)
         int rc = vt_reader_next(in->reader, &rec, &err);
         if (rc == 1) {
             if (rec.type == VT_REC_EVENT) {
-                in->pending = rec.u.event;
-                in->has_event = 1;
+                vt_event_t *ev = &in->q[(in->qhead + in->qn++) & (VT_LOOKAHEAD - 1)];
+                *ev = rec.u.event;
+                vt_model_prefetch(in->model, ev, 0);
+                continue;
+            }
+            if (in->qn) {
+                /* Its strings stay valid: the reader is not called again
+                 * until it has been fed. */
+                in->held = 1;
+                in->held_rec = rec;
                 return 0;
             }
             if (vt_model_feed(in->model, &rec)) {
@@ -151,6 +160,29 @@ static int advance(vt_report_input_t *in)
         return VT_EXIT_BAD_INPUT;
     }
     return 0;
+}
+
+/* Drops the event just fed from in's lookahead, feeds a held record once
+ * nothing is queued before it, and reads on. The events 8 and 3 places
+ * from the head get the later prefetch stages: far enough ahead to hide a
+ * cache miss, near enough that the line is still there when it is fed. */
+static int advance(vt_report_input_t *in)
+{
+    in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
+    in->qn--;
+    if (!in->qn && in->held) {
+        in->held = 0;
+        if (vt_model_feed(in->model, &in->held_rec)) {
+            fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+            return VT_EXIT_BAD_INPUT;
+        }
+    }
+    int rc = fill(in);
+    if (in->qn > 8)
+        vt_model_prefetch(in->model, &in->q[(in->qhead + 8) & (VT_LOOKAHEAD - 1)], 1);
+    if (in->qn > 3)
+        vt_model_prefetch(in->model, &in->q[(in->qhead + 3) & (VT_LOOKAHEAD - 1)], 2);
+    return rc;
 }
 
 static double now_s(void)
@@ -176,26 +208,29 @@ static int replay(vt_report_t *r)
 {
     int rc = 0;
     for (int i = 0; i < r->nin && !rc; i++)
-        rc = advance(&r->in[i]);
+        rc = fill(&r->in[i]);
     int tty = isatty(2), shown = 0;
     double start = now_s(), last = start;
     uint64_t n = 0;
     while (!rc) {
         int best = -1;
-        for (int i = 0; i < r->nin; i++)
-            if (r->in[i].has_event && (best < 0 || r->in[i].pending.time_ns < r->in[best].pending.time_ns))
+        const vt_event_t *ev = NULL;
+        for (int i = 0; i < r->nin; i++) {
+            const vt_report_input_t *in = &r->in[i];
+            if (in->qn && (!ev || in->q[in->qhead].time_ns < ev->time_ns)) {
                 best = i;
+                ev = &in->q[in->qhead];
+            }
+        }
         if (best < 0)
             break;
-        vt_record_t rec = { .type = VT_REC_EVENT };
-        rec.u.event = r->in[best].pending;
-        if (vt_model_feed(r->in[best].model, &rec)) {
+        if (vt_model_feed_event(r->in[best].model, ev)) {
             fprintf(stderr, "vramtrace: %s: out of memory\n", r->in[best].path);
             rc = VT_EXIT_BAD_INPUT;
             break;
         }
         if (r->on_event)
-            r->on_event(r->on_event_ctx, r, best, &rec.u.event);
+            r->on_event(r->on_event_ctx, r, best, ev);
         rc = advance(&r->in[best]);
         if (tty && (++n & 4095) == 0) {
             double t = now_s();

@@ -19,6 +19,7 @@
 
 #define VT_GPU_MAX_PROCS 64
 #define VT_MAX_GPUS 64
+#define VT_LOOKAHEAD 16   /* a power of two */
 
 typedef struct vt_report_opts {
     int json;
@@ -33,8 +34,14 @@ typedef struct vt_report_input {
     char *path;
     vt_reader_t *reader;
     vt_model_t *model;
-    int has_event;        /* `pending` holds the next event */
-    vt_event_t pending;
+    /* Lookahead (report.c): events read but not fed yet, oldest at qhead,
+     * so the model can start loading what each needs a few events before
+     * it is fed. A non-event record ends the lookahead: it waits in `held`
+     * until the events before it are fed, so the model sees file order. */
+    vt_event_t q[VT_LOOKAHEAD];
+    unsigned qhead, qn;
+    int held;
+    vt_record_t held_rec;
     int done;
     int truncated;        /* stopped at a partial chunk */
     uint64_t stop_offset;
