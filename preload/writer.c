@@ -6,8 +6,10 @@
  *    VRAMTRACE_DIR/<exe>.<pid>.vtrace with O_CREAT|O_EXCL|O_NOFOLLOW, mode
  *    0600, creating the directory 0700 if missing. Any failure here makes the
  *    shim a pass-through, said once on stderr.
- *  - Wakes every VRAMTRACE_FLUSH_MS and writes what it has as one complete
- *    zstd frame (a chunk), so SIGKILL loses at most that much.
+ *  - Every VRAMTRACE_FLUSH_MS writes what it has as one complete zstd frame
+ *    (a chunk), so SIGKILL loses at most that much. Between two chunks it
+ *    drains the ring as often as the program's rate needs (next_look_ms),
+ *    so a busy loop does not overflow the ring at default settings.
  *  - Before an event is encoded, every stack node, frame name, module and
  *    device it refers to has been written.
  *  - A write that fails (disk full, RLIMIT_FSIZE, I/O error) stops all
@@ -326,13 +328,16 @@ static void emit_counts(int force)
     emit(VT_REC_DROPPED, buf, (size_t)(p - buf));
 }
 
-/* Drains the ring into the chunk buffer and writes it out. */
-static void drain_and_flush(void)
+/* Drains the ring into the chunk buffer; returns how many events it took.
+ * The chunk goes out when it is full, or with finish_chunk(). */
+static uint64_t drain(void)
 {
     static vt_event_t batch[BATCH];
     size_t n;
+    uint64_t taken = 0;
     do {
         n = vt_ring_drain(batch, BATCH);
+        taken += n;
         if (write_failed) {
             events_lost += n;
             continue;
@@ -345,10 +350,40 @@ static void drain_and_flush(void)
         for (size_t i = 0; i < n; i++)
             emit_event(&batch[i]);
     } while (n == BATCH);
+    return taken;
+}
+
+static void finish_chunk(void)
+{
     if (!write_failed) {
         emit_counts(0);
         flush_chunk();
     }
+}
+
+static void drain_and_flush(void)
+{
+    drain();
+    finish_chunk();
+}
+
+/* How long the thread sleeps before it next drains the ring, given how many
+ * events the last drain took. The program never wakes us (that would put a
+ * lock on its path), and a ring that fills between two looks drops events:
+ * a loop of cuMemAlloc/cuMemFree at ~3 M events/s filled the default 64k
+ * ring within one 100 ms flush interval and lost more than half of its
+ * events. So a drain that took an eighth of the ring makes the next look
+ * come after 1 ms, a sixty-fourth after 10 ms; a quiet program is looked at
+ * once per VRAMTRACE_FLUSH_MS. Chunks still go out once per flush interval
+ * (or when full): looking often does not make them smaller. */
+static uint64_t next_look_ms(uint64_t taken)
+{
+    uint64_t ms = (uint64_t)vt_opt.flush_ms;
+    if (taken >= vt_opt.ring / 8)
+        ms = 1;
+    else if (taken >= vt_opt.ring / 64 && ms > 10)
+        ms = 10;
+    return ms;
 }
 
 /* The clock's now plus ms, for the timed waits below. */
@@ -367,11 +402,15 @@ static void *writer_main(void *arg)
     (void)arg;
     on_writer_thread = 1;
     atomic_store(&thread_started, 1);
+    uint64_t flush_ns = (uint64_t)vt_opt.flush_ms * 1000000u;
+    uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = (uint64_t)vt_opt.flush_ms;
     pthread_mutex_lock(&wake_lock);
     accepting = 1;
     while (!stopping) {
         if (sync_done == sync_asked) {
-            struct timespec ts = deadline_in(CLOCK_MONOTONIC, (uint64_t)vt_opt.flush_ms);
+            uint64_t now = vt_now_ns();
+            uint64_t until_flush_ms = next_flush > now ? (next_flush - now + 999999) / 1000000 : 0;
+            struct timespec ts = deadline_in(CLOCK_MONOTONIC, look_ms < until_flush_ms ? look_ms : until_flush_ms);
             pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
             if (stopping)
                 break;
@@ -379,10 +418,16 @@ static void *writer_main(void *arg)
         /* Requests made from here on may have captured after this drain
          * started reading: they wait for the next one. */
         uint64_t asked = sync_asked;
+        int flush = asked != sync_done;
         pthread_mutex_unlock(&wake_lock);
         vt_tls.guard++;
         pthread_mutex_lock(&work_lock);
-        drain_and_flush();
+        look_ms = next_look_ms(drain());
+        uint64_t now = vt_now_ns();
+        if (flush || now >= next_flush) {
+            finish_chunk();
+            next_flush = now + flush_ns;
+        }
         pthread_mutex_unlock(&work_lock);
         vt_tls.guard--;
         pthread_mutex_lock(&wake_lock);
@@ -549,6 +594,7 @@ int vt_writer_start(void)
     exe[n > 0 ? n : 0] = 0;
     mono_start = vt_now_ns();
     prev_time = mono_start;
+    prev_ptr = 0;
     if (open_trace(exe) != 0)
         return -1;
     if (write_header(exe) != 0) {
@@ -680,6 +726,7 @@ void vt_writer_atfork_child(void)
     fork_holds_work_lock = 0;
     atomic_store(&thread_started, 0);
     raw_len = 0;
+    prev_time = prev_ptr = 0;
     chunk_seq = 0;
     file_bytes = 0;
     write_failed = 0;
