@@ -373,17 +373,19 @@ static void drain_and_flush(void)
  * a loop of cuMemAlloc/cuMemFree at ~3 M events/s filled the default 64k
  * ring within one 100 ms flush interval and lost more than half of its
  * events. So a drain that took an eighth of the ring makes the next look
- * come after 1 ms, a sixty-fourth after 10 ms; a quiet program is looked at
- * once per VRAMTRACE_FLUSH_MS. Chunks still go out once per flush interval
- * (or when full): looking often does not make them smaller. */
-static uint64_t next_look_ms(uint64_t taken)
+ * come after 1 ms, a sixty-fourth after at most 10 ms; after a quieter one
+ * the interval doubles, up to VRAMTRACE_FLUSH_MS. The first look is 1 ms
+ * after the first call: a program's first burst (loading a model) is its
+ * biggest. Chunks still go out once per flush interval (or when full):
+ * looking often does not make them smaller. */
+static uint64_t next_look_ms(uint64_t taken, uint64_t last_ms)
 {
-    uint64_t ms = (uint64_t)vt_opt.flush_ms;
+    uint64_t flush_ms = (uint64_t)vt_opt.flush_ms, ms = last_ms * 2;
     if (taken >= vt_opt.ring / 8)
         ms = 1;
     else if (taken >= vt_opt.ring / 64 && ms > 10)
         ms = 10;
-    return ms;
+    return ms < 1 ? 1 : ms > flush_ms ? flush_ms : ms;
 }
 
 /* The clock's now plus ms, for the timed waits below. */
@@ -403,7 +405,7 @@ static void *writer_main(void *arg)
     on_writer_thread = 1;
     atomic_store(&thread_started, 1);
     uint64_t flush_ns = (uint64_t)vt_opt.flush_ms * 1000000u;
-    uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = (uint64_t)vt_opt.flush_ms;
+    uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = 1;
     pthread_mutex_lock(&wake_lock);
     accepting = 1;
     while (!stopping) {
@@ -422,7 +424,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&wake_lock);
         vt_tls.guard++;
         pthread_mutex_lock(&work_lock);
-        look_ms = next_look_ms(drain());
+        look_ms = next_look_ms(drain(), look_ms);
         uint64_t now = vt_now_ns();
         if (flush || now >= next_flush) {
             finish_chunk();
