@@ -172,14 +172,13 @@ static void *runtime_lookup(const char *name)
     return NULL;
 }
 
-void *vt_real(unsigned api)
+/* Out of line: the lookup's calls would otherwise make every wrapper's
+ * vt_real save and restore registers for a load. */
+static __attribute__((noinline, cold)) void *real_lookup(unsigned api)
 {
-    void *fn = atomic_load_explicit(&real_fn[api], memory_order_acquire);
-    if (fn)
-        return fn;
     const vt_api_info_t *info = vt_api_info(api);
     /* Linked call: the next definition after us in lookup order. */
-    fn = vt_real_dlsym(RTLD_NEXT, info->name);
+    void *fn = vt_real_dlsym(RTLD_NEXT, info->name);
     if (!fn && !info->runtime && vt_libcuda())
         fn = vt_real_dlsym(vt_libcuda(), info->name);
     if (!fn && info->runtime)
@@ -193,6 +192,12 @@ void *vt_real(unsigned api)
     }
     vt_set_real(api, fn);
     return atomic_load(&real_fn[api]);
+}
+
+void *vt_real(unsigned api)
+{
+    void *fn = atomic_load_explicit(&real_fn[api], memory_order_acquire);
+    return fn ? fn : real_lookup(api);
 }
 
 /* ---- cuGetProcAddress routing ---- */

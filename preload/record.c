@@ -182,12 +182,15 @@ static void shim_exit(void)
 }
 
 static void init_api_flags(void);
+/* VRAMTRACE_SAMPLE_MS in ns, 0 for none; set at start. */
+static uint64_t sample_interval_ns;
 
 static int start(void)
 {
     static int atfork_done;
     vt_options_load();
     init_api_flags();
+    sample_interval_ns = vt_opt.sample_ms > 0 ? (uint64_t)vt_opt.sample_ms * 1000000ull : 0;
     if (vt_opt.disable)
         return -1;
     if (ring_init() != 0) {
@@ -208,12 +211,10 @@ static int start(void)
     return 0;
 }
 
-/* Returns 1 when the shim records, 0 when calls must pass through. */
-static int ensure_started(void)
+/* The first call, or one racing it: out of line so that the wrappers'
+ * common path does not carry start-up's registers. */
+static __attribute__((noinline, cold)) int start_once(int st)
 {
-    int st = atomic_load_explicit(&vt_state, memory_order_acquire);
-    if (st == VT_ST_ACTIVE)
-        return 1;
     if (st == VT_ST_OFF)
         return 0;
     int idle = VT_ST_IDLE;
@@ -235,6 +236,13 @@ static int ensure_started(void)
     return st == VT_ST_ACTIVE;
 }
 
+/* Returns 1 when the shim records, 0 when calls must pass through. */
+static inline int ensure_started(void)
+{
+    int st = atomic_load_explicit(&vt_state, memory_order_acquire);
+    return st == VT_ST_ACTIVE ? 1 : start_once(st);
+}
+
 /* ---- per-call recording ---- */
 
 static uint32_t current_tid(void)
@@ -250,15 +258,18 @@ static int is_release(unsigned kind)
            kind == VT_KIND_VA_FREE || kind == VT_KIND_UNREGISTER || kind == VT_KIND_POOL_DESTROY;
 }
 
+/* Devices whose facts are captured (vt_devices state 2 or 3, which never
+ * goes back to 0): one shared word that every event can read, instead of
+ * the device's slot, to know there is nothing to do. */
+static _Atomic uint64_t devices_known;
+
 /* Device facts once per device, taken while a context is current. */
-static void capture_device(int device, uint64_t give_back)
+static __attribute__((noinline)) void capture_device(int device, uint64_t give_back)
 {
     if (device < 0 || device >= VT_MAX_DEVICES)
         return;
     vt_device_slot_t *d = &vt_devices[device];
     int unseen = 0;
-    /* Every event comes here: a plain load keeps the slot's cache line
-     * shared between threads once the device is known. */
     if (atomic_load_explicit(&d->state, memory_order_relaxed) != 0 ||
         !atomic_compare_exchange_strong(&d->state, &unseen, 1))
         return;
@@ -272,6 +283,13 @@ static void capture_device(int device, uint64_t give_back)
     d->free_at_first += give_back;
     d->time_ns = vt_now_ns();
     atomic_store_explicit(&d->state, 2, memory_order_release);
+    atomic_fetch_or_explicit(&devices_known, 1ull << device, memory_order_relaxed);
+}
+
+static inline int device_known(int device)
+{
+    return (unsigned)device < VT_MAX_DEVICES &&
+           (atomic_load_explicit(&devices_known, memory_order_relaxed) >> device & 1);
 }
 
 /* Pools the program allocates from, so each sample can say what they hold
@@ -419,7 +437,8 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     if ((call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED) && !is_device_release_kind(call->kind)) {
         int dev = vt_driver_current_device();
         if (dev >= 0) {
-            capture_device(dev, 0);
+            if (!device_known(dev))
+                capture_device(dev, 0);
             /* Kept for vt_call_end: one driver query per event, not two. A
              * call that creates the context still finds -1 and asks again. */
             call->ev.device = (int16_t)dev;
@@ -474,9 +493,9 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
             atomic_compare_exchange_strong(&peak_sampled[dev], &seen, total))
             why = VT_EF_AT_PEAK;
     }
-    if (!why && vt_opt.sample_ms > 0 && call->kind != VT_KIND_MEMINFO) {
+    if (!why && sample_interval_ns && call->kind != VT_KIND_MEMINFO) {
         uint64_t last = atomic_load_explicit(&last_sample_ns, memory_order_relaxed);
-        if (now - last >= (uint64_t)vt_opt.sample_ms * 1000000ull &&
+        if (now - last >= sample_interval_ns &&
             atomic_compare_exchange_strong(&last_sample_ns, &last, now))
             why = VT_EF_SAMPLE;
     }
@@ -517,10 +536,12 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         ev->device = (int16_t)vt_driver_current_device();
     if (!known)
         released_dev = ev->device;
-    if (ev->device >= 0 && atomic_load(&vt_devices[ev->device].state) == 0)
+    if (ev->device >= 0 && !device_known(ev->device))
         capture_device(ev->device,
                        result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);
-    ev->stack = known && result == 0 ? 0 : vt_stack_capture(2);
+    /* Depth 0 is tested here, not only in vt_stack_capture: the call alone
+     * is a tenth of an event's cost at that depth. */
+    ev->stack = (known && result == 0) || vt_opt.depth <= 0 ? 0 : vt_stack_capture(2);
 
     vt_ring_slot_t *slot = call->slot ? call->slot : vt_ring_claim();
     if (slot) {
