@@ -328,13 +328,13 @@ static vt_tagged_peak_t *space_peak(vt_model_t *m, int space, int dev)
 /* Sites remember their bytes at their space's peak lazily: when a site
  * changes after the latest peak, its bytes before the change are what it
  * held at that peak (nothing changed in between). */
-static void site_change(vt_model_t *m, uint32_t si, int64_t delta)
+/* tp is the site's space's peak: a live entry's site has the entry's space
+ * and device (site_for's key), so account passes the entry's. */
+static void site_change(vt_model_t *m, uint32_t si, int64_t delta, const vt_tagged_peak_t *tp)
 {
     if (si == UINT32_MAX)
         return;
     vt_site_t *s = &m->p.sites[si];
-    int dev = s->space == VT_SPACE_DEVICE ? vt_model_dev_index(m, s->device) : -1;
-    const vt_tagged_peak_t *tp = space_peak(m, s->space, dev);
     if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)
         s->at_peak = s->live;
     s->live = (uint64_t)((int64_t)s->live + delta);
@@ -420,8 +420,8 @@ static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
         }
         return;
     }
-    site_change(m, e->site, sz);
     vt_tagged_peak_t *tp = space_peak(m, e->space, e->dev);
+    site_change(m, e->site, sz, tp);
     if (!tp)
         return;
     tp->tracked += (uint64_t)sz;
@@ -857,37 +857,41 @@ int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev)
     return feed_event(m, ev);
 }
 
-void vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage)
+uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie)
 {
     const vt_api_info_t *info = vt_api_info(ev->api);
-    if (!info)
-        return;
-    int alloc = info->kind == VT_KIND_ALLOC, release = info->kind == VT_KIND_FREE;
-    if (!(alloc || release))
-        return;
+    if (!info || (info->kind != VT_KIND_ALLOC && info->kind != VT_KIND_FREE))
+        return 0;
+    if (info->kind == VT_KIND_ALLOC) {
+        if (ev->stack >= m->site_hint_cap)
+            return 0;
+        if (stage == 0)
+            __builtin_prefetch(&m->site_hint[ev->stack]);
+        else if (stage == 1 && m->site_hint[ev->stack] < m->p.nsites)
+            __builtin_prefetch(&m->p.sites[m->site_hint[ev->stack]]);
+        if (stage == 0)
+            vt_map_prefetch(&m->by_ptr, ev->ptr);
+        return 0;
+    }
+    /* A free: its slot, then its live entry (cookie: index + 1), then its
+     * site. Entries may have changed in between: everything is checked. */
     if (stage == 0) {
         vt_map_prefetch(&m->by_ptr, ev->ptr);
-        if (alloc && ev->stack < m->site_hint_cap)
-            __builtin_prefetch(&m->site_hint[ev->stack]);
-        return;
+        return 0;
     }
-    uint32_t si = UINT32_MAX;
-    if (alloc) {
-        if (ev->stack < m->site_hint_cap)
-            si = m->site_hint[ev->stack];
-    } else {
+    if (stage == 1) {
         size_t slot = vt_map_find(&m->by_ptr, ev->ptr);
         if (slot == SIZE_MAX || m->by_ptr.slots[slot].val >= m->nlive)
-            return;
-        const live_t *e = &m->live[m->by_ptr.slots[slot].val];
-        if (stage == 1) {
-            __builtin_prefetch(e);
-            return;
-        }
-        si = e->site;
+            return 0;
+        __builtin_prefetch(&m->live[m->by_ptr.slots[slot].val]);
+        return m->by_ptr.slots[slot].val + 1;
     }
-    if (si < m->p.nsites)
-        __builtin_prefetch(&m->p.sites[si]);
+    if (cookie && cookie - 1 < m->nlive) {
+        const live_t *e = &m->live[cookie - 1];
+        if (e->addr == ev->ptr && e->site < m->p.nsites)
+            __builtin_prefetch(&m->p.sites[e->site]);
+    }
+    return 0;
 }
 
 static void device_record(vt_model_t *m, const vt_rec_device_t *r)

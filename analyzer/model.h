@@ -214,11 +214,12 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec);
 /* vt_model_feed of an EVENT record, without the record around it. */
 int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev);
 /* A hint that ev will be fed soon: starts loading what feeding it reads
- * (the live slot its address hashes to, its site). Stage 0, 1, 2 are
- * meant to be called in turn a few events apart, each using what the
- * previous one brought in. Changes nothing and reads only in bounds, so
- * any event at any time is safe; output never depends on it. */
-void vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage);
+ * (the live slot its address hashes to, its live entry, its site). Stages
+ * 0, 1, 2 are meant to be called in turn a few events apart, each using
+ * what the previous one brought in; stage 2 wants the value stage 1
+ * returned (0 otherwise). Changes nothing and reads only in bounds, so any
+ * event at any time is safe; output never depends on it. */
+uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie);
 void vt_model_finish(vt_model_t *m);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);

@@ -34,6 +34,13 @@ void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v)
 void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev)
 {
     vt_proc_t *p = &m->p;
+    if (!p->managed.tracked && only_dev >= 0) {
+        /* Nothing managed: only only_dev is looked at, and it is not over
+         * (the loop's verdict for it, without the loop). */
+        if (only_dev < p->ndevs && p->devs[only_dev].total)
+            p->devs[only_dev].oversub_active = 0;
+        return;
+    }
     for (int i = 0; i < p->ndevs; i++) {
         if (only_dev >= 0 && i != only_dev && p->managed.tracked == 0)
             continue;

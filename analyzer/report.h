@@ -39,6 +39,7 @@ typedef struct vt_report_input {
      * it is fed. A non-event record ends the lookahead: it waits in `held`
      * until the events before it are fed, so the model sees file order. */
     vt_event_t q[VT_LOOKAHEAD];
+    uint32_t qcookie[VT_LOOKAHEAD];   /* vt_model_prefetch's, stage 1 to 2 */
     unsigned qhead, qn;
     int held;
     vt_record_t held_rec;
@@ -81,6 +82,10 @@ struct vt_report {
     int nin;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
+    /* report_gpus.c: the GPU and slot the hook last served. A process's
+     * device keeps its GPU (its UUID is set once), so the pair stays right. */
+    const vt_model_t *hook_m;
+    int hook_dev, hook_gpu, hook_slot;
     uint64_t t0;   /* earliest mono_start_ns: the combined timeline's zero */
 };
 

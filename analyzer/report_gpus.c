@@ -40,14 +40,25 @@ void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
 {
     vt_report_t *r = ctx;
     const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
-    if (!d->have_info || !vt_uuid_known(d->uuid))
-        return;
-    vt_gpu_t *g = gpu_for(r, d);
-    if (!g)
-        return;
-    int s = slot_for(g, m, dev);
-    if (s < 0)
-        return;
+    vt_gpu_t *g;
+    int s;
+    if (r->hook_m == m && r->hook_dev == dev) {
+        g = &r->gpus[r->hook_gpu];
+        s = r->hook_slot;
+    } else {
+        if (!d->have_info || !vt_uuid_known(d->uuid))
+            return;
+        g = gpu_for(r, d);
+        if (!g)
+            return;
+        s = slot_for(g, m, dev);
+        if (s < 0)
+            return;
+        r->hook_m = m;
+        r->hook_dev = dev;
+        r->hook_gpu = (int)(g - r->gpus);
+        r->hook_slot = s;
+    }
     g->tracked = g->tracked - g->contrib[s] + d->mem.tracked;
     g->contrib[s] = d->mem.tracked;
     if (g->have_peak && g->tracked <= g->peak_bytes)

@@ -693,6 +693,31 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
     }
 }
 
+size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
+{
+    if (r->state != ST_STREAM)
+        return 0;
+    size_t n = 0, pos = r->spos;
+    /* Only what next_frame's and decode_event's fast paths take without a
+     * doubt; anything else stops the batch where vt_reader_next resumes. */
+    while (n < max && pos < r->slen && r->s[pos] == VT_REC_EVENT && r->slen - pos - 1 >= VARINT_MAX) {
+        const uint8_t *q = r->s + pos + 1;
+        uint64_t len;
+        if (fast_varint(&q, &len))
+            break;
+        size_t at = (size_t)(q - r->s);
+        if (len > r->slen - at || r->slen - at < EVENT_FAST_BYTES)
+            break;
+        cur_t c = { .p = q, .n = (size_t)len, .i = 0, .avail = r->slen - at };
+        if (decode_event_fast(&c, &out[n], &r->base))
+            break;
+        n++;
+        pos = at + (size_t)len;
+    }
+    r->spos = pos;
+    return n;
+}
+
 /* ---- open / close ------------------------------------------------------ */
 
 static int open_fail(vt_reader_t *r, vt_error_t *err, int code, uint64_t offset, const char *fmt, ...)

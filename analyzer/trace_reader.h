@@ -107,6 +107,13 @@ const vt_rec_process_t *vt_reader_process(const vt_reader_t *r);
  * error, further calls return the same error. */
 int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err);
 
+/* The EVENT records that come next, decoded into out[0..max): exactly the
+ * events vt_reader_next would return one by one, in bulk. It stops before
+ * any other record, the end of a chunk, an error, or an event that needs
+ * the field-by-field checks; @return how many were decoded (0: call
+ * vt_reader_next, which goes on from there). */
+size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max);
+
 /* Bytes of the file consumed so far and its total size (for progress). */
 uint64_t vt_reader_offset(const vt_reader_t *r);
 uint64_t vt_reader_file_size(const vt_reader_t *r);
