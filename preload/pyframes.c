@@ -643,17 +643,12 @@ static void collect(walk_t *w)
 
 /* ---- the hooks stacks.c and writer.c call ---- */
 
-int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap)
+/* The merge itself, out of line: its frame (a whole walk of Python
+ * frames) would cost every capture its set-up, merged or not. */
+static __attribute__((noinline)) int merge(const uint64_t *ips, int n, uint64_t *out, int cap, int skip_python)
 {
     uint64_t ranges[VT_MAX_RANGE_FRAMES];
     int nr = vt_ranges_frames(ranges, VT_MAX_RANGE_FRAMES);
-    int st = atomic_load_explicit(&state, memory_order_relaxed);
-    /* Most captures of a process without Python (or with Python frames
-     * off) have nothing to merge: the caller keeps the native array, and
-     * nothing is copied or compared with the eval loop. An absent
-     * libpython is looked for again only every RETRY_ABSENT captures of a
-     * thread, counted per thread so the hot path shares no cache line. */
-    int skip_python = st == ST_OFF || (st == ST_ABSENT && ++absent_count % RETRY_ABSENT != 0);
     if (!nr && skip_python)
         return -1;
     if (nr > cap)
@@ -681,6 +676,20 @@ int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap)
     for (int r = 0; r < nr; r++)
         out[m++] = ranges[r];
     return m;
+}
+
+int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap)
+{
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    /* Most captures of a process without Python (or with Python frames
+     * off) have nothing to merge: the caller keeps the native array, and
+     * nothing is copied or compared with the eval loop. An absent
+     * libpython is looked for again only every RETRY_ABSENT captures of a
+     * thread, counted per thread so the hot path shares no cache line. */
+    int skip_python = st == ST_OFF || (st == ST_ABSENT && ++absent_count % RETRY_ABSENT != 0);
+    if (skip_python && !vt_ranges_open())
+        return -1;
+    return merge(ips, n, out, cap, skip_python);
 }
 
 static const char *py_frame_name(uint32_t id)

@@ -254,6 +254,11 @@ static int pop(void)
     return (int)d;
 }
 
+int vt_ranges_open(void)
+{
+    return open.depth != 0;
+}
+
 int vt_ranges_frames(uint64_t *out, int cap)
 {
     int n = open.depth < VT_MAX_RANGE_FRAMES ? (int)open.depth : VT_MAX_RANGE_FRAMES;

@@ -193,6 +193,9 @@ void vt_pseudo_records(vt_emit_fn emit);
 void vt_ranges_records(vt_emit_fn emit);
 /* This thread's open ranges as pseudo ips, innermost first. */
 int vt_ranges_frames(uint64_t *out, int cap);
+/* Whether this thread has a range open: what vt_ranges_frames would say
+ * without copying anything. */
+int vt_ranges_open(void);
 
 /* ---- writer.c ---- */
 /* Opens the trace file and starts the writer thread. 0 on success. */

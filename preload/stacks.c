@@ -8,7 +8,10 @@
  *  - Lookups are lock-free: the hash table maps (parent, ip) to an id, slots
  *    go from 0 to an id exactly once, under insert_lock.
  *  - Each thread keeps a small cache of whole stacks (hash of the ips ->
- *    leaf), so a repeated allocation site skips the tree walk.
+ *    leaf), so a repeated allocation site skips the tree walk, and a memo
+ *    of its last unwind (the words each step read), so a repeated site
+ *    checks those words instead of unwinding again; the stack is the same
+ *    either way.
  *  - Tables are mmap'ed once (virtual; pages are touched as nodes appear),
  *    so memory grows with unique stacks only. When full, stacks are cut at
  *    the deepest known node and the loss is counted in the trace.
@@ -245,9 +248,12 @@ static inline __attribute__((always_inline)) int fp_backtrace(uint64_t *ips, int
  * it again stays inside this thread's stack. */
 #define MEMO_STEPS 72 /* the default depth, 64, plus the shim's frames */
 typedef struct memo_step {
-    uintptr_t ra_at, rbp_at; /* where the step read; rbp_at 0: rbp unchanged */
-    uintptr_t ra, rbp;       /* what it read: the caller's return address and rbp */
-    uintptr_t cfa;           /* the caller's rsp */
+    /* The two words the step read and what they held. A step that leaves
+     * rbp unchanged checks its return address twice (rbp_at = ra_at, word
+     * = ra): one branch-free check per step. */
+    uintptr_t ra_at, rbp_at;
+    uintptr_t ra, word;
+    uintptr_t cfa, rbp; /* the state it left: the caller's rsp and rbp */
 } memo_step_t;
 typedef struct walk_memo {
     uint64_t gen; /* 0: nothing memoised */
@@ -369,6 +375,21 @@ static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t ra, uint
     return rule_insert(ra);
 }
 
+/* Checks memoised steps from st to end, copying each return address to
+ * out; returns the first step whose words changed, or end. Out of line, so
+ * the loop has registers to itself. */
+static __attribute__((noinline)) const memo_step_t *memo_check(const memo_step_t *st, const memo_step_t *end,
+                                                               uint64_t *out)
+{
+    for (; st < end; st++, out++) {
+        uintptr_t r = *(const uintptr_t *)st->ra_at;
+        if ((r ^ st->ra) | (*(const uintptr_t *)st->rbp_at ^ st->word))
+            break;
+        *out = r;
+    }
+    return st;
+}
+
 /* Fills ips like unw_backtrace (ips[0] stands for this frame); -1 when
  * libunwind must do this stack. *same: 1 when the stack is the memoised
  * one, frame for frame. */
@@ -396,24 +417,19 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
     ips[0] = 0;
     if (memo.gen == gen && memo.fp == fp && memo.hi == hi && memo.max == max && memo.ra0 == ra &&
         memo.rbp0 == rbp) {
-        int last = memo.n - 1;
-        memo_step_t *st = memo.step;
+        const memo_step_t *end = &memo.step[memo.n - 1];
         ips[1] = ra;
-        for (n = 1; n < last; n++) {
-            uintptr_t r = *(const uintptr_t *)st[n].ra_at;
-            uintptr_t b = st[n].rbp_at ? *(const uintptr_t *)st[n].rbp_at : rbp;
-            if (r != st[n].ra || b != st[n].rbp) {
-                /* Diverged: carry on from the state this step left. */
-                st[n].ra = r;
-                st[n].rbp = b;
-                rsp = st[n].cfa;
-                ra = r;
-                rbp = b;
-                n++;
-                goto walk;
+        const memo_step_t *st = memo_check(&memo.step[1], end, ips + 2);
+        if (st != end) {
+            /* Changed: this step is done again from the state the one
+             * before it left, which still holds. */
+            n = (int)(st - memo.step);
+            if (n > 1) {
+                ra = st[-1].ra;
+                rsp = st[-1].cfa;
+                rbp = st[-1].rbp;
             }
-            ips[n + 1] = r;
-            rbp = b;
+            goto walk;
         }
         *same = 1;
         return memo.n;
@@ -434,7 +450,7 @@ walk:
             return -1;
         }
         uintptr_t cfa = ((r & VT_CFI_CFA_RBP) ? rbp : rsp) + (uintptr_t)VT_CFI_CFA_OFF(r);
-        uintptr_t ra_at = cfa + (uintptr_t)VT_CFI_RA_OFF(r), rbp_at = 0;
+        uintptr_t ra_at = cfa + (uintptr_t)VT_CFI_RA_OFF(r), rbp_at = ra_at;
         if (cfa <= rsp || ra_at - lo > span || (ra_at & 7))
             return -1;
         if (r & VT_CFI_RBP_SAVED) {
@@ -450,8 +466,9 @@ walk:
             st->ra_at = ra_at;
             st->rbp_at = rbp_at;
             st->ra = ra;
-            st->rbp = rbp;
+            st->word = rbp_at == ra_at ? ra : rbp;
             st->cfa = cfa;
+            st->rbp = rbp;
         }
     }
     if (n <= MEMO_STEPS) {
