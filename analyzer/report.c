@@ -178,7 +178,7 @@ static int fill(vt_report_input_t *in)
 }
 
 /* Drops the event just fed from in's lookahead, feeds a held record once
- * nothing is queued before it, and reads on. The events 8 and 3 places
+ * nothing is queued before it, and reads on when half the queue is gone. The events 8 and 3 places
  * from the head get the later prefetch stages: far enough ahead to hide a
  * cache miss, near enough that the line is still there when it is fed. */
 static int advance(vt_report_input_t *in)
@@ -192,7 +192,8 @@ static int advance(vt_report_input_t *in)
             return VT_EXIT_BAD_INPUT;
         }
     }
-    int rc = fill(in);
+    /* Refilled by halves, so the reader decodes several events a call. */
+    int rc = in->qn <= VT_LOOKAHEAD / 2 ? fill(in) : 0;
     if (in->qn > 8) {
         unsigned k = (in->qhead + 8) & (VT_LOOKAHEAD - 1);
         in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 1, 0);
