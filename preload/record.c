@@ -396,21 +396,50 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
 
 static uint32_t api_flags[VT_API_COUNT];
 
-static void init_api_flags(void)
-{
-    for (unsigned i = 0; i < VT_API_COUNT; i++) {
-        const vt_api_info_t *info = vt_api_info(i);
-        api_flags[i] = (info->runtime ? VT_EF_RUNTIME : 0) | (strstr(info->name, "_ptsz") ? VT_EF_PTSZ : 0);
-    }
-}
-
-static _Atomic uint64_t last_sample_ns;
-static _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
+/* What the hot path asks of an api's kind and space, answered once at
+ * start (api_hot) so each call tests one bit, not a chain of compares. */
+enum {
+    HOT_ASK_DEVICE = 1,     /* ask the driver for the current device before the call */
+    HOT_RELEASE = 2,        /* claims its ring slot before the call (is_release) */
+    HOT_DEVICE_RELEASE = 4, /* frees device memory the live map knows */
+    HOT_DEVICE_SPACE = 8,   /* device or managed memory: the event names a device */
+    HOT_TRACK_BYTES = 16,   /* moves the device's tracked bytes (track_device_bytes) */
+    HOT_POOLS = 32,         /* may name a pool to sample (track_pools) */
+};
+static uint8_t api_hot[VT_API_COUNT];
 
 static int is_device_release_kind(unsigned kind)
 {
     return kind == VT_KIND_FREE || kind == VT_KIND_VMM_RELEASE;
 }
+
+static void init_api_flags(void)
+{
+    for (unsigned i = 0; i < VT_API_COUNT; i++) {
+        const vt_api_info_t *info = vt_api_info(i);
+        api_flags[i] = (info->runtime ? VT_EF_RUNTIME : 0) | (strstr(info->name, "_ptsz") ? VT_EF_PTSZ : 0);
+        unsigned kind = info->kind, space = info->space, hot = 0;
+        int device_space = space == VT_SPACE_DEVICE || space == VT_SPACE_MANAGED;
+        if (device_space && !is_device_release_kind(kind))
+            hot |= HOT_ASK_DEVICE;
+        if (is_release(kind))
+            hot |= HOT_RELEASE;
+        if (space == VT_SPACE_DEVICE && is_device_release_kind(kind))
+            hot |= HOT_DEVICE_RELEASE;
+        if (device_space)
+            hot |= HOT_DEVICE_SPACE;
+        if (space == VT_SPACE_DEVICE && kind != VT_KIND_POOL_CREATE && kind != VT_KIND_POOL_DESTROY &&
+            kind != VT_KIND_POOL_TRIM && kind != VT_KIND_POOL_USAGE)
+            hot |= HOT_TRACK_BYTES;
+        if (kind == VT_KIND_POOL_CREATE ||
+            (kind == VT_KIND_ALLOC && (vt_api_allocates_from_pool(i) || is_current_pool_alloc(i))))
+            hot |= HOT_POOLS;
+        api_hot[i] = (uint8_t)hot;
+    }
+}
+
+static _Atomic uint64_t last_sample_ns;
+static _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
 
 int vt_call_begin(vt_call_t *call, unsigned api)
 {
@@ -430,11 +459,12 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     call->kind = info->kind;
     call->space = info->space;
     call->runtime = info->runtime;
+    call->hot = api_hot[api];
     call->slot = NULL;
     /* A release names its device through the live map in vt_call_end: the
      * pointer's own device, and one driver query per pair instead of two
      * (a quarter of the shim's cost at depth 0). */
-    if ((call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED) && !is_device_release_kind(call->kind)) {
+    if (call->hot & HOT_ASK_DEVICE) {
         int dev = vt_driver_current_device();
         if (dev >= 0) {
             if (!device_known(dev))
@@ -444,7 +474,7 @@ int vt_call_begin(vt_call_t *call, unsigned api)
             call->ev.device = (int16_t)dev;
         }
     }
-    if (is_release(call->kind)) {
+    if (call->hot & HOT_RELEASE) {
         call->slot = vt_ring_claim();
         if (!call->slot && !call->runtime) {
             vt_tls.guard--;
@@ -454,16 +484,11 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     /* A runtime release whose slot was dropped (counted once, by the ring)
      * still folds the driver calls under it, or they would be recorded or
      * dropped a second time. */
-    call->recording = call->slot || !is_release(call->kind) ? 1 : 2;
+    call->recording = call->slot || !(call->hot & HOT_RELEASE) ? 1 : 2;
     if (call->runtime)
         vt_tls.runtime_depth++;
     vt_tls.guard--;
     return 1;
-}
-
-static int is_device_release(const vt_call_t *call)
-{
-    return call->space == VT_SPACE_DEVICE && is_device_release_kind(call->kind);
 }
 
 /* released_dev: for a device release, the device vt_call_end found the
@@ -527,12 +552,12 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
      * pair's cost. Frees of unknown pointers (double frees, allocations made
      * before tracing) and failed frees keep theirs. */
     int released_dev = -1, known = 0;
-    if (is_device_release(call)) {
+    if (call->hot & HOT_DEVICE_RELEASE) {
         known = vt_live_remove(ev->ptr, &released_dev) >= 0;
         if (known && ev->device == -1)
             ev->device = (int16_t)released_dev;
     }
-    if (ev->device == -1 && (call->space == VT_SPACE_DEVICE || call->space == VT_SPACE_MANAGED))
+    if (ev->device == -1 && (call->hot & HOT_DEVICE_SPACE))
         ev->device = (int16_t)vt_driver_current_device();
     if (!known)
         released_dev = ev->device;
@@ -548,11 +573,9 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         slot->ev = *ev;
         vt_ring_publish(slot);
     }
-    if (result == 0)
+    if (result == 0 && (call->hot & HOT_POOLS))
         track_pools(ev, call->kind);
-    if (call->space == VT_SPACE_DEVICE && call->kind != VT_KIND_POOL_CREATE &&
-        call->kind != VT_KIND_POOL_DESTROY && call->kind != VT_KIND_POOL_TRIM &&
-        call->kind != VT_KIND_POOL_USAGE)
+    if (call->hot & HOT_TRACK_BYTES)
         track_device_bytes(call, result, released_dev);
     vt_tls.guard--;
 }
