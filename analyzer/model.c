@@ -149,7 +149,9 @@ static uint64_t rel(const vt_model_t *m, uint64_t t)
 
 int64_t vt_m_free_est(const vt_dev_t *d)
 {
-    return (int64_t)d->last_free - ((int64_t)d->mem.tracked - (int64_t)d->tracked_at_sample);
+    /* Unsigned, then reinterpreted: the same value wherever the signed
+     * expression would not overflow, and no overflow on hostile sizes. */
+    return (int64_t)(d->last_free - (d->mem.tracked - d->tracked_at_sample));
 }
 
 void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v)
@@ -337,7 +339,7 @@ static void site_change(vt_model_t *m, uint32_t si, int64_t delta, const vt_tagg
     vt_site_t *s = &m->p.sites[si];
     if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)
         s->at_peak = s->live;
-    s->live = (uint64_t)((int64_t)s->live + delta);
+    s->live += (uint64_t)delta; /* modulo 2^64: hostile sizes must not overflow a signed add */
     s->changed_seq = m->seq;
     if (s->live > s->max_live)
         s->max_live = s->live;

@@ -66,8 +66,13 @@ uint64_t vt_dev_untracked(const vt_dev_t *d)
 {
     if (!d->have_free || d->total < d->last_free)
         return 0;
-    int64_t u = (int64_t)(d->total - d->last_free) - (int64_t)vt_dev_reserve(d) - (int64_t)d->tracked_at_sample;
-    return u > 0 ? (uint64_t)u : 0;
+    /* used - reserve - tracked, floored at 0, in unsigned steps: hostile
+     * sizes must not overflow a signed subtraction. */
+    uint64_t used = d->total - d->last_free, reserve = vt_dev_reserve(d);
+    if (used <= reserve)
+        return 0;
+    used -= reserve;
+    return used > d->tracked_at_sample ? used - d->tracked_at_sample : 0;
 }
 
 uint64_t vt_proc_more_vram(const vt_proc_t *p)
