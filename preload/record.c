@@ -5,9 +5,10 @@
  *    shim (options, stacks, writer thread, trace file). A process that never
  *    touches CUDA starts no thread and writes no file.
  *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
- *    allocate: a CAS to claim a ring slot, libunwind's cached unwinding, a
- *    lock-free lookup in the stack tree. Only a never-seen stack takes the
- *    stack tree's insert lock.
+ *    allocate: a CAS to claim a ring slot, the cached CFI unwind (stacks.c),
+ *    a lock-free lookup in the stack tree. Only a never-seen stack takes
+ *    the stack tree's insert lock. Start-up, device facts and samples are
+ *    out of line, so the common path carries none of their cost.
  *  - A full ring drops the event and counts it; the count is in the trace.
  *  - Any internal failure turns the shim into a pass-through, said once on
  *    stderr. The program always gets the real function's result untouched.
