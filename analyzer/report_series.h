@@ -12,6 +12,8 @@
  *    then) and its last state, so a peak is never averaged away and a drop
  *    inside a bucket still shows: at most 2 points per bucket.
  *  - Times are ns since the process's trace start.
+ *  - By-tag arrays hold the rules' tags (vt_rules_tag_count); entries past
+ *    them are 0, as the model's are.
  *  - Functions returning int return 0 or VT_E_NOMEM.
  */
 #ifndef VT_REPORT_SERIES_H
@@ -35,6 +37,8 @@ typedef struct vt_series {
     vt_bucket_t *b;
     uint64_t cur;     /* total as last recorded */
     int seen;
+    vt_bucket_t *hot; /* the bucket found last, starting at hot_lo ns */
+    uint64_t hot_lo;
 } vt_series_t;
 
 enum { VT_INSTANT_FAILURE, VT_INSTANT_SPILL };
@@ -54,10 +58,13 @@ typedef struct vt_proc_series {
     size_t ninst, inst_cap;
     uint64_t inst_dropped;
     uint64_t spills_seen;
+    const vt_model_t *model;   /* the input's, as vt_report_load made it */
+    const vt_proc_t *proc;
 } vt_proc_series_t;
 
 typedef struct vt_series_set {
     int nproc, max_buckets;
+    int ntags;   /* the rules' tag count rounded up to 4: by-tag entries past it stay 0 */
     vt_proc_series_t *p;
     int nomem;
 } vt_series_set_t;
