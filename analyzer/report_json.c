@@ -5,8 +5,10 @@
  * (gpus: since the earliest trace start); bytes are integers. */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json.h"
+#include "model_map.h"
 #include "report.h"
 
 static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const uint64_t *v)
@@ -17,21 +19,137 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
     vt_json_obj_end(j);
 }
 
+/* Frame objects as text, by ip. A 100k-stack report writes every site's
+ * whole stack, ~2M frame objects of a few thousand distinct frames, and
+ * writing each call by call (5 keys, 3 escaped strings, 2 numbers) was most
+ * of the JSON's time. A frame's text depends only on its ip (vt_stacks_frame
+ * and the source lookup are per ip, and the stacks are final by now), the
+ * depth it sits at and the writer's settings, which are fixed for one
+ * document: each frame is written once per (stacks, depth) and copied after.
+ * Text over FRAME_CACHE_MAX is not kept, so a trace of huge distinct frames
+ * costs what it did before, no more memory than that. */
+#define FRAME_CACHE_MAX (64u << 20)
+
+typedef struct frame_text {
+    size_t off, len;
+} frame_text_t;
+
+typedef struct frame_cache {
+    const vt_stacks_t *stacks;   /* whose frames the texts are, at depth */
+    int depth;
+    vt_map_t by_ip;              /* ip -> index into ent */
+    frame_text_t *ent;
+    size_t nent, ent_cap;
+    char *text;
+    size_t len, cap;
+} frame_cache_t;
+
+/* The document's cache: vt_report_json makes it and frees it, and every
+ * stack written in between goes through it. */
+static frame_cache_t *fcache;
+
+static void cache_clear(frame_cache_t *c)
+{
+    vt_map_free(&c->by_ip);
+    vt_map_init(&c->by_ip);
+    c->nent = 0;
+    c->len = 0;
+}
+
+static void cache_free(frame_cache_t *c)
+{
+    if (!c)
+        return;
+    vt_map_free(&c->by_ip);
+    free(c->ent);
+    free(c->text);
+    free(c);
+}
+
+/* Keeps t as ip's text; on any failure it is simply not kept. */
+static void cache_add(frame_cache_t *c, uint64_t ip, const char *t, size_t n)
+{
+    if (n > FRAME_CACHE_MAX - c->len || c->nent >= UINT32_MAX)
+        return;
+    if (c->len + n > c->cap) {
+        size_t ncap = c->cap ? c->cap : 64u << 10;
+        while (ncap < c->len + n)
+            ncap *= 2;
+        char *nt = realloc(c->text, ncap);
+        if (!nt)
+            return;
+        c->text = nt;
+        c->cap = ncap;
+    }
+    if (c->nent == c->ent_cap) {
+        size_t ncap = c->ent_cap ? c->ent_cap * 2 : 1024;
+        frame_text_t *ne = realloc(c->ent, ncap * sizeof *ne);
+        if (!ne)
+            return;
+        c->ent = ne;
+        c->ent_cap = ncap;
+    }
+    if (vt_map_put(&c->by_ip, ip, (uint32_t)c->nent))
+        return;
+    memcpy(c->text + c->len, t, n);
+    c->ent[c->nent++] = (frame_text_t){ c->len, n };
+    c->len += n;
+}
+
+/* Writes one frame object. @return the position of its '{'. */
+static uint64_t frame(vt_json_t *j, const vt_stacks_t *st, uint64_t ip)
+{
+    vt_frame_t f;
+    vt_stacks_frame(st, ip, &f);
+    vt_stacks_src(st, &f, 1);
+    vt_json_obj(j, NULL);
+    uint64_t from = vt_json_pos(j) - 1;
+    vt_json_str(j, "function", f.display);
+    vt_json_str(j, "module", f.module);
+    vt_json_str(j, "file", f.file);
+    vt_json_u64(j, "line", f.line);
+    vt_json_u64(j, "ip", VT_IP_ADDR(f.ip));
+    vt_json_obj_end(j);
+    return from;
+}
+
 static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
 {
-    vt_frame_t frames[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_get_src(vt_model_stacks(m), leaf, frames, VT_MAX_STACK_DEPTH);
+    const vt_stacks_t *st = vt_model_stacks(m);
+    uint64_t ips[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_ips(st, leaf, ips, VT_MAX_STACK_DEPTH);
     vt_json_arr(j, "stack");
+    frame_cache_t *c = fcache;
+    if (c && (c->stacks != st || c->depth != j->depth)) {
+        cache_clear(c);
+        c->stacks = st;
+        c->depth = j->depth;
+    }
     for (int i = 0; i < n; i++) {
-        vt_json_obj(j, NULL);
-        vt_json_str(j, "function", frames[i].display);
-        vt_json_str(j, "module", frames[i].module);
-        vt_json_str(j, "file", frames[i].file);
-        vt_json_u64(j, "line", frames[i].line);
-        vt_json_u64(j, "ip", VT_IP_ADDR(frames[i].ip));
-        vt_json_obj_end(j);
+        uint32_t e;
+        if (c && vt_map_get(&c->by_ip, ips[i], &e)) {
+            vt_json_raw(j, NULL, c->text + c->ent[e].off, c->ent[e].len);
+            continue;
+        }
+        uint64_t from = frame(j, st, ips[i]);
+        size_t len;
+        const char *t = vt_json_since(j, from, &len);
+        if (c && t)
+            cache_add(c, ips[i], t, len);
     }
     vt_json_arr_end(j);
+}
+
+/* Sites go out in rank order, a random walk through p->sites and the
+ * stack nodes, and with 100k sites each was two cache misses in a row (the
+ * site, then its leaf node): the site 16 ahead and the leaf of the one 8
+ * ahead (its site loaded by then) are asked for early. Hints only. */
+static void prefetch_sites(const vt_proc_t *p, const size_t *rank, size_t k, const vt_stacks_t *st)
+{
+    if (k + 16 < p->nsites)
+        __builtin_prefetch(&p->sites[rank[k + 16]]);
+    if (k + 8 < p->nsites)
+        vt_stacks_prefetch(st, p->sites[rank[k + 8]].stack);
 }
 
 static void event_view(vt_json_t *j, const char *key, const vt_model_t *m, const vt_event_view_t *v, int with_stack)
@@ -300,6 +418,7 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_arr(j, "sites");
     for (size_t k = 0; rank && k < p->nsites; k++) {
         const vt_site_t *s = &p->sites[rank[k]];
+        prefetch_sites(p, rank, k, vt_model_stacks(m));
         char rule[1024];
         vt_rules_describe(rules, &s->match, rule, sizeof rule);
         vt_json_obj(j, NULL);
@@ -325,6 +444,10 @@ void vt_report_json(const vt_report_t *r, FILE *out)
 {
     vt_json_t j;
     vt_json_init(&j, out);
+    /* without it (no memory) every frame is written call by call */
+    fcache = calloc(1, sizeof *fcache);
+    if (fcache)
+        vt_map_init(&fcache->by_ip);
     vt_json_obj(&j, NULL);
     vt_json_str(&j, "schema", "vramtrace-report/1");
     vt_json_num(&j, "margin_pct", r->opts.margin_pct);
@@ -365,4 +488,6 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_arr_end(&j);
     vt_json_obj_end(&j);
     vt_json_finish(&j);
+    cache_free(fcache);
+    fcache = NULL;
 }

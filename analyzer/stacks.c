@@ -275,6 +275,14 @@ int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max)
     return n;
 }
 
+void vt_stacks_prefetch(const vt_stacks_t *s, uint32_t leaf)
+{
+    if (leaf < s->nodes_cap) {
+        __builtin_prefetch(&s->parent[leaf]);
+        __builtin_prefetch(&s->ip[leaf]);
+    }
+}
+
 uint32_t vt_stacks_max_id(const vt_stacks_t *s)
 {
     return s->max_id;

@@ -55,6 +55,8 @@ int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max);
 /* The frame vt_stacks_get gives for ip now. It changes only when a FRAME
  * record for ip or any MODULE record is added. */
 void vt_stacks_frame(const vt_stacks_t *s, uint64_t ip, vt_frame_t *out);
+/* Starts loading node `leaf` for a walk soon after (a hint only). */
+void vt_stacks_prefetch(const vt_stacks_t *s, uint32_t leaf);
 /* The highest node id added (0 when none): ids above it name no stack. */
 uint32_t vt_stacks_max_id(const vt_stacks_t *s);
 
