@@ -67,6 +67,7 @@ struct vt_reader {
     uint32_t s_seq;
     uint32_t next_seq;      /* == number of complete chunks read */
     event_base_t base;      /* EVENT delta bases */
+    int checked;            /* vt_reader_set_checked: no fast paths */
 
     vt_error_t err;
 };
@@ -366,11 +367,12 @@ static int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
     return finish_event(c, e, f[0], vt_unzigzag(f[1]), dev, base);
 }
 
-static int decode_event(cur_t *c, vt_event_t *e, event_base_t *base)
+/* fast 0: the field-by-field path only (vt_reader_set_checked). */
+static int decode_event(cur_t *c, vt_event_t *e, event_base_t *base, int fast)
 {
     uint64_t api;
     int64_t dt, dev;
-    if (c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, base) == 0)
+    if (fast && c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, base) == 0)
         return 0;
     if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
         get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
@@ -412,7 +414,7 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
     case VT_REC_STACK:
         return decode_stack(c, &rec->u.stack) ? -1 : 1;
     case VT_REC_EVENT:
-        return decode_event(c, &rec->u.event, &r->base) ? -1 : 1;
+        return decode_event(c, &rec->u.event, &r->base, !r->checked) ? -1 : 1;
     case VT_REC_DROPPED:
         return get_varint(c, "time_ns", &rec->u.dropped.time_ns) ||
                        get_varint(c, "dropped_total", &rec->u.dropped.dropped_total) ||
@@ -624,7 +626,7 @@ static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, 
     uint64_t len;
     const uint8_t *q = r->s + at;
     /* Fast path for the length; any doubt goes to the checked path below. */
-    if (r->slen - at >= VARINT_MAX && fast_varint(&q, &len) == 0) {
+    if (!r->checked && r->slen - at >= VARINT_MAX && fast_varint(&q, &len) == 0) {
         at = (size_t)(q - r->s);
     } else {
         cur_t f = { .p = r->s, .n = r->slen, .i = at };
@@ -695,7 +697,7 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
 
 size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
 {
-    if (r->state != ST_STREAM)
+    if (r->state != ST_STREAM || r->checked)
         return 0;
     size_t n = 0, pos = r->spos;
     /* Only what next_frame's and decode_event's fast paths take without a
@@ -716,6 +718,11 @@ size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
     }
     r->spos = pos;
     return n;
+}
+
+void vt_reader_set_checked(vt_reader_t *r, int on)
+{
+    r->checked = on != 0;
 }
 
 /* ---- open / close ------------------------------------------------------ */

@@ -114,6 +114,12 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err);
  * vt_reader_next, which goes on from there). */
 size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max);
 
+/* For tests (tests/unit/test_reader.c), not for users: with on, every
+ * record after this call is decoded field by field with every check, as if
+ * the fast paths did not exist, and vt_reader_events returns 0. The records
+ * and errors must be the same either way; the test compares them. */
+void vt_reader_set_checked(vt_reader_t *r, int on);
+
 /* Bytes of the file consumed so far and its total size (for progress). */
 uint64_t vt_reader_offset(const vt_reader_t *r);
 uint64_t vt_reader_file_size(const vt_reader_t *r);
