@@ -28,7 +28,7 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
  * document: each frame is written once per (stacks, depth) and copied after.
  * Text over FRAME_CACHE_MAX is not kept, so a trace of huge distinct frames
  * costs what it did before, no more memory than that. */
-#define FRAME_CACHE_MAX (64u << 20)
+#define FRAME_CACHE_MAX (16u << 20)
 
 typedef struct frame_text {
     size_t off, len;
