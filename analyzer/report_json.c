@@ -198,15 +198,11 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_u64(j, "failures", d->failures);
 
     vt_json_obj(j, "headroom");
-    uint64_t reserve = d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
-    vt_json_u64(j, "context_bytes", reserve);
+    vt_json_u64(j, "context_bytes", vt_dev_reserve(d));
     vt_json_u64(j, "min_free_bytes", d->have_min ? d->min_free : 0);
     vt_json_u64(j, "min_free_time_ns", d->have_min ? d->min_free_time_ns : 0);
     vt_json_bool(j, "min_free_estimated", d->have_min && d->min_free_estimated);
-    int64_t untracked = 0;
-    if (d->have_free && d->total >= d->last_free)
-        untracked = (int64_t)(d->total - d->last_free) - (int64_t)reserve - (int64_t)d->tracked_at_sample;
-    vt_json_u64(j, "untracked_bytes", untracked > 0 ? (uint64_t)untracked : 0);
+    vt_json_u64(j, "untracked_bytes", vt_dev_untracked(d));
     vt_json_u64(j, "tracked_live_bytes", d->mem.tracked);
     vt_json_u64(j, "last_free_bytes", d->have_free ? d->last_free : 0);
     vt_json_u64(j, "last_free_time_ns", d->have_free ? d->last_free_time_ns : 0);
