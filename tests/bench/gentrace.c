@@ -15,9 +15,11 @@
  * name so the report's demangler runs. Events: LIVE allocations, then free a
  * random live allocation / allocate a new one, alternating, with random
  * sizes (1 byte to 8 MiB), random stacks and a few threads; a cuMemGetInfo
- * sample every 1000 events, as the shim takes them. Chunks close at 1 MiB
- * of records, as the shim's writer does, and the file ends with an END
- * record. Prints `events=N bytes=B` on stdout.
+ * sample every 1000 events, as the shim takes them; event times ~1 us
+ * apart, written in the shim's default grain (VRAMTRACE_TIME_RES_US=1000:
+ * rounded down to the millisecond after the process's start). Chunks close
+ * at 1 MiB of records, as the shim's writer does, and the file ends with an
+ * END record. Prints `events=N bytes=B` on stdout.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +51,7 @@ static uint64_t next_rand(void)
 
 static tg_t g;
 static uint64_t now_ns = 1000000000ull;
+#define SHIM_TIME_GRAIN_NS 1000000ull /* VRAMTRACE_TIME_RES_US's default, in ns */
 
 static void maybe_chunk(void)
 {
@@ -155,7 +158,7 @@ static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint6
         g.prev_event_ptr = 0;
     }
     p = vt_put_varint(p, api);
-    p = vt_put_zz(p, tg_event_dt(&g, now_ns));
+    p = vt_put_zz(p, tg_event_dt(&g, g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS));
     p = vt_put_varint(p, tid);
     p = vt_put_zz(p, 0);
     p = vt_put_zz(p, (int64_t)(ptr - g.prev_event_ptr));
