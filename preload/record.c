@@ -51,7 +51,7 @@ uint64_t vt_now_ns(void)
  * ANCHOR_NS of ticks old or the TSC went backwards (another core). The
  * error is the rate's over at most ANCHOR_NS (well under a nanosecond with
  * a sane TSC) and can never exceed ANCHOR_NS, whatever the TSCs do; the
- * trace keeps times to VT_EVENT_TIME_QUANTUM_NS. A thread's event times
+ * trace keeps times to VRAMTRACE_TIME_RES_US (1 ms). A thread's event times
  * never go backwards. */
 #if defined(__x86_64__)
 #include <cpuid.h>
