@@ -461,13 +461,15 @@ static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
         m->hook(m->hook_ctx, m, e->dev, t);
 }
 
+/* e->addr must be absent from its map: both callers have just removed any
+ * entry there (an implicit free), so the map skips its probe for one. */
 static int live_insert(vt_model_t *m, const live_t *e, uint64_t t)
 {
     uint32_t i;
     if (live_new(m, &i))
         return VT_E_NOMEM;
     m->live[i] = *e;
-    if (vt_map_put(map_of(m, e->kind), e->addr, i)) {
+    if (vt_map_put_new(map_of(m, e->kind), e->addr, i)) {
         live_free_slot(m, i);
         return VT_E_NOMEM;
     }
@@ -639,8 +641,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     p->events.allocs++;
     s->total_bytes += ev->size;
     live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
-    uint32_t old;
-    if (vt_map_get(map_of(m, kind), ev->ptr, &old)) {
+    if (vt_map_find(map_of(m, kind), ev->ptr) != SIZE_MAX) {
         p->events.implicit_frees++;
         if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL, NULL) < 0)
             return VT_E_NOMEM;

@@ -203,7 +203,7 @@ static int log_op(vt_model_t *m, const live_t *e, int add)
     return 0;
 }
 
-int vt_m_frag_before_remove(vt_model_t *m, const live_t *e)
+int vt_m_frag_note_remove(vt_model_t *m, const live_t *e)
 {
     if (e->dev < 0)
         return 0;
@@ -221,7 +221,7 @@ int vt_m_frag_before_remove(vt_model_t *m, const live_t *e)
     return lg->active && is_range(e, e->dev) ? log_op(m, e, 0) : 0;
 }
 
-int vt_m_frag_added(vt_model_t *m, const live_t *e)
+int vt_m_frag_note_added(vt_model_t *m, const live_t *e)
 {
     if (e->dev < 0 || !m->flog[e->dev].active || !is_range(e, e->dev))
         return 0;

@@ -91,7 +91,23 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 
 /* model_spill.c */
 void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v);
-void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
+void vt_m_oversub_scan(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
+
+/* Managed oversubscription after a device or managed change (see
+ * model_spill.c). Inline because with nothing managed, every device event's
+ * verdict is one store, and the call was a visible share of each event. */
+static inline void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev)
+{
+    vt_proc_t *p = &m->p;
+    if (!p->managed.tracked && only_dev >= 0) {
+        /* Nothing managed: only only_dev is looked at, and it is not over
+         * (the scan's verdict for it, without the scan). */
+        if (only_dev < p->ndevs && p->devs[only_dev].total)
+            p->devs[only_dev].oversub_active = 0;
+        return;
+    }
+    vt_m_oversub_scan(m, ev, tag, only_dev);
+}
 
 /* model_frag.c. compute: device dev's address-space holes, now.
  * before_remove: e is about to leave its map (the first one after a peak
@@ -99,8 +115,24 @@ void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_d
  * measures what is still pending. free: the logs. Each returns 0 or
  * VT_E_NOMEM. */
 int vt_m_frag_compute(vt_model_t *m, int dev);
-int vt_m_frag_before_remove(vt_model_t *m, const live_t *e);
-int vt_m_frag_added(vt_model_t *m, const live_t *e);
+int vt_m_frag_note_remove(vt_model_t *m, const live_t *e);
+int vt_m_frag_note_added(vt_model_t *m, const live_t *e);
+
+/* Inline gates for the two hooks above: most events meet a device with no
+ * point pending or marked, where both hooks do nothing. */
+static inline int vt_m_frag_before_remove(vt_model_t *m, const live_t *e)
+{
+    if (e->dev < 0 || (!m->p.devs[e->dev].frag_pending && !m->flog[e->dev].active))
+        return 0;
+    return vt_m_frag_note_remove(m, e);
+}
+
+static inline int vt_m_frag_added(vt_model_t *m, const live_t *e)
+{
+    if (e->dev < 0 || !m->flog[e->dev].active)
+        return 0;
+    return vt_m_frag_note_added(m, e);
+}
 int vt_m_frag_finish(vt_model_t *m);
 void vt_m_frag_free(vt_model_t *m);
 

@@ -92,6 +92,11 @@ int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val)
         m->slots[i].val = val;
         return 0;
     }
+    return vt_map_put_new(m, key, val);
+}
+
+int vt_map_put_new(vt_map_t *m, uint64_t key, uint32_t val)
+{
     /* At most half full: linear probing's miss cost grows with
      * 1/(1-load)^2, every allocation event starts with a miss, and with
      * short runs the probe loop's branches stay predictable (measured: 10k

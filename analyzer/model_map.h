@@ -40,6 +40,9 @@ void vt_map_init(vt_map_t *m);
 void vt_map_free(vt_map_t *m);
 /* Sets key -> val, replacing an existing value. */
 int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val);
+/* Adds key -> val where the caller knows key is absent (a get or del just
+ * said so, nothing put since): no probe for an existing key. */
+int vt_map_put_new(vt_map_t *m, uint64_t key, uint32_t val);
 /* @return 1 with *val set, or 0 if absent. */
 int vt_map_get(const vt_map_t *m, uint64_t key, uint32_t *val);
 /* @return 1 with *val set (if val) when the key was present and removed. */

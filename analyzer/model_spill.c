@@ -30,17 +30,11 @@ void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v)
 /* Device bytes plus managed bytes above a device's total means unified
  * memory pages must migrate. One spill per crossing: re-armed when the sum
  * drops back under the total. only_dev < 0 checks every device (a managed
- * allocation can land on any). */
-void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev)
+ * allocation can land on any). The scan behind vt_m_check_oversub
+ * (model_internal.h), which answers the nothing-managed case itself. */
+void vt_m_oversub_scan(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev)
 {
     vt_proc_t *p = &m->p;
-    if (!p->managed.tracked && only_dev >= 0) {
-        /* Nothing managed: only only_dev is looked at, and it is not over
-         * (the loop's verdict for it, without the loop). */
-        if (only_dev < p->ndevs && p->devs[only_dev].total)
-            p->devs[only_dev].oversub_active = 0;
-        return;
-    }
     for (int i = 0; i < p->ndevs; i++) {
         if (only_dev >= 0 && i != only_dev && p->managed.tracked == 0)
             continue;
