@@ -336,10 +336,11 @@ static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64
 }
 
 /* The unchecked decode of an EVENT payload when EVENT_FAST_BYTES are
- * readable. It commits nothing unless every field decodes, ends inside the
+ * readable. Inlined into the bulk loop, where the cursor then lives in
+ * registers and the call's register saves are gone. It commits nothing unless every field decodes, ends inside the
  * payload and fits its width; otherwise @return -1 and decode_event redoes
  * the record field by field, which reports the exact field and reason. */
-static int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
+static inline __attribute__((always_inline)) int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
 {
     const uint8_t *p = c->p + c->i;
     uint64_t f[11];
@@ -701,14 +702,18 @@ size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
         return 0;
     size_t n = 0, pos = r->spos;
     /* Only what next_frame's and decode_event's fast paths take without a
-     * doubt; anything else stops the batch where vt_reader_next resumes. */
-    while (n < max && pos < r->slen && r->s[pos] == VT_REC_EVENT && r->slen - pos - 1 >= VARINT_MAX) {
+     * doubt; anything else stops the batch where vt_reader_next resumes.
+     * One test per event covers both unchecked reads: the type byte, a
+     * length varint of at most VARINT_MAX bytes, then EVENT_FAST_BYTES
+     * (the last records of a stream take vt_reader_next's path). */
+    const size_t need = 1 + VARINT_MAX + EVENT_FAST_BYTES;
+    while (n < max && r->slen - pos >= need && r->s[pos] == VT_REC_EVENT) {
         const uint8_t *q = r->s + pos + 1;
         uint64_t len;
         if (fast_varint(&q, &len))
             break;
         size_t at = (size_t)(q - r->s);
-        if (len > r->slen - at || r->slen - at < EVENT_FAST_BYTES)
+        if (len > r->slen - at)
             break;
         cur_t c = { .p = q, .n = (size_t)len, .i = 0, .avail = r->slen - at };
         if (decode_event_fast(&c, &out[n], &r->base))
