@@ -335,7 +335,10 @@ static void put_process(FILE *out, const vt_rec_process_t *p)
     put_bare(out, p->hostname);
     fputs(" shim=", out);
     put_bare(out, p->shim_version);
-    fprintf(out, " start_mono=%" PRIu64 " start_wall=%" PRIu64 "\n", p->mono_start_ns, p->wall_start_ns);
+    fprintf(out, " start_mono=%" PRIu64 " start_wall=%" PRIu64, p->mono_start_ns, p->wall_start_ns);
+    if (p->time_res_ns)
+        fprintf(out, " time_res=%" PRIu64, p->time_res_ns);
+    putc('\n', out);
 }
 
 static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)

@@ -161,6 +161,7 @@ typedef struct vt_api_stats {
 
 typedef struct vt_proc {
     uint64_t pid, ppid, mono_start_ns, wall_start_ns;
+    uint64_t time_res_ns; /* grain of event times, from PROCESS; 0 = not stated */
     char *exe, *hostname, *shim_version;
     char **argv;
     uint32_t argc;

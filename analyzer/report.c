@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "html.h"
 #include "report.h"
+#include "sizes.h"
 
 static void usage(FILE *f)
 {
@@ -354,6 +355,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         r->nin = i + 1;
     }
     free(paths);
+    uint64_t grain = 0;
     for (int i = 0; i < r->nin; i++) {
         vt_report_input_t *in = &r->in[i];
         vt_error_t e = { 0 };
@@ -376,7 +378,10 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         uint64_t st = vt_model_proc(in->model)->mono_start_ns;
         if (i == 0 || st < r->t0)
             r->t0 = st;
+        if (vt_model_proc(in->model)->time_res_ns > grain)
+            grain = vt_model_proc(in->model)->time_res_ns;
     }
+    vt_fmt_set_time_grain(grain);
     int rc = replay(r);
     if (rc)
         return rc;

@@ -28,13 +28,39 @@ char *vt_fmt_sbytes(char buf[VT_SIZE_BUF], int64_t b)
     return buf;
 }
 
-char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns)
+static uint64_t time_grain;
+
+void vt_fmt_set_time_grain(uint64_t ns)
+{
+    time_grain = ns;
+}
+
+/* Decimals that stay at or above the grain in a unit of `unit` ns. */
+static int decimals(uint64_t unit, int most)
+{
+    int d = 0;
+    for (uint64_t step = unit; d < most && step > time_grain && step >= 10; step /= 10)
+        d++;
+    return d;
+}
+
+static char *fmt_time_at(char buf[VT_SIZE_BUF], uint64_t ns)
 {
     if (ns >= 1000000000ull)
-        snprintf(buf, VT_SIZE_BUF, "%.3f s", (double)ns / 1e9);
+        snprintf(buf, VT_SIZE_BUF, "%.*f s", decimals(1000000000ull, 3), (double)ns / 1e9);
     else if (ns >= 1000000ull)
-        snprintf(buf, VT_SIZE_BUF, "%.1f ms", (double)ns / 1e6);
+        snprintf(buf, VT_SIZE_BUF, "%.*f ms", decimals(1000000ull, 1), (double)ns / 1e6);
     else
-        snprintf(buf, VT_SIZE_BUF, "%.1f us", (double)ns / 1e3);
+        snprintf(buf, VT_SIZE_BUF, "%.*f us", decimals(1000ull, 1), (double)ns / 1e3);
     return buf;
+}
+
+char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns)
+{
+    if (time_grain > 1000 && ns < time_grain) {
+        char g[VT_SIZE_BUF];
+        snprintf(buf, VT_SIZE_BUF, "<%s", fmt_time_at(g, time_grain));
+        return buf;
+    }
+    return fmt_time_at(buf, ns);
 }

@@ -20,7 +20,14 @@ char *vt_fmt_bytes(char buf[VT_SIZE_BUF], uint64_t bytes);
 /* Signed variant for deltas: "-1.25 GiB", "+0 B" is never printed: 0 is "0 B". */
 char *vt_fmt_sbytes(char buf[VT_SIZE_BUF], int64_t bytes);
 
-/* "12.345 s", "870 ms", "35 us" for ns since trace start. */
+/* "12.345 s", "870.2 ms", "35.0 us" for ns since trace start; with a grain
+ * set, no digit finer than the grain, and "<1 ms" below it. */
 char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns);
+
+/* The coarsest grain of event times among the traces being reported (the
+ * PROCESS record's time_res_ns; 0 = exact, the default). An event stamped
+ * 0 with a 1 ms grain happened somewhere in the first millisecond: "0.0 us"
+ * would claim a precision the trace does not have. */
+void vt_fmt_set_time_grain(uint64_t ns);
 
 #endif

@@ -264,6 +264,10 @@ static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint
             return -1;
     p->argc = (uint32_t)argc;
     p->argv = *argv;
+    /* Optional: shims before it end the record at argv. */
+    p->time_res_ns = 0;
+    if (c->i < c->n && get_varint(c, "time_res_ns", &p->time_res_ns))
+        return -1;
     return 0;
 }
 

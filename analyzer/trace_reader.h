@@ -33,6 +33,7 @@ typedef struct vt_rec_process {
     vt_bytes_t shim_version, exe, hostname;
     uint32_t argc;
     const vt_bytes_t *argv;   /* argc entries */
+    uint64_t time_res_ns;     /* grain of EVENT times; 0 = not stated */
 } vt_rec_process_t;
 
 typedef struct vt_rec_device {

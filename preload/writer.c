@@ -556,6 +556,7 @@ static int write_header(const char *exe)
         p = vt_put_str(p, cmdline + i, len, len);
         i += len + 1;
     }
+    p = vt_put_varint(p, (uint64_t)vt_opt.time_res_us * 1000u);
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */

@@ -43,7 +43,10 @@
  *   VT_REC_PROCESS  pid varint, ppid varint, mono_start_ns varint,
  *                   wall_start_ns varint (Unix epoch), shim_version str,
  *                   exe str, hostname str, argc varint (<= VT_MAX_ARGC),
- *                   argv str * argc
+ *                   argv str * argc, then optionally time_res_ns varint:
+ *                   the grain of EVENT times (VRAMTRACE_TIME_RES_US), so a
+ *                   reader prints no finer digits than the trace holds;
+ *                   absent (shims before it, generated traces) = unknown.
  *   VT_REC_DEVICE   ordinal zz, time_ns varint (monotonic, absolute),
  *                   total_bytes varint, free_bytes varint (cuMemGetInfo when
  *                   first seen: total - free is the context reserve plus
@@ -81,8 +84,8 @@
  *                   varint, stack varint
  *                   The shim writes event times rounded down to a multiple
  *                   of VRAMTRACE_TIME_RES_US (1 ms by default) after
- *                   mono_start_ns: its precision, which readers need not
- *                   know. Other records' times are exact.
+ *                   mono_start_ns: its precision, which the PROCESS record
+ *                   states. Other records' times are exact.
  *   VT_REC_DROPPED  time_ns varint, dropped_total varint (cumulative count of
  *                   events lost to a full buffer), stacks_lost_total varint
  *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)

@@ -58,7 +58,13 @@ for pair in "VRAMTRACE_TIME_RES_US= 1000000" "VRAMTRACE_TIME_RES_US=1 1000" \
     is "$(awk -v g=$2 '$1 == "event" { n++; split($2, kv, "="); if (kv[2] % g) off++ }
         END { if (n >= 400) print off + 0; else print "only " (n + 0) " events" }' $TMP/dump)" 0 \
         "$1: every event time is a multiple of $2 ns"
+    is "$(sed -n 's/^process .* time_res=\([0-9]*\)$/\1/p' $TMP/dump)" "$2" "$1: the PROCESS record states the grain"
 done
+# The report prints no digit finer than the grain: with 1 ms, nothing in us,
+# and what happened in the first millisecond is "<1 ms", not "0.0 us".
+"$VT" report $TMP/grain.VRAMTRACE_TIME_RES_US=/*.vtrace >$TMP/report 2>&1
+is "$(grep -c ' us\b' $TMP/report)" 0 "1 ms grain: the report prints no microseconds"
+check "1 ms grain: the peak's time is in ms or s" grep -Eq 'peak .* at (<1 ms|[0-9]+ ms|[0-9]+\.[0-9]{3} s):' $TMP/report
 
 # Bad directories: garbage bytes, a newline, relative, with .. (all legal
 # path names: traced there or refused, the program unchanged either way).

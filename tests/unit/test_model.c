@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "sizes.h"
 #include "tap.h"
 
 #define MiB (1024ull * 1024)
@@ -11,6 +12,31 @@
 #define T0 1000000000ull
 
 static vt_model_t *m;
+
+/* Times print no digit finer than the trace's grain (PROCESS time_res_ns). */
+static void test_time_grain(void)
+{
+    char b[VT_SIZE_BUF];
+    vt_fmt_set_time_grain(0);
+    TAP_EQ_STR(vt_fmt_time(b, 0), "0.0 us", "exact times: 0");
+    TAP_EQ_STR(vt_fmt_time(b, 842752), "842.8 us", "exact times: us");
+    TAP_EQ_STR(vt_fmt_time(b, 12345678), "12.3 ms", "exact times: ms");
+    TAP_EQ_STR(vt_fmt_time(b, 2345678901), "2.346 s", "exact times: s");
+    vt_fmt_set_time_grain(1000000);
+    TAP_EQ_STR(vt_fmt_time(b, 0), "<1 ms", "1 ms grain: the first millisecond");
+    TAP_EQ_STR(vt_fmt_time(b, 12000000), "12 ms", "1 ms grain: whole ms");
+    TAP_EQ_STR(vt_fmt_time(b, 2345000000), "2.345 s", "1 ms grain: s to the ms");
+    vt_fmt_set_time_grain(1000);
+    TAP_EQ_STR(vt_fmt_time(b, 0), "0 us", "1 us grain: 0");
+    TAP_EQ_STR(vt_fmt_time(b, 843000), "843 us", "1 us grain: whole us");
+    vt_fmt_set_time_grain(250000);
+    TAP_EQ_STR(vt_fmt_time(b, 0), "<250 us", "250 us grain: the first grain");
+    TAP_EQ_STR(vt_fmt_time(b, 1250000), "1.2 ms", "250 us grain: ms to the tenth");
+    vt_fmt_set_time_grain(1000000000);
+    TAP_EQ_STR(vt_fmt_time(b, 0), "<1 s", "1 s grain: the first second");
+    TAP_EQ_STR(vt_fmt_time(b, 3000000000), "3 s", "1 s grain: whole s");
+    vt_fmt_set_time_grain(0);
+}
 
 static void feed(vt_record_t *r)
 {
@@ -285,5 +311,6 @@ int main(void)
     vt_model_free(m);
 
     vt_rules_free(rules);
+    test_time_grain();
     return tap_done();
 }
