@@ -274,9 +274,9 @@ static int start(void)
     vt_options_load();
     init_api_flags();
     sample_interval_ns = vt_opt.sample_ms > 0 ? (uint64_t)vt_opt.sample_ms * 1000000ull : 0;
-    event_clock_init();
     if (vt_opt.disable)
         return -1;
+    event_clock_init();
     if (ring_init() != 0) {
         vt_disable("cannot map the event buffer");
         return -1;

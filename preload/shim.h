@@ -62,7 +62,7 @@ typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot claimed before a release call */
     uint8_t kind, space, runtime;
-    uint8_t hot;          /* record.c's per-api facts (VT_HOT_*), looked up once */
+    uint8_t hot;          /* record.c's per-api facts (its HOT_* bits), looked up once */
     uint8_t recording;    /* 0 pass-through, 1 record, 2 fold nested calls only */
 } vt_call_t;
 

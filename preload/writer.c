@@ -273,11 +273,17 @@ static void emit_new_devices(void)
  * finer: the order of events is the ring's, not the clock's, and the memory
  * timeline and the Perfetto export are read in milliseconds (heaptrack's
  * own timestamps are 10 ms apart). A division, not a mask, so the grain is
- * a round number of microseconds; the writer thread can afford it. */
+ * a round number of microseconds; the writer thread can afford it. The
+ * PROCESS record states the grain, so readers print no finer digits. */
+static uint64_t time_grain_ns(void)
+{
+    return (uint64_t)vt_opt.time_res_us * 1000u; /* options.c: at least 1 us */
+}
+
 static uint64_t event_time(uint64_t t)
 {
-    uint64_t grain = (uint64_t)vt_opt.time_res_us * 1000u;
-    if (t < mono_start || grain <= 1)
+    uint64_t grain = time_grain_ns();
+    if (t < mono_start)
         return t;
     return mono_start + (t - mono_start) / grain * grain;
 }
@@ -385,7 +391,7 @@ static uint64_t next_look_ms(uint64_t taken, uint64_t last_ms)
         ms = 1;
     else if (taken >= vt_opt.ring / 64 && ms > 10)
         ms = 10;
-    return ms < 1 ? 1 : ms > flush_ms ? flush_ms : ms;
+    return ms > flush_ms ? flush_ms : ms; /* flush_ms >= 1 (options.c) */
 }
 
 /* The clock's now plus ms, for the timed waits below. */
@@ -556,7 +562,7 @@ static int write_header(const char *exe)
         p = vt_put_str(p, cmdline + i, len, len);
         i += len + 1;
     }
-    p = vt_put_varint(p, (uint64_t)vt_opt.time_res_us * 1000u);
+    p = vt_put_varint(p, time_grain_ns());
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */
