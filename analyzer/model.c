@@ -4,6 +4,8 @@
  * peaks, estimates and the margin rule from the state after it. */
 #include "model_internal.h"
 
+#include "grow.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,14 +207,8 @@ static int verdict_for(vt_model_t *m, uint64_t ip, vt_frame_verdict_t *out)
 {
     uint32_t idx;
     if (!vt_map_get(&m->verdict_by_ip, ip, &idx)) {
-        if (m->nverdicts == m->verdicts_cap) {
-            size_t ncap = m->verdicts_cap ? m->verdicts_cap * 2 : 256;
-            struct ip_verdict *v = realloc(m->verdicts, ncap * sizeof *v);
-            if (!v)
-                return VT_E_NOMEM;
-            m->verdicts = v;
-            m->verdicts_cap = ncap;
-        }
+        if (vt_grow((void **)&m->verdicts, &m->verdicts_cap, m->nverdicts + 1, sizeof *m->verdicts, 256))
+            return VT_E_NOMEM;
         if (vt_map_put(&m->verdict_by_ip, ip, (uint32_t)m->nverdicts))
             return VT_E_NOMEM;
         idx = (uint32_t)m->nverdicts++;
@@ -243,14 +239,8 @@ static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
         if (verdict_for(m, ips[i], &verd[i]))
             return VT_E_NOMEM;
     *out = vt_rules_match_verdicts(m->rules, verd, n);
-    if (m->nmatches == m->matches_cap) {
-        size_t ncap = m->matches_cap ? m->matches_cap * 2 : 256;
-        vt_match_t *v = realloc(m->matches, ncap * sizeof *v);
-        if (!v)
-            return VT_E_NOMEM;
-        m->matches = v;
-        m->matches_cap = ncap;
-    }
+    if (vt_grow((void **)&m->matches, &m->matches_cap, m->nmatches + 1, sizeof *m->matches, 256))
+        return VT_E_NOMEM;
     /* Stacks are complete before any event refers to them (format
      * contract), so caching per stack id is safe. */
     m->matches[m->nmatches] = *out;
@@ -298,14 +288,8 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t 
     vt_match_t match;
     if (match_for(m, stack, &match))
         return VT_E_NOMEM;
-    if (m->p.nsites == m->sites_cap) {
-        size_t ncap = m->sites_cap ? m->sites_cap * 2 : 64;
-        vt_site_t *v = realloc(m->p.sites, ncap * sizeof *v);
-        if (!v)
-            return VT_E_NOMEM;
-        m->p.sites = v;
-        m->sites_cap = ncap;
-    }
+    if (vt_grow((void **)&m->p.sites, &m->sites_cap, m->p.nsites + 1, sizeof *m->p.sites, 64))
+        return VT_E_NOMEM;
     vt_site_t *s = &m->p.sites[m->p.nsites];
     memset(s, 0, sizeof *s);
     s->stack = stack;
@@ -366,28 +350,16 @@ static int live_new(vt_model_t *m, uint32_t *out)
         *out = m->free_slots[--m->nfree_slots];
         return 0;
     }
-    if (m->nlive == m->live_cap) {
-        size_t ncap = m->live_cap ? m->live_cap * 2 : 1024;
-        live_t *v = realloc(m->live, ncap * sizeof *v);
-        if (!v)
-            return VT_E_NOMEM;
-        m->live = v;
-        m->live_cap = ncap;
-    }
+    if (vt_grow((void **)&m->live, &m->live_cap, m->nlive + 1, sizeof *m->live, 1024))
+        return VT_E_NOMEM;
     *out = (uint32_t)m->nlive++;
     return 0;
 }
 
 static int live_free_slot(vt_model_t *m, uint32_t i)
 {
-    if (m->nfree_slots == m->free_cap) {
-        size_t ncap = m->free_cap ? m->free_cap * 2 : 1024;
-        uint32_t *v = realloc(m->free_slots, ncap * sizeof *v);
-        if (!v)
-            return VT_E_NOMEM;
-        m->free_slots = v;
-        m->free_cap = ncap;
-    }
+    if (vt_grow((void **)&m->free_slots, &m->free_cap, m->nfree_slots + 1, sizeof *m->free_slots, 1024))
+        return VT_E_NOMEM;
     m->free_slots[m->nfree_slots++] = i;
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "demangle.h"
 #include "dwarf.h"
+#include "grow.h"
 #include "model_map.h"
 #include "vramtrace/trace_format.h"
 
@@ -106,21 +107,6 @@ void vt_stacks_free(vt_stacks_t *s)
     free(s);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return VT_E_NOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 int vt_stacks_add_module(vt_stacks_t *s, const vt_rec_module_t *m)
 {
     /* A module id seen again (fork child re-reports) replaces the entry. */
@@ -129,7 +115,7 @@ int vt_stacks_add_module(vt_stacks_t *s, const vt_rec_module_t *m)
         if (s->modules[i].id == m->module_id)
             dst = &s->modules[i];
     if (!dst) {
-        if (grow((void **)&s->modules, &s->modules_cap, s->nmodules + 1, sizeof *s->modules))
+        if (vt_grow((void **)&s->modules, &s->modules_cap, s->nmodules + 1, sizeof *s->modules, 64))
             return VT_E_NOMEM;
         dst = &s->modules[s->nmodules++];
         dst->path = NULL;
@@ -160,7 +146,7 @@ int vt_stacks_add_frame(vt_stacks_t *s, const vt_rec_frame_t *f)
     uint32_t idx;
     if (vt_map_get(&s->frame_by_ip, f->ip, &idx))
         return 0;   /* first name wins: the writer reports each ip once */
-    if (grow((void **)&s->frames, &s->frames_cap, s->nframes + 1, sizeof *s->frames))
+    if (vt_grow((void **)&s->frames, &s->frames_cap, s->nframes + 1, sizeof *s->frames, 64))
         return VT_E_NOMEM;
     frame_rec_t *fr = &s->frames[s->nframes];
     fr->ip = f->ip;
@@ -192,8 +178,8 @@ int vt_stacks_add_node(vt_stacks_t *s, const vt_rec_stack_t *n)
     size_t old = s->nodes_cap;
     if (id >= s->nodes_cap) {
         size_t cap_p = s->nodes_cap, cap_i = s->nodes_cap;
-        if (grow((void **)&s->parent, &cap_p, (size_t)id + 1, sizeof *s->parent) ||
-            grow((void **)&s->ip, &cap_i, (size_t)id + 1, sizeof *s->ip))
+        if (vt_grow((void **)&s->parent, &cap_p, (size_t)id + 1, sizeof *s->parent, 64) ||
+            vt_grow((void **)&s->ip, &cap_i, (size_t)id + 1, sizeof *s->ip, 64))
             return VT_E_NOMEM;
         s->nodes_cap = cap_p < cap_i ? cap_p : cap_i;
         for (size_t i = old; i < s->nodes_cap; i++)
@@ -335,7 +321,7 @@ static void fill_src(const vt_stacks_t *s, vt_frame_t *f)
         const char *file = NULL;
         uint32_t line = 0;
         int found = lookup(s, f, &file, &line);
-        if (grow((void **)&c->lines, &c->lines_cap, c->nlines + 1, sizeof *c->lines)) {
+        if (vt_grow((void **)&c->lines, &c->lines_cap, c->nlines + 1, sizeof *c->lines, 64)) {
             c->failed = 1;
             return;
         }
