@@ -114,6 +114,14 @@ static int add_path(char ***paths, int *n, const char *path)
     return 0;
 }
 
+/* The event just written at q[k] joins the lookahead: its first prefetch
+ * stage starts now (advance() runs the later ones). */
+static void queued(vt_report_input_t *in, unsigned k)
+{
+    in->qcookie[k] = 0;
+    vt_model_prefetch(in->model, &in->q[k], 0, 0);
+}
+
 /* Fills input in's lookahead: reads records until it holds VT_LOOKAHEAD
  * events, a non-event record is held (report.h) or the input ends.
  * Non-event records met with no event queued go to the model at once:
@@ -128,10 +136,8 @@ static int fill(vt_report_input_t *in)
         unsigned room = VT_LOOKAHEAD - in->qn, run = VT_LOOKAHEAD - tail;
         size_t got = vt_reader_events(in->reader, &in->q[tail], room < run ? room : run);
         if (got) {
-            for (size_t k = tail; k < tail + got; k++) {
-                in->qcookie[k] = 0;
-                vt_model_prefetch(in->model, &in->q[k], 0, 0);
-            }
+            for (unsigned k = tail; k < tail + (unsigned)got; k++)
+                queued(in, k);
             in->qn += (unsigned)got;
             continue;
         }
@@ -143,10 +149,8 @@ static int fill(vt_report_input_t *in)
         if (rc == 1) {
             if (rec.type == VT_REC_EVENT) {
                 unsigned k = (in->qhead + in->qn++) & (VT_LOOKAHEAD - 1);
-                vt_event_t *ev = &in->q[k];
-                *ev = rec.u.event;
-                in->qcookie[k] = 0;
-                vt_model_prefetch(in->model, ev, 0, 0);
+                in->q[k] = rec.u.event;
+                queued(in, k);
                 continue;
             }
             if (in->qn) {
@@ -179,9 +183,10 @@ static int fill(vt_report_input_t *in)
 }
 
 /* Drops the event just fed from in's lookahead, feeds a held record once
- * nothing is queued before it, and reads on when half the queue is gone. The events 8 and 3 places
- * from the head get the later prefetch stages: far enough ahead to hide a
- * cache miss, near enough that the line is still there when it is fed. */
+ * nothing is queued before it, and reads on when half the queue is gone.
+ * The events 8 and 3 places from the head get the later prefetch stages:
+ * far enough ahead to hide a cache miss, near enough that the line is
+ * still there when it is fed. */
 static int advance(vt_report_input_t *in)
 {
     in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
@@ -375,11 +380,11 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             vt_model_keep_layout(in->model, 1);
         if (r->opts.no_source)
             vt_model_set_source(in->model, 0);
-        uint64_t st = vt_model_proc(in->model)->mono_start_ns;
-        if (i == 0 || st < r->t0)
-            r->t0 = st;
-        if (vt_model_proc(in->model)->time_res_ns > grain)
-            grain = vt_model_proc(in->model)->time_res_ns;
+        const vt_proc_t *proc = vt_model_proc(in->model);
+        if (i == 0 || proc->mono_start_ns < r->t0)
+            r->t0 = proc->mono_start_ns;
+        if (proc->time_res_ns > grain)
+            grain = proc->time_res_ns;
     }
     vt_fmt_set_time_grain(grain);
     int rc = replay(r);

@@ -341,9 +341,10 @@ static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64
 
 /* The unchecked decode of an EVENT payload when EVENT_FAST_BYTES are
  * readable. Inlined into the bulk loop, where the cursor then lives in
- * registers and the call's register saves are gone. It commits nothing unless every field decodes, ends inside the
- * payload and fits its width; otherwise @return -1 and decode_event redoes
- * the record field by field, which reports the exact field and reason. */
+ * registers and the call's register saves are gone. It commits nothing
+ * unless every field decodes, ends inside the payload and fits its width;
+ * otherwise @return -1 and decode_event redoes the record field by field,
+ * which reports the exact field and reason. */
 static inline __attribute__((always_inline)) int decode_event_fast(cur_t *c, vt_event_t *e, event_base_t *base)
 {
     const uint8_t *p = c->p + c->i;
