@@ -82,6 +82,7 @@ static int stopping;
 static pthread_cond_t sync_cond;
 static uint64_t sync_asked, sync_done;
 static int accepting;
+static int thread_created; /* under wake_lock: accepting will follow */
 static __thread int on_writer_thread __attribute__((tls_model("initial-exec")));
 /* Held by the writer thread for each drain, and by fork's prepare handler:
  * an allocator whose locks are not reset in the child (ASan's in GCC 12, seen
@@ -414,6 +415,7 @@ static void *writer_main(void *arg)
     uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = 1;
     pthread_mutex_lock(&wake_lock);
     accepting = 1;
+    pthread_cond_broadcast(&sync_cond); /* a sync may be waiting for us to start */
     while (!stopping) {
         if (sync_done == sync_asked) {
             uint64_t now = vt_now_ns();
@@ -635,6 +637,9 @@ int vt_writer_start(void)
     }
     pthread_setname_np(thread, "vramtrace");
     thread_running = 1;
+    pthread_mutex_lock(&wake_lock);
+    thread_created = 1;
+    pthread_mutex_unlock(&wake_lock);
     return 0;
 }
 
@@ -680,13 +685,19 @@ int vt_writer_sync(unsigned timeout_ms)
         return -1;
     struct timespec deadline = deadline_in(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&wake_lock);
+    /* A thread created but not yet in its loop is waited for, within the
+     * same bound: a dlclose right after the first CUDA call, on a busy
+     * machine, came before the thread ran and the library's frames went
+     * unnamed (tests/t/76 under load). */
+    int rc = 0;
+    while (thread_created && !accepting && !stopping && rc == 0)
+        rc = pthread_cond_timedwait(&sync_cond, &wake_lock, &deadline);
     if (!accepting || stopping) {
         pthread_mutex_unlock(&wake_lock);
         return -1;
     }
     uint64_t mine = ++sync_asked;
     pthread_cond_signal(&wake_cond);
-    int rc = 0;
     while (accepting && sync_done < mine && rc == 0)
         rc = pthread_cond_timedwait(&sync_cond, &wake_lock, &deadline);
     int done = sync_done >= mine;
@@ -729,6 +740,7 @@ void vt_writer_atfork_child(void)
     thread_running = 0;
     stopping = 0;
     accepting = 0;
+    thread_created = 0;
     sync_asked = sync_done = 0;
     pthread_mutex_init(&wake_lock, NULL);
     pthread_mutex_init(&work_lock, NULL);
