@@ -41,7 +41,7 @@ enum { ST_STREAM, ST_EOF, ST_ERROR };
  * every chunk, so each chunk decodes on its own. */
 typedef struct event_base {
     uint64_t time, ptr;
-    int ptr_is_delta; /* format version >= 2 */
+    unsigned version; /* the file's: ptr is a delta from 2, `present` from 3 */
 } event_base_t;
 
 struct vt_reader {
@@ -316,9 +316,21 @@ static int decode_stack(cur_t *c, vt_rec_stack_t *s)
     return 0;
 }
 
-/* An EVENT is 11 varints: with this many bytes readable the fast path
- * cannot run off the stream, whatever the bytes say. */
-#define EVENT_FAST_BYTES (11u * VARINT_MAX)
+/* An EVENT is at most 11 varints and the presence byte: with this many
+ * bytes readable the fast path cannot run off the stream, whatever the
+ * bytes say. */
+#define EVENT_FAST_BYTES (1u + 11u * VARINT_MAX)
+
+/* Which of the fields after api (bit k: field k in wire order, api = 0)
+ * are on the wire. Before version 3, all of them. */
+static inline unsigned event_wire_fields(unsigned version, unsigned present)
+{
+    if (version < 3)
+        return 0x7feu;
+    /* present bits 0..2: dt, tid, device (fields 1..3); ptr (4) always;
+     * bits 3..7: size .. result (fields 5..9); stack (10) always */
+    return (present & 7u) << 1 | 1u << 4 | (present >> 3) << 5 | 1u << 10;
+}
 
 /* The checks every EVENT passes, on both paths. @return 0 or -1. */
 static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, event_base_t *base)
@@ -332,7 +344,7 @@ static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64
     /* Unsigned wrap-around: a hostile delta gives a silly time, never UB. */
     e->time_ns = base->time + (uint64_t)dt;
     base->time = e->time_ns;
-    if (base->ptr_is_delta) {
+    if (base->version >= 2) {
         e->ptr = base->ptr + (uint64_t)vt_unzigzag(e->ptr);
         base->ptr = e->ptr;
     }
@@ -349,10 +361,15 @@ static inline __attribute__((always_inline)) int decode_event_fast(cur_t *c, vt_
 {
     const uint8_t *p = c->p + c->i;
     uint64_t f[11];
-#pragma GCC unroll 11
-    for (unsigned k = 0; k < 11; k++)
-        if (field_varint(&p, &f[k]))
+    if (field_varint(&p, &f[0]))
+        return -1;
+    unsigned wire = event_wire_fields(base->version, base->version >= 3 ? *p++ : 0);
+#pragma GCC unroll 10
+    for (unsigned k = 1; k < 11; k++) {
+        f[k] = 0;
+        if ((wire >> k & 1) && field_varint(&p, &f[k]))
             return -1;
+    }
     size_t used = (size_t)(p - (c->p + c->i));
     if (used > c->n - c->i)
         return -1;
@@ -377,14 +394,24 @@ static inline __attribute__((always_inline)) int decode_event_fast(cur_t *c, vt_
 static int decode_event(cur_t *c, vt_event_t *e, event_base_t *base, int fast)
 {
     uint64_t api;
-    int64_t dt, dev;
+    int64_t dt = 0, dev = 0;
     if (fast && c->avail - c->i >= EVENT_FAST_BYTES && decode_event_fast(c, e, base) == 0)
         return 0;
-    if (get_varint(c, "api", &api) || get_zz(c, "dt", &dt) || get_u32(c, "tid", &e->tid) ||
-        get_zz(c, "device", &dev) || get_varint(c, "ptr", &e->ptr) || get_varint(c, "size", &e->size) ||
-        get_varint(c, "reserved", &e->reserved) || get_varint(c, "aux", &e->aux) ||
-        get_u32(c, "flags", &e->flags) || get_u32(c, "result", &e->result) ||
-        get_u32(c, "stack", &e->stack))
+    if (get_varint(c, "api", &api))
+        return -1;
+    uint8_t present = 0;
+    if (base->version >= 3 && get_raw(c, "present", &present, 1))
+        return -1;
+    unsigned wire = event_wire_fields(base->version, present);
+    e->tid = e->flags = e->result = e->stack = 0;
+    e->ptr = e->size = e->reserved = e->aux = 0;
+    if (((wire & 1u << 1) && get_zz(c, "dt", &dt)) || ((wire & 1u << 2) && get_u32(c, "tid", &e->tid)) ||
+        ((wire & 1u << 3) && get_zz(c, "device", &dev)) || get_varint(c, "ptr", &e->ptr) ||
+        ((wire & 1u << 5) && get_varint(c, "size", &e->size)) ||
+        ((wire & 1u << 6) && get_varint(c, "reserved", &e->reserved)) ||
+        ((wire & 1u << 7) && get_varint(c, "aux", &e->aux)) ||
+        ((wire & 1u << 8) && get_u32(c, "flags", &e->flags)) ||
+        ((wire & 1u << 9) && get_u32(c, "result", &e->result)) || get_u32(c, "stack", &e->stack))
         return -1;
     return finish_event(c, e, api, dt, dev, base);
 }
@@ -849,7 +876,7 @@ int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
                          version, VT_FORMAT_VERSION);
     if (version == 0)
         return open_fail(r, err, VT_E_CORRUPT, 8, "format version 0 does not exist");
-    r->base.ptr_is_delta = version >= 2;
+    r->base.version = version;
     if (header_len > VT_MAX_HEADER)
         return open_fail(r, err, VT_E_LIMIT, 12, "header_len %u exceeds %u", header_len, VT_MAX_HEADER);
     if (header_len == 0)

@@ -290,28 +290,31 @@ static uint64_t event_time(uint64_t t)
 }
 
 /* The one record written per event, so it is encoded in place: type, a
- * one-byte length (11 varints never reach 128 bytes), then the fields, with
- * no staging buffer and no copy. Same bytes as emit() would write. */
-_Static_assert(11 * VT_VARINT_MAX < 0x80, "an EVENT's length must fit one varint byte");
-#define EVENT_MAX (2 + 11 * VT_VARINT_MAX)
+ * one-byte length, then the payload, with no staging buffer and no copy.
+ * Same bytes as emit() would write. */
+_Static_assert(VT_EVENT_MAX_PAYLOAD < 0x80, "an EVENT's length must fit one varint byte");
+#define EVENT_MAX (2 + VT_EVENT_MAX_PAYLOAD)
 
 static void emit_event(const vt_event_t *ev)
 {
     if (raw_len + EVENT_MAX > RAW_CAP)
         flush_chunk(); /* resets prev_time and prev_ptr: encode against the new base */
-    uint8_t *rec = raw + raw_len, *p = rec + 2;
+    uint8_t *rec = raw + raw_len;
     uint64_t time_ns = event_time(ev->time_ns);
-    p = vt_put_varint(p, ev->api);
-    p = vt_put_zz(p, (int64_t)(time_ns - prev_time));
-    p = vt_put_varint(p, ev->tid);
-    p = vt_put_zz(p, ev->device);
-    p = vt_put_zz(p, (int64_t)(ev->ptr - prev_ptr));
-    p = vt_put_varint(p, ev->size);
-    p = vt_put_varint(p, ev->reserved);
-    p = vt_put_varint(p, ev->aux);
-    p = vt_put_varint(p, ev->flags);
-    p = vt_put_varint(p, ev->result);
-    p = vt_put_varint(p, ev->stack);
+    const uint64_t wire[VT_EVF_COUNT] = {
+        [VT_EVF_API] = ev->api,
+        [VT_EVF_DT] = vt_zigzag((int64_t)(time_ns - prev_time)),
+        [VT_EVF_TID] = ev->tid,
+        [VT_EVF_DEVICE] = vt_zigzag(ev->device),
+        [VT_EVF_PTR] = vt_zigzag((int64_t)(ev->ptr - prev_ptr)),
+        [VT_EVF_SIZE] = ev->size,
+        [VT_EVF_RESERVED] = ev->reserved,
+        [VT_EVF_AUX] = ev->aux,
+        [VT_EVF_FLAGS] = ev->flags,
+        [VT_EVF_RESULT] = ev->result,
+        [VT_EVF_STACK] = ev->stack,
+    };
+    uint8_t *p = vt_put_event_v3(rec + 2, wire, 0);
     rec[0] = VT_REC_EVENT;
     rec[1] = (uint8_t)(p - rec - 2);
     raw_len = (size_t)(p - raw);

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "vramtrace/trace_format.h"
+
 #define VT_VARINT_MAX 10
 
 static inline uint8_t *vt_put_varint(uint8_t *p, uint64_t v)
@@ -57,6 +59,41 @@ static inline uint8_t *vt_put_record(uint8_t *p, uint8_t type, const uint8_t *pa
     p = vt_put_varint(p, len);
     memmove(p, payload, len);
     return p + len;
+}
+
+/* An EVENT's fields in wire order (trace_format.h, VT_REC_EVENT). */
+enum vt_event_field {
+    VT_EVF_API, VT_EVF_DT, VT_EVF_TID, VT_EVF_DEVICE, VT_EVF_PTR, VT_EVF_SIZE,
+    VT_EVF_RESERVED, VT_EVF_AUX, VT_EVF_FLAGS, VT_EVF_RESULT, VT_EVF_STACK,
+    VT_EVF_COUNT
+};
+
+/* The longest EVENT payload of any version: 11 varints and the presence
+ * byte. Below 128, so its length is one varint byte. */
+#define VT_EVENT_MAX_PAYLOAD (1 + VT_EVF_COUNT * VT_VARINT_MAX)
+
+/* Each field's presence bit in a version 3 EVENT; 0 = always written. */
+static const uint8_t vt_event_field_bit[VT_EVF_COUNT] = {
+    0, VT_EV_HAS_DT, VT_EV_HAS_TID, VT_EV_HAS_DEVICE, 0, VT_EV_HAS_SIZE,
+    VT_EV_HAS_RESERVED, VT_EV_HAS_AUX, VT_EV_HAS_FLAGS, VT_EV_HAS_RESULT, 0,
+};
+
+/* A version 3 EVENT payload at p. wire[] holds the fields as they go on
+ * the wire (dt, device and ptr already zigzagged, ptr already a delta).
+ * An optional field is written when nonzero, or when its bit is in force:
+ * writers pass 0; tests force zeros onto the wire, which readers take. */
+static inline uint8_t *vt_put_event_v3(uint8_t *p, const uint64_t wire[VT_EVF_COUNT], unsigned force)
+{
+    unsigned present = force;
+    for (int k = 0; k < VT_EVF_COUNT; k++)
+        if (wire[k])
+            present |= vt_event_field_bit[k];
+    p = vt_put_varint(p, wire[VT_EVF_API]);
+    *p++ = (uint8_t)present;
+    for (int k = VT_EVF_API + 1; k < VT_EVF_COUNT; k++)
+        if (!vt_event_field_bit[k] || (present & vt_event_field_bit[k]))
+            p = vt_put_varint(p, wire[k]);
+    return p;
 }
 
 #endif

@@ -151,25 +151,17 @@ static uint32_t *build_stacks(uint32_t stacks, int depth)
 static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
                   uint32_t stack)
 {
-    uint8_t buf[12 * VT_VARINT_MAX], *p = buf;
+    static tg_buf_t b;
     now_ns += 100 + next_rand() % 1900;
     if (g.chunk.len == 0) {
         g.prev_event_ns = g.start_ns; /* each chunk restarts the delta bases */
         g.prev_event_ptr = 0;
     }
-    p = vt_put_varint(p, api);
-    p = vt_put_zz(p, tg_event_dt(&g, g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS));
-    p = vt_put_varint(p, tid);
-    p = vt_put_zz(p, 0);
-    p = vt_put_zz(p, (int64_t)(ptr - g.prev_event_ptr));
-    g.prev_event_ptr = ptr;
-    p = vt_put_varint(p, size);
-    p = vt_put_varint(p, 0);
-    p = vt_put_varint(p, aux);
-    p = vt_put_varint(p, flags);
-    p = vt_put_varint(p, 0);
-    p = vt_put_varint(p, stack);
-    record(VT_REC_EVENT, buf, (size_t)(p - buf));
+    tg_event_t e = { .api = api, .tid = tid, .ptr = ptr, .size = size, .aux = aux, .flags = flags, .stack = stack };
+    e.time_ns = g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS;
+    b.len = 0;
+    tg_buf_event(&g, &b, &e);
+    record(VT_REC_EVENT, b.p, b.len);
 }
 
 int main(int argc, char **argv)

@@ -83,20 +83,30 @@ void tg_record(tg_t *g, uint8_t type, const uint8_t *payload, size_t len)
     b->len = (size_t)(vt_put_record(b->p + b->len, type, payload, len) - b->p);
 }
 
-int64_t tg_event_dt(tg_t *g, uint64_t time_ns)
+void tg_buf_event(tg_t *g, tg_buf_t *b, const tg_event_t *e)
 {
-    int64_t dt = (int64_t)(time_ns - g->prev_event_ns);
-    g->prev_event_ns = time_ns;
-    return dt;
-}
-
-void tg_buf_event_ptr(tg_t *g, tg_buf_t *b, uint64_t ptr)
-{
-    if (g->version >= 2)
-        tg_buf_zz(b, (int64_t)(ptr - g->prev_event_ptr));
+    uint64_t wire[VT_EVF_COUNT] = {
+        [VT_EVF_API] = e->api,
+        [VT_EVF_DT] = vt_zigzag((int64_t)(e->time_ns - g->prev_event_ns)),
+        [VT_EVF_TID] = e->tid,
+        [VT_EVF_DEVICE] = vt_zigzag(e->device),
+        [VT_EVF_PTR] = g->version >= 2 ? vt_zigzag((int64_t)(e->ptr - g->prev_event_ptr)) : e->ptr,
+        [VT_EVF_SIZE] = e->size,
+        [VT_EVF_RESERVED] = e->reserved,
+        [VT_EVF_AUX] = e->aux,
+        [VT_EVF_FLAGS] = e->flags,
+        [VT_EVF_RESULT] = e->result,
+        [VT_EVF_STACK] = e->stack,
+    };
+    g->prev_event_ns = e->time_ns;
+    g->prev_event_ptr = e->ptr;
+    uint8_t buf[VT_EVENT_MAX_PAYLOAD], *end = buf;
+    if (g->version >= 3)
+        end = vt_put_event_v3(buf, wire, e->force);
     else
-        tg_buf_varint(b, ptr);
-    g->prev_event_ptr = ptr;
+        for (int k = 0; k < VT_EVF_COUNT; k++)
+            end = vt_put_varint(end, wire[k]);
+    tg_buf_bytes(b, buf, (size_t)(end - buf));
 }
 
 void tg_set_start(tg_t *g, uint64_t mono_start_ns)

@@ -53,17 +53,24 @@ typedef struct tg {
 
 void tg_init(tg_t *g, FILE *out);
 
-/* Appends one framed record; EVENT time deltas are the caller's business
- * (see tg_event_dt). */
+/* Appends one framed record (EVENT payloads: see tg_buf_event). */
 void tg_record(tg_t *g, uint8_t type, const uint8_t *payload, size_t len);
 
-/* The dt to encode for an EVENT at absolute time_ns, and advances the base. */
-int64_t tg_event_dt(tg_t *g, uint64_t time_ns);
+/* One EVENT as a test means it: time absolute, ptr the address, every
+ * field 64 bits wide so that a test can write values the format's field
+ * cannot hold (the reader must refuse them). */
+typedef struct tg_event {
+    uint64_t api, time_ns, tid;
+    int64_t device;
+    uint64_t ptr, size, reserved, aux, flags, result, stack;
+    unsigned force;   /* version 3: VT_EV_HAS_* bits written even when 0 */
+} tg_event_t;
 
-/* Appends an EVENT's ptr field as g->version encodes it (version 1: the
- * address; 2 and later: the delta from the previous EVENT's ptr in the
- * chunk), and advances the base. */
-void tg_buf_event_ptr(tg_t *g, tg_buf_t *b, uint64_t ptr);
+/* Appends e's payload as g->version encodes it (dt and ptr as deltas from
+ * the previous EVENT in the chunk; version 1: ptr is the address; version
+ * 3: the presence byte and only the fields it names) and advances the
+ * delta bases. */
+void tg_buf_event(tg_t *g, tg_buf_t *b, const tg_event_t *e);
 
 /* Sets the delta base after a PROCESS record was written to the header. */
 void tg_set_start(tg_t *g, uint64_t mono_start_ns);

@@ -509,18 +509,21 @@ static void do_line(line_t *l)
             fatal("event: missing api=");
         if (!find(l, "t"))
             fatal("event: missing t=");
-        tg_buf_varint(&p, api_id(w->val));
-        tg_buf_zz(&p, tg_event_dt(&G, abs_time(l, "t")));
-        tg_buf_varint(&p, num(l, "tid", 1));
-        tg_buf_zz(&p, snum(l, "dev", 0));
-        tg_buf_event_ptr(&G, &p, num(l, "ptr", 0));
-        tg_buf_varint(&p, num(l, "size", 0));
-        tg_buf_varint(&p, num(l, "reserved", 0));
-        tg_buf_varint(&p, num(l, "aux", 0));
+        tg_event_t e = {
+            .api = api_id(w->val),
+            .time_ns = abs_time(l, "t"),
+            .tid = num(l, "tid", 1),
+            .device = snum(l, "dev", 0),
+            .ptr = num(l, "ptr", 0),
+            .size = num(l, "size", 0),
+            .reserved = num(l, "reserved", 0),
+            .aux = num(l, "aux", 0),
+            .result = num(l, "result", 0),
+            .stack = num(l, "stack", 0),
+        };
         w = find(l, "flags");
-        tg_buf_varint(&p, w ? flags_value(w->val) : 0);
-        tg_buf_varint(&p, num(l, "result", 0));
-        tg_buf_varint(&p, num(l, "stack", 0));
+        e.flags = w ? flags_value(w->val) : 0;
+        tg_buf_event(&G, &p, &e);
         finish_record(l, VT_REC_EVENT, &p);
     } else if (!strcmp(d, "dropped")) {
         tg_buf_varint(&p, abs_time(l, "t"));

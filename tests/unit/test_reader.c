@@ -60,17 +60,9 @@ static void process(uint32_t argc)
 static void event(uint64_t t, uint64_t api, int64_t dev, uint64_t ptr, uint64_t size, const char *extra)
 {
     tg_buf_t p = { 0 };
-    tg_buf_varint(&p, api);
-    tg_buf_zz(&p, tg_event_dt(&G, START + t));
-    tg_buf_varint(&p, 77);
-    tg_buf_zz(&p, dev);
-    tg_buf_event_ptr(&G, &p, ptr);
-    tg_buf_varint(&p, size);
-    tg_buf_varint(&p, 4096);
-    tg_buf_varint(&p, 0xabc);
-    tg_buf_varint(&p, VT_EF_RUNTIME);
-    tg_buf_varint(&p, 2);
-    tg_buf_varint(&p, 9);
+    tg_event_t e = { .api = api, .time_ns = START + t, .tid = 77, .device = dev, .ptr = ptr, .size = size,
+                     .reserved = 4096, .aux = 0xabc, .flags = VT_EF_RUNTIME, .result = 2, .stack = 9 };
+    tg_buf_event(&G, &p, &e);
     if (extra)
         tg_buf_bytes(&p, extra, strlen(extra));
     tg_record(&G, VT_REC_EVENT, p.p, p.len);
@@ -329,6 +321,54 @@ static void test_version1(void)
     }
     TAP_EQ_U64(vt_reader_next(r, &rec, &err), 0, "version 1: clean end");
     vt_reader_close(r);
+}
+
+/* Version 3 EVENTs, byte by byte: the presence byte leaves out zeros,
+ * forced zeros read the same, and a field it leaves out reads as 0. */
+static void test_version3(void)
+{
+    begin("v3.trace");
+    process(1);
+    tg_write_header(&G);
+    /* api 2, present = size only, ptr zz(0x1000) = 0x2000, size 64, stack 9 */
+    static const uint8_t lean[] = { 2, VT_EV_HAS_SIZE, 0x80, 0x40, 0x40, 9 };
+    raw_record(VT_REC_EVENT, lean, sizeof lean);
+    /* the same event with every optional field written, as zeros; ptr is
+     * a delta from the previous event: 0 */
+    static const uint8_t full[] = { 2, 0xff, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 9 };
+    raw_record(VT_REC_EVENT, full, sizeof full);
+    /* present names device and flags, the payload ends in device */
+    static const uint8_t cut[] = { 3, VT_EV_HAS_DEVICE | VT_EV_HAS_FLAGS, 1 };
+    raw_record(VT_REC_EVENT, cut, sizeof cut);
+    finish();
+    TAP_EQ_U64(G.version, 3, "tracegen writes version 3 by default");
+    vt_reader_t *r;
+    vt_error_t err;
+    vt_record_t rec;
+    TAP_EQ_U64(vt_reader_open(path, &r, &err), 0, "version 3: opens");
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "version 3: header record");
+    for (int i = 0; i < 2; i++) {
+        TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "version 3: event %d", i + 1);
+        const vt_event_t *e = &rec.u.event;
+        TAP_OK(e->api == 2 && e->time_ns == START && e->tid == 0 && e->device == 0 && e->ptr == 0x1000 &&
+                   e->size == 64 && e->reserved == 0 && e->aux == 0 && e->flags == 0 && e->result == 0 &&
+                   e->stack == 9,
+               "version 3: event %d (%s) reads api 2, ptr 0x1000, size 64, stack 9, the rest 0", i + 1,
+               i ? "zeros written" : "zeros left out");
+    }
+    TAP_EQ_U64((uint64_t)-vt_reader_next(r, &rec, &err), (uint64_t)-VT_E_CORRUPT, "version 3: a field the presence byte names must be there");
+    TAP_OK(strstr(err.detail, "ptr") != NULL, "the error names the missing field: %s", err.detail);
+    vt_reader_close(r);
+
+    /* the writer's side: zeros stay off the wire */
+    tg_t saved = G;
+    tg_buf_t b = { 0 };
+    tg_event_t e = { .api = 2, .time_ns = G.prev_event_ns, .ptr = G.prev_event_ptr + 0x1000, .size = 64, .stack = 9 };
+    tg_buf_event(&G, &b, &e);
+    TAP_OK(b.len == sizeof lean && !memcmp(b.p, lean, sizeof lean), "tg_buf_event writes the lean form (%zu bytes)",
+           b.len);
+    tg_buf_free(&b);
+    G = saved;
 }
 
 static void test_file_level(void)
@@ -619,9 +659,12 @@ static void read_way(int way, dlog_t *l, uint64_t seed)
 /* A valid record stream: ~150 events of every field width (and a few with
  * trailing bytes a newer writer may add), other records between runs of
  * them. starts[] gets each record's offset. */
+static uint16_t diff_version;   /* the format version the differential test writes */
+
 static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t max_starts)
 {
     begin("diff-src");
+    G.version = diff_version;
     process(1);
     tg_write_header(&G);
     uint64_t t = 0, ptr = 0x7f0000000000ull;
@@ -641,17 +684,22 @@ static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t m
         t += rnd() % 4 ? rnd() % 2000 : rnd_field();
         ptr = rnd() % 4 ? ptr + (rnd() % 65536) * 256 - (1u << 23) : rnd();
         tg_buf_t p = { 0 };
-        tg_buf_varint(&p, rnd() % 16 ? rnd() % 48 : rnd() % 65536);
-        tg_buf_zz(&p, tg_event_dt(&G, START + t));
-        tg_buf_varint(&p, rnd() % 8 ? 1000 + rnd() % 8 : rnd_field() & 0xffffffffu);
-        tg_buf_zz(&p, rnd() % 8 ? (int64_t)(rnd() % 4) : (int64_t)(rnd() % 65536) - 32768);
-        tg_buf_event_ptr(&G, &p, ptr);
-        tg_buf_varint(&p, rnd_field());
-        tg_buf_varint(&p, rnd_field());
-        tg_buf_varint(&p, rnd_field());
-        tg_buf_varint(&p, rnd_field() & 0xffffffffu);
-        tg_buf_varint(&p, rnd() % 8 ? 0 : rnd_field() & 0xffffffffu);
-        tg_buf_varint(&p, rnd_field() & 0xffffffffu);
+        /* Fields in wire order: the draws, and so the stream, are the
+         * same whatever the version. */
+        tg_event_t e = { .api = rnd() % 16 ? rnd() % 48 : rnd() % 65536 };
+        e.time_ns = START + t;
+        e.tid = rnd() % 8 ? 1000 + rnd() % 8 : rnd_field() & 0xffffffffu;
+        e.device = rnd() % 8 ? (int64_t)(rnd() % 4) : (int64_t)(rnd() % 65536) - 32768;
+        e.ptr = ptr;
+        e.size = rnd_field();
+        e.reserved = rnd_field();
+        e.aux = rnd_field();
+        e.flags = rnd_field() & 0xffffffffu;
+        e.result = rnd() % 8 ? 0 : rnd_field() & 0xffffffffu;
+        e.stack = rnd_field() & 0xffffffffu;
+        /* Version 3 readers take a zero written out as well as left out. */
+        e.force = rnd() % 8 ? 0 : (unsigned)rnd() & 0xff;
+        tg_buf_event(&G, &p, &e);
         if (rnd() % 16 == 0)
             tg_buf_bytes(&p, "\x05\x80\x01", 1 + rnd() % 3);
         tg_record(&G, VT_REC_EVENT, p.p, p.len);
@@ -669,6 +717,7 @@ static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t m
 static void diff_trace(const uint8_t *s, size_t len)
 {
     begin("diff-mut");
+    G.version = diff_version;
     process(1);
     tg_write_header(&G);
     tg_buf_bytes(&G.chunk, s, len);
@@ -719,8 +768,9 @@ static size_t put_varint(uint8_t *d, uint64_t v)
     return k;
 }
 
-static void test_bulk_differential(void)
+static void test_bulk_differential(uint16_t version)
 {
+    diff_version = version;
     rng_state = 0x5eed0fb01cull;
     tg_buf_t src = { 0 };
     size_t starts[512], nstarts;
@@ -733,8 +783,8 @@ static void test_bulk_differential(void)
     /* the stream as written: the bulk path must carry nearly all of it */
     diff_trace(src.p, src.len);
     diff_check(&st, "valid", 0, 0);
-    TAP_OK(dl[READ_NEXT].rc == 0 && dl[READ_BULK].bulk >= dl[READ_NEXT].events * 9 / 10, "valid stream: %zu of the events decoded in bulk",
-           dl[READ_BULK].bulk);
+    TAP_OK(dl[READ_NEXT].rc == 0 && dl[READ_BULK].bulk >= dl[READ_NEXT].events * 9 / 10,
+           "version %u, valid stream: %zu of the events decoded in bulk", version, dl[READ_BULK].bulk);
 
     /* every truncation */
     for (size_t i = 0; i < src.len; i++) {
@@ -797,12 +847,15 @@ static void test_bulk_differential(void)
         diff_check(&st, "random", first, (unsigned)n);
     }
     TAP_EQ_U64(st.bad, 0,
-               "%d mutated traces (%d ending in an error): bulk, one-by-one and field-by-field readers give the "
-               "same records and errors",
-               st.traces, st.errors);
-    TAP_OK(st.bulk > st.events / 2, "the bulk path decoded %zu of the %zu events", st.bulk, st.events);
-    for (int w = 0; w < 3; w++)
+               "version %u: %d mutated traces (%d ending in an error): bulk, one-by-one and field-by-field "
+               "readers give the same records and errors",
+               version, st.traces, st.errors);
+    TAP_OK(st.bulk > st.events / 2, "version %u: the bulk path decoded %zu of the %zu events", version, st.bulk,
+           st.events);
+    for (int w = 0; w < 3; w++) {
         free(dl[w].v);
+        dl[w] = (dlog_t){ 0 };
+    }
     free(m);
     tg_buf_free(&src);
 }
@@ -817,10 +870,12 @@ int main(void)
     }
     test_valid();
     test_version1();
+    test_version3();
     test_payloads();
     test_file_level();
     test_stream_mutations();
-    test_bulk_differential();
+    test_bulk_differential(VT_FORMAT_VERSION);
+    test_bulk_differential(2);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
