@@ -67,6 +67,9 @@ struct vt_reader {
     uint32_t s_seq;
     uint32_t next_seq;      /* == number of complete chunks read */
     event_base_t base;      /* EVENT delta bases */
+    /* Version 3 EVENT records hold events back to back: the unread part
+     * of the current one is s[ev_pos, ev_end) (empty: none open). */
+    size_t ev_pos, ev_end;
     int checked;            /* vt_reader_set_checked: no fast paths */
 
     vt_error_t err;
@@ -639,6 +642,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
     r->s = r->raw;
     r->slen = rawsize;
     r->spos = 0;
+    r->ev_pos = r->ev_end = 0;
     r->s_offset = off;
     r->s_seq = seq;
     r->next_seq++;
@@ -685,6 +689,25 @@ static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, 
     return 1;
 }
 
+/* The next event of the open version 3 EVENT record. Called with none
+ * left only for a record just opened with an empty payload, which fails as
+ * an EVENT without an api does in version 2. */
+static int next_batched(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
+{
+    size_t start = r->ev_pos;
+    cur_t c = { .p = r->s + start, .n = r->ev_end - start, .i = 0, .avail = r->slen - start };
+    rec->type = VT_REC_EVENT;
+    rec->file_offset = r->s_offset;
+    rec->chunk_seq = r->s_seq;
+    if (decode_event(&c, &rec->u.event, &r->base, !r->checked)) {
+        char sn[32];
+        return fail(r, err, c.code, stream_offset(r, start), "%s: EVENT at byte %zu: field %s: %s",
+                    stream_name(r, sn, sizeof sn), start, c.field, c.why);
+    }
+    r->ev_pos = start + c.i;
+    return 1;
+}
+
 int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
 {
     for (;;) {
@@ -695,6 +718,8 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
         }
         if (r->state == ST_EOF)
             return 0;
+        if (r->ev_pos < r->ev_end)
+            return next_batched(r, rec, err);
 
         uint8_t type;
         cur_t c;
@@ -709,6 +734,11 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
             if (rc == 0)
                 r->state = ST_EOF;
             continue;
+        }
+        if (type == VT_REC_EVENT && r->base.version >= 3) {
+            r->ev_pos = (size_t)(c.p - r->s);
+            r->ev_end = r->ev_pos + c.n;
+            return next_batched(r, rec, err);
         }
         /* An EVENT sets every field of its member itself; the other types
          * leave some members' fields unset, so they start from zero. */
@@ -728,10 +758,46 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
     }
 }
 
+/* vt_reader_events for version 3: events back to back in EVENT records.
+ * A record is opened here only when its length is beyond doubt; the
+ * events in it are decoded while the fast path takes them; anything else
+ * is left where vt_reader_next resumes (next_batched for an open record). */
+static size_t events_batched(vt_reader_t *r, vt_event_t *out, size_t max)
+{
+    size_t n = 0;
+    while (n < max) {
+        if (r->ev_pos == r->ev_end) {
+            size_t pos = r->spos;
+            if (r->slen - pos < 1 + VARINT_MAX || r->s[pos] != VT_REC_EVENT)
+                break;
+            const uint8_t *q = r->s + pos + 1;
+            uint64_t len;
+            if (fast_varint(&q, &len))
+                break;
+            size_t at = (size_t)(q - r->s);
+            if (len == 0 || len > r->slen - at)
+                break;
+            r->ev_pos = at;
+            r->ev_end = at + (size_t)len;
+            r->spos = r->ev_end;
+        }
+        if (r->slen - r->ev_pos < EVENT_FAST_BYTES)
+            break;
+        cur_t c = { .p = r->s + r->ev_pos, .n = r->ev_end - r->ev_pos, .i = 0, .avail = r->slen - r->ev_pos };
+        if (decode_event_fast(&c, &out[n], &r->base))
+            break;
+        r->ev_pos += c.i;
+        n++;
+    }
+    return n;
+}
+
 size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
 {
     if (r->state != ST_STREAM || r->checked)
         return 0;
+    if (r->base.version >= 3)
+        return events_batched(r, out, max);
     size_t n = 0, pos = r->spos;
     /* Only what next_frame's and decode_event's fast paths take without a
      * doubt; anything else stops the batch where vt_reader_next resumes.

@@ -289,17 +289,24 @@ static uint64_t event_time(uint64_t t)
     return mono_start + (t - mono_start) / grain * grain;
 }
 
-/* The one record written per event, so it is encoded in place: type, a
- * one-byte length, then the payload, with no staging buffer and no copy.
- * Same bytes as emit() would write. */
-_Static_assert(VT_EVENT_MAX_PAYLOAD < 0x80, "an EVENT's length must fit one varint byte");
-#define EVENT_MAX (2 + VT_EVENT_MAX_PAYLOAD)
+/* Events are encoded in place, with no staging buffer and no copy. A run
+ * of them shares one EVENT record (format version 3): the record stays
+ * open while nothing else is appended, and its length, a fixed 3-byte
+ * varint, is patched after each event. batch_end == raw_len says it is
+ * open: any other record, or a flush, moves raw_len on. */
+_Static_assert(RAW_CAP < (1u << 21), "an EVENT record's length must fit its 3-byte field");
+#define EVENT_MAX (4 + VT_EVENT_MAX_PAYLOAD)
+static size_t batch_len_at, batch_end;
 
 static void emit_event(const vt_event_t *ev)
 {
     if (raw_len + EVENT_MAX > RAW_CAP)
         flush_chunk(); /* resets prev_time and prev_ptr: encode against the new base */
-    uint8_t *rec = raw + raw_len;
+    if (!raw_len || batch_end != raw_len) {
+        raw[raw_len] = VT_REC_EVENT;
+        batch_len_at = raw_len + 1;
+        raw_len += 4;
+    }
     uint64_t time_ns = event_time(ev->time_ns);
     const uint64_t wire[VT_EVF_COUNT] = {
         [VT_EVF_API] = ev->api,
@@ -314,10 +321,12 @@ static void emit_event(const vt_event_t *ev)
         [VT_EVF_RESULT] = ev->result,
         [VT_EVF_STACK] = ev->stack,
     };
-    uint8_t *p = vt_put_event_v3(rec + 2, wire, 0);
-    rec[0] = VT_REC_EVENT;
-    rec[1] = (uint8_t)(p - rec - 2);
-    raw_len = (size_t)(p - raw);
+    raw_len = (size_t)(vt_put_event_v3(raw + raw_len, wire, 0) - raw);
+    size_t len = raw_len - (batch_len_at + 3);
+    raw[batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
+    raw[batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
+    raw[batch_len_at + 2] = (uint8_t)(len >> 14);
+    batch_end = raw_len;
     prev_time = time_ns;
     prev_ptr = ev->ptr;
     events_written++;

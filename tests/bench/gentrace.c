@@ -151,7 +151,6 @@ static uint32_t *build_stacks(uint32_t stacks, int depth)
 static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
                   uint32_t stack)
 {
-    static tg_buf_t b;
     now_ns += 100 + next_rand() % 1900;
     if (g.chunk.len == 0) {
         g.prev_event_ns = g.start_ns; /* each chunk restarts the delta bases */
@@ -159,9 +158,8 @@ static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint6
     }
     tg_event_t e = { .api = api, .tid = tid, .ptr = ptr, .size = size, .aux = aux, .flags = flags, .stack = stack };
     e.time_ns = g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS;
-    b.len = 0;
-    tg_buf_event(&g, &b, &e);
-    record(VT_REC_EVENT, b.p, b.len);
+    tg_event(&g, &e);
+    maybe_chunk();
 }
 
 int main(int argc, char **argv)

@@ -29,13 +29,13 @@ chunk
 VT
 cat "$D/a.vt" >"$D/b.vt"
 cat >>"$D/b.vt" <<'VT'
-event t=900 api=cuMemAlloc_v2 ptr=0x20000000000 size=512MiB reserved=0x20000000 aux=0x7 flags=ptsz|at_peak|0x800 extra=00ff
+event t=900 api=cuMemAlloc_v2 ptr=0x20000000000 size=512MiB reserved=0x20000000 aux=0x7 flags=ptsz|at_peak|0x800
 event t=2000 api=cudaMalloc dev=1 size=80GiB result=2 stack=1 flags=runtime
 event t=2100 api=#4000 dev=-1
 note t=3000 text="tab\there \"q\" back\\slash \x01"
 range t=3100 tid=7 depth=1 push name="load model"
 range t=3200 tid=7 depth=1 pop name="load model"
-dropped t=4000 total=3 stacks_lost=1
+dropped t=4000 total=3 stacks_lost=1 extra=00ff
 chunk
 VT
 cat "$D/b.vt" >"$D/c.vt"

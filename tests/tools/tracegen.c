@@ -109,6 +109,35 @@ void tg_buf_event(tg_t *g, tg_buf_t *b, const tg_event_t *e)
     tg_buf_bytes(b, buf, (size_t)(end - buf));
 }
 
+void tg_event(tg_t *g, const tg_event_t *e)
+{
+    tg_buf_t *b = g->header_written ? &g->chunk : &g->header;
+    if (g->version < 3) {
+        tg_buf_t p = { 0 };
+        tg_buf_event(g, &p, e);
+        tg_record(g, VT_REC_EVENT, p.p, p.len);
+        tg_buf_free(&p);
+        return;
+    }
+    if (!(g->batch_open && g->batch_buf == b && g->batch_end == b->len)) {
+        /* the length is patched after each event, in a fixed 3-byte
+         * varint (readers take non-minimal forms) */
+        static const uint8_t open_record[4] = { VT_REC_EVENT, 0x80, 0x80, 0x00 };
+        tg_buf_bytes(b, open_record, sizeof open_record);
+        g->batch_open = 1;
+        g->batch_buf = b;
+        g->batch_len_at = b->len - 3;
+    }
+    tg_buf_event(g, b, e);
+    size_t len = b->len - (g->batch_len_at + 3);
+    if (len >= 1u << 21)
+        die("tg_event: EVENT record over 2 MiB");
+    b->p[g->batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
+    b->p[g->batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
+    b->p[g->batch_len_at + 2] = (uint8_t)(len >> 14);
+    g->batch_end = b->len;
+}
+
 void tg_set_start(tg_t *g, uint64_t mono_start_ns)
 {
     g->start_ns = mono_start_ns;
@@ -156,6 +185,7 @@ void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
     free(z);
     g->seq++;
     g->chunk.len = 0;
+    g->batch_open = 0;
     g->prev_event_ns = g->start_ns;
     g->prev_event_ptr = 0;
 }

@@ -47,6 +47,11 @@ typedef struct tg {
     uint16_t version, flags;
     int has_header_len;
     uint32_t header_len;
+    /* tg_event's open version 3 EVENT record: its 3-byte length field at
+     * batch_len_at in batch_buf, which ended at batch_end after it */
+    int batch_open;
+    tg_buf_t *batch_buf;
+    size_t batch_len_at, batch_end;
     int level;               /* zstd level */
     int checksum;            /* zstd content checksum, on by default */
 } tg_t;
@@ -71,6 +76,12 @@ typedef struct tg_event {
  * 3: the presence byte and only the fields it names) and advances the
  * delta bases. */
 void tg_buf_event(tg_t *g, tg_buf_t *b, const tg_event_t *e);
+
+/* Appends one EVENT record as the shim's writer does: in version 3 the
+ * event joins the EVENT record the previous tg_event opened when nothing
+ * was appended since (no record, chunk or raw bytes); before version 3
+ * each event is a record of its own. */
+void tg_event(tg_t *g, const tg_event_t *e);
 
 /* Sets the delta base after a PROCESS record was written to the header. */
 void tg_set_start(tg_t *g, uint64_t mono_start_ns);

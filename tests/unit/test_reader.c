@@ -103,13 +103,16 @@ static result_t read_all(void)
 
 /* ---- tests ------------------------------------------------------------- */
 
-static void test_valid(void)
+/* Version 2 also checks that an EVENT's trailing bytes are ignored; in
+ * version 3 an EVENT record's bytes are all events (test_version3). */
+static void test_valid(uint16_t version)
 {
     begin("valid.trace");
+    G.version = version;
     process(3);
     tg_write_header(&G);
     event(100, 2, 0, 0x7f0000000000, 1 << 20, NULL);
-    event(50, 3, -1, 0x7f0000000000, 0, "trailing");  /* dt < 0 */
+    event(50, 3, -1, 0x7f0000000000, 0, version < 3 ? "trailing" : NULL);  /* dt < 0 */
     raw_record(200, "junk", 4);                        /* unknown: skipped */
     tg_chunk(&G, NULL);
     event(7, 999, 32767, 1, 2, NULL);                  /* base resets to START */
@@ -146,7 +149,7 @@ static void test_valid(void)
     TAP_EQ_U64(rec.chunk_seq, 0, "event 1 in chunk 0");
     uint64_t chunk0 = rec.file_offset;
 
-    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "event 2 (trailing payload bytes ignored)");
+    TAP_EQ_U64(vt_reader_next(r, &rec, &err), 1, "version %u: event 2", version);
     TAP_EQ_U64(rec.u.event.time_ns, START + 50, "event 2: negative delta");
     TAP_EQ_U64((uint64_t)(int64_t)rec.u.event.device, (uint64_t)(int64_t)-1, "event 2 device -1");
     TAP_EQ_U64(rec.u.event.ptr, 0x7f0000000000, "event 2 ptr: delta 0 from event 1");
@@ -332,11 +335,13 @@ static void test_version3(void)
     tg_write_header(&G);
     /* api 2, present = size only, ptr zz(0x1000) = 0x2000, size 64, stack 9 */
     static const uint8_t lean[] = { 2, VT_EV_HAS_SIZE, 0x80, 0x40, 0x40, 9 };
-    raw_record(VT_REC_EVENT, lean, sizeof lean);
     /* the same event with every optional field written, as zeros; ptr is
-     * a delta from the previous event: 0 */
+     * a delta from the previous event: 0. Both in one EVENT record. */
     static const uint8_t full[] = { 2, 0xff, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 9 };
-    raw_record(VT_REC_EVENT, full, sizeof full);
+    uint8_t both[sizeof lean + sizeof full];
+    memcpy(both, lean, sizeof lean);
+    memcpy(both + sizeof lean, full, sizeof full);
+    raw_record(VT_REC_EVENT, both, sizeof both);
     /* present names device and flags, the payload ends in device */
     static const uint8_t cut[] = { 3, VT_EV_HAS_DEVICE | VT_EV_HAS_FLAGS, 1 };
     raw_record(VT_REC_EVENT, cut, sizeof cut);
@@ -369,6 +374,32 @@ static void test_version3(void)
            b.len);
     tg_buf_free(&b);
     G = saved;
+
+    /* an EVENT record's bytes are all events: an empty one, or one with
+     * bytes left after its last event, is corrupt */
+    static const struct {
+        const char *what;
+        uint8_t payload[8];
+        size_t len;
+        uint64_t at;   /* byte of the failing event in the chunk */
+        const char *field;
+    } bad[] = {
+        { "an empty EVENT record", { 0 }, 0, 2, "api" },
+        { "a byte after the last event", { 2, 0, 0, 9, 2 }, 5, 6, "present" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        begin("v3-bad.trace");
+        process(1);
+        tg_write_header(&G);
+        raw_record(VT_REC_EVENT, bad[k].payload, bad[k].len);
+        finish();
+        result_t res = read_all();
+        TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "version 3: %s is corrupt", bad[k].what);
+        char want[64];
+        snprintf(want, sizeof want, "EVENT at byte %llu: field %s", (unsigned long long)bad[k].at, bad[k].field);
+        TAP_OK(strstr(res.err.detail, want) != NULL, "version 3: %s: '%s' says '%s'", bad[k].what,
+               res.err.detail, want);
+    }
 }
 
 static void test_file_level(void)
@@ -683,7 +714,6 @@ static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t m
         }
         t += rnd() % 4 ? rnd() % 2000 : rnd_field();
         ptr = rnd() % 4 ? ptr + (rnd() % 65536) * 256 - (1u << 23) : rnd();
-        tg_buf_t p = { 0 };
         /* Fields in wire order: the draws, and so the stream, are the
          * same whatever the version. */
         tg_event_t e = { .api = rnd() % 16 ? rnd() % 48 : rnd() % 65536 };
@@ -699,11 +729,16 @@ static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t m
         e.stack = rnd_field() & 0xffffffffu;
         /* Version 3 readers take a zero written out as well as left out. */
         e.force = rnd() % 8 ? 0 : (unsigned)rnd() & 0xff;
-        tg_buf_event(&G, &p, &e);
-        if (rnd() % 16 == 0)
+        if (rnd() % 16 || diff_version >= 3) {
+            tg_event(&G, &e);   /* version 3: runs of them share a record */
+        } else {
+            /* bytes after the fields, which a version 2 reader skips */
+            tg_buf_t p = { 0 };
+            tg_buf_event(&G, &p, &e);
             tg_buf_bytes(&p, "\x05\x80\x01", 1 + rnd() % 3);
-        tg_record(&G, VT_REC_EVENT, p.p, p.len);
-        tg_buf_free(&p);
+            tg_record(&G, VT_REC_EVENT, p.p, p.len);
+            tg_buf_free(&p);
+        }
     }
     out->len = 0;
     tg_buf_bytes(out, G.chunk.p, G.chunk.len);
@@ -868,7 +903,8 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    test_valid();
+    test_valid(VT_FORMAT_VERSION);
+    test_valid(2);
     test_version1();
     test_version3();
     test_payloads();
