@@ -46,8 +46,10 @@
  *       Overrides prelude fields; must come before any chunk.
  *
  * Every record line also takes extra=HEX (appended to the payload: readers
- * must ignore it) and cut=N (drops the payload's last N bytes: a malformed
- * record). Errors name the line and exit 1.
+ * must ignore it, except after a version 3 EVENT, whose record holds
+ * events only) and cut=N (drops the payload's last N bytes: a malformed
+ * record). Each event line is a record of its own. Errors name the line
+ * and exit 1.
  */
 #include <ctype.h>
 #include <errno.h>
