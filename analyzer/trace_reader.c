@@ -336,7 +336,8 @@ static inline unsigned event_wire_fields(unsigned version, unsigned present)
 }
 
 /* The checks every EVENT passes, on both paths. @return 0 or -1. */
-static int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt, int64_t dev, event_base_t *base)
+static inline __attribute__((always_inline)) int finish_event(cur_t *c, vt_event_t *e, uint64_t api, int64_t dt,
+                                                            int64_t dev, event_base_t *base)
 {
     if (api > UINT16_MAX)
         return cur_fail(c, VT_E_CORRUPT, "api", "api id does not fit 16 bits");
@@ -764,31 +765,38 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
  * is left where vt_reader_next resumes (next_batched for an open record). */
 static size_t events_batched(vt_reader_t *r, vt_event_t *out, size_t max)
 {
-    size_t n = 0;
+    /* Locals, not r's fields: stores to out[] could alias them (size_t and
+     * uint64_t are one type here), which cost a reload per field. */
+    const uint8_t *s = r->s;
+    const size_t slen = r->slen;
+    size_t pos = r->ev_pos, end = r->ev_end, next = r->spos, n = 0;
+    event_base_t base = r->base;
     while (n < max) {
-        if (r->ev_pos == r->ev_end) {
-            size_t pos = r->spos;
-            if (r->slen - pos < 1 + VARINT_MAX || r->s[pos] != VT_REC_EVENT)
+        if (pos == end) {
+            if (slen - next < 1 + VARINT_MAX || s[next] != VT_REC_EVENT)
                 break;
-            const uint8_t *q = r->s + pos + 1;
+            const uint8_t *q = s + next + 1;
             uint64_t len;
             if (fast_varint(&q, &len))
                 break;
-            size_t at = (size_t)(q - r->s);
-            if (len == 0 || len > r->slen - at)
+            size_t at = (size_t)(q - s);
+            if (len == 0 || len > slen - at)
                 break;
-            r->ev_pos = at;
-            r->ev_end = at + (size_t)len;
-            r->spos = r->ev_end;
+            pos = at;
+            end = next = at + (size_t)len;
         }
-        if (r->slen - r->ev_pos < EVENT_FAST_BYTES)
+        if (slen - pos < EVENT_FAST_BYTES)
             break;
-        cur_t c = { .p = r->s + r->ev_pos, .n = r->ev_end - r->ev_pos, .i = 0, .avail = r->slen - r->ev_pos };
-        if (decode_event_fast(&c, &out[n], &r->base))
+        cur_t c = { .p = s + pos, .n = end - pos, .i = 0, .avail = slen - pos };
+        if (decode_event_fast(&c, &out[n], &base))
             break;
-        r->ev_pos += c.i;
+        pos += c.i;
         n++;
     }
+    r->ev_pos = pos;
+    r->ev_end = end;
+    r->spos = next;
+    r->base = base;
     return n;
 }
 
