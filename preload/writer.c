@@ -131,8 +131,11 @@ static void write_failed_now(void)
                  strerror(err));
 }
 
+static void close_batch(void);
+
 static void flush_chunk(void)
 {
+    close_batch();
     if (!raw_len)
         return;
     if (!write_failed) {
@@ -160,6 +163,7 @@ static void flush_chunk(void)
 
 static void emit(uint8_t type, const uint8_t *payload, size_t len)
 {
+    close_batch();
     if (raw_len + len + 1 + VT_VARINT_MAX > RAW_CAP)
         flush_chunk();
     raw_len = (size_t)(vt_put_record(raw + raw_len, type, payload, len) - raw);
@@ -290,19 +294,29 @@ static uint64_t event_time(uint64_t t)
 }
 
 /* Events are encoded in place, with no staging buffer and no copy. A run
- * of them shares one EVENT record (format version 3): the record stays
- * open while nothing else is appended, and its length, a fixed 3-byte
- * varint, is patched after each event. batch_end == raw_len says it is
- * open: any other record, or a flush, moves raw_len on. */
+ * of them shares one EVENT record (format version 3): batch_len_at is the
+ * open record's 3-byte length field, 0 when none is open; close_batch()
+ * fills it in before anything else is appended and before a flush. */
 _Static_assert(RAW_CAP < (1u << 21), "an EVENT record's length must fit its 3-byte field");
 #define EVENT_MAX (4 + VT_EVENT_MAX_PAYLOAD)
-static size_t batch_len_at, batch_end;
+static size_t batch_len_at;
+
+static void close_batch(void)
+{
+    if (!batch_len_at)
+        return;
+    size_t len = raw_len - (batch_len_at + 3);
+    raw[batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
+    raw[batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
+    raw[batch_len_at + 2] = (uint8_t)(len >> 14);
+    batch_len_at = 0;
+}
 
 static void emit_event(const vt_event_t *ev)
 {
     if (raw_len + EVENT_MAX > RAW_CAP)
         flush_chunk(); /* resets prev_time and prev_ptr: encode against the new base */
-    if (!raw_len || batch_end != raw_len) {
+    if (!batch_len_at) {
         raw[raw_len] = VT_REC_EVENT;
         batch_len_at = raw_len + 1;
         raw_len += 4;
@@ -322,11 +336,6 @@ static void emit_event(const vt_event_t *ev)
         [VT_EVF_STACK] = ev->stack,
     };
     raw_len = (size_t)(vt_put_event_v3(raw + raw_len, wire, 0) - raw);
-    size_t len = raw_len - (batch_len_at + 3);
-    raw[batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
-    raw[batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
-    raw[batch_len_at + 2] = (uint8_t)(len >> 14);
-    batch_end = raw_len;
     prev_time = time_ns;
     prev_ptr = ev->ptr;
     events_written++;
@@ -759,6 +768,7 @@ void vt_writer_atfork_child(void)
     fork_holds_work_lock = 0;
     atomic_store(&thread_started, 0);
     raw_len = 0;
+    batch_len_at = 0;
     prev_time = prev_ptr = 0;
     chunk_seq = 0;
     file_bytes = 0;

@@ -72,28 +72,52 @@ enum vt_event_field {
  * byte. Below 128, so its length is one varint byte. */
 #define VT_EVENT_MAX_PAYLOAD (1 + VT_EVF_COUNT * VT_VARINT_MAX)
 
-/* Each field's presence bit in a version 3 EVENT; 0 = always written. */
-static const uint8_t vt_event_field_bit[VT_EVF_COUNT] = {
-    0, VT_EV_HAS_DT, VT_EV_HAS_TID, VT_EV_HAS_DEVICE, 0, VT_EV_HAS_SIZE,
-    VT_EV_HAS_RESERVED, VT_EV_HAS_AUX, VT_EV_HAS_FLAGS, VT_EV_HAS_RESULT, 0,
-};
-
 /* A version 3 EVENT payload at p. wire[] holds the fields as they go on
  * the wire (dt, device and ptr already zigzagged, ptr already a delta).
  * An optional field is written when nonzero, or when its bit is in force:
- * writers pass 0; tests force zeros onto the wire, which readers take. */
+ * writers pass 0; tests force zeros onto the wire, which readers take.
+ * One test per field, spelled out: the shim's writer thread runs it per
+ * event, and a loop over a table of bits cost it ~150 instructions more. */
 static inline uint8_t *vt_put_event_v3(uint8_t *p, const uint64_t wire[VT_EVF_COUNT], unsigned force)
 {
-    unsigned present = force;
-    for (int k = 0; k < VT_EVF_COUNT; k++)
-        if (wire[k])
-            present |= vt_event_field_bit[k];
     p = vt_put_varint(p, wire[VT_EVF_API]);
-    *p++ = (uint8_t)present;
-    for (int k = VT_EVF_API + 1; k < VT_EVF_COUNT; k++)
-        if (!vt_event_field_bit[k] || (present & vt_event_field_bit[k]))
-            p = vt_put_varint(p, wire[k]);
-    return p;
+    uint8_t *present_at = p++;
+    unsigned present = 0;
+    if (wire[VT_EVF_DT] || (force & VT_EV_HAS_DT)) {
+        present |= VT_EV_HAS_DT;
+        p = vt_put_varint(p, wire[VT_EVF_DT]);
+    }
+    if (wire[VT_EVF_TID] || (force & VT_EV_HAS_TID)) {
+        present |= VT_EV_HAS_TID;
+        p = vt_put_varint(p, wire[VT_EVF_TID]);
+    }
+    if (wire[VT_EVF_DEVICE] || (force & VT_EV_HAS_DEVICE)) {
+        present |= VT_EV_HAS_DEVICE;
+        p = vt_put_varint(p, wire[VT_EVF_DEVICE]);
+    }
+    p = vt_put_varint(p, wire[VT_EVF_PTR]);
+    if (wire[VT_EVF_SIZE] || (force & VT_EV_HAS_SIZE)) {
+        present |= VT_EV_HAS_SIZE;
+        p = vt_put_varint(p, wire[VT_EVF_SIZE]);
+    }
+    if (wire[VT_EVF_RESERVED] || (force & VT_EV_HAS_RESERVED)) {
+        present |= VT_EV_HAS_RESERVED;
+        p = vt_put_varint(p, wire[VT_EVF_RESERVED]);
+    }
+    if (wire[VT_EVF_AUX] || (force & VT_EV_HAS_AUX)) {
+        present |= VT_EV_HAS_AUX;
+        p = vt_put_varint(p, wire[VT_EVF_AUX]);
+    }
+    if (wire[VT_EVF_FLAGS] || (force & VT_EV_HAS_FLAGS)) {
+        present |= VT_EV_HAS_FLAGS;
+        p = vt_put_varint(p, wire[VT_EVF_FLAGS]);
+    }
+    if (wire[VT_EVF_RESULT] || (force & VT_EV_HAS_RESULT)) {
+        present |= VT_EV_HAS_RESULT;
+        p = vt_put_varint(p, wire[VT_EVF_RESULT]);
+    }
+    *present_at = (uint8_t)present;
+    return vt_put_varint(p, wire[VT_EVF_STACK]);
 }
 
 #endif
