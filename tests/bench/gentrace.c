@@ -190,6 +190,7 @@ int main(int argc, char **argv)
     static char iobuf[1 << 20];
     setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
     tg_init(&g, f);
+    g.raw_literals = 1; /* as the shim's writer compresses */
 
     /* PROCESS, in the header. */
     tg_buf_t b = { 0 };

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode */
 #include <zstd.h>
 
 #include "vramtrace/encode.h"
@@ -170,6 +171,8 @@ void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
         die("out of memory");
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, g->level);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, g->checksum);
+    if (g->raw_literals)
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
     size_t zsize =
         ZSTD_compress2(cctx, z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len);
     ZSTD_freeCCtx(cctx);

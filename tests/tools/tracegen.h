@@ -54,6 +54,7 @@ typedef struct tg {
     size_t batch_len_at, batch_end;
     int level;               /* zstd level */
     int checksum;            /* zstd content checksum, on by default */
+    int raw_literals;        /* zstd literals stored, not Huffman-coded (the shim's writer) */
 } tg_t;
 
 void tg_init(tg_t *g, FILE *out);
