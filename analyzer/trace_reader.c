@@ -377,10 +377,10 @@ static inline __attribute__((always_inline)) int decode_event_fast(cur_t *c, vt_
     size_t used = (size_t)(p - (c->p + c->i));
     if (used > c->n - c->i)
         return -1;
-    if (f[2] > UINT32_MAX || f[8] > UINT32_MAX || f[9] > UINT32_MAX || f[10] > UINT32_MAX)
-        return -1;
+    /* tid, flags, result and stack fit 32 bits, api 16, device int16:
+     * one test for all */
     int64_t dev = vt_unzigzag(f[3]);
-    if (f[0] > UINT16_MAX || dev < INT16_MIN || dev > INT16_MAX)
+    if (((f[2] | f[8] | f[9] | f[10]) >> 32 | f[0] >> 16 | ((uint64_t)dev + 0x8000u) >> 16) != 0)
         return -1;
     c->i += used;
     e->tid = (uint32_t)f[2];
@@ -787,7 +787,11 @@ static size_t events_batched(vt_reader_t *r, vt_event_t *out, size_t max)
         }
         if (slen - pos < EVENT_FAST_BYTES)
             break;
-        cur_t c = { .p = s + pos, .n = end - pos, .i = 0, .avail = slen - pos };
+        cur_t c; /* only what the fast path reads: no failure is recorded there */
+        c.p = s + pos;
+        c.n = end - pos;
+        c.i = 0;
+        c.avail = slen - pos;
         if (decode_event_fast(&c, &out[n], &base))
             break;
         pos += c.i;
