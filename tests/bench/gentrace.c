@@ -190,7 +190,8 @@ int main(int argc, char **argv)
     static char iobuf[1 << 20];
     setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
     tg_init(&g, f);
-    g.raw_literals = 1; /* as the shim's writer compresses */
+    g.level = 1; /* as the shim's writer compresses */
+    g.raw_literals = 1;
 
     /* PROCESS, in the header. */
     tg_buf_t b = { 0 };
