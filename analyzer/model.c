@@ -435,14 +435,16 @@ static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
 }
 
 /* e->addr must be absent from its map: both callers have just removed any
- * entry there (an implicit free), so the map skips its probe for one. */
-static int live_insert(vt_model_t *m, const live_t *e, uint64_t t)
+ * entry there (an implicit free), so the map skips its probe for one. hole
+ * is where the caller's probe found it absent (vt_map_find_hole, nothing
+ * put or deleted since), or SIZE_MAX. */
+static int live_insert(vt_model_t *m, const live_t *e, uint64_t t, size_t hole)
 {
     uint32_t i;
     if (live_new(m, &i))
         return VT_E_NOMEM;
     m->live[i] = *e;
-    if (vt_map_put_new(map_of(m, e->kind), e->addr, i)) {
+    if (vt_map_put_hole(map_of(m, e->kind), hole, e->addr, i)) {
         live_free_slot(m, i);
         return VT_E_NOMEM;
     }
@@ -465,15 +467,25 @@ static int live_drop(vt_model_t *m, uint32_t i, uint64_t t, uint64_t *phys)
  * *phys (if set) the device bytes really given back to the driver.
  * @return 1 if it was live, 0 if not, or VT_E_NOMEM. A VMM handle that is
  * still mapped is only detached (model_internal.h): 1, with *phys 0. */
+static int live_remove_slot(vt_model_t *m, vt_map_t *map, size_t slot, uint64_t t, live_t *out, uint64_t *phys);
+
 static int live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out, uint64_t *phys)
 {
-    uint64_t freed = 0;
     if (phys)
         *phys = 0;
     vt_map_t *map = map_of(m, kind);
     size_t slot = vt_map_find(map, key);
     if (slot == SIZE_MAX)
         return 0;
+    return live_remove_slot(m, map, slot, t, out, phys);
+}
+
+/* live_remove for the slot a probe of map just found. */
+static int live_remove_slot(vt_model_t *m, vt_map_t *map, size_t slot, uint64_t t, live_t *out, uint64_t *phys)
+{
+    uint64_t freed = 0;
+    if (phys)
+        *phys = 0;
     uint32_t i = map->slots[slot].val;
     live_t e = m->live[i];
     if (out)
@@ -614,10 +626,16 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     p->events.allocs++;
     s->total_bytes += ev->size;
     live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
-    if (vt_map_find(map_of(m, kind), ev->ptr) != SIZE_MAX) {
+    /* One probe: the entry an implicit free removes, or the hole where the
+     * new one goes (live_insert). Nothing else puts or deletes in between. */
+    vt_map_t *map = map_of(m, kind);
+    size_t hole;
+    size_t slot = vt_map_find_hole(map, ev->ptr, &hole);
+    if (slot != SIZE_MAX) {
         p->events.implicit_frees++;
-        if (live_remove(m, kind, ev->ptr, ev->time_ns, NULL, NULL) < 0)
+        if (live_remove_slot(m, map, slot, ev->time_ns, NULL, NULL) < 0)
             return VT_E_NOMEM;
+        hole = SIZE_MAX;   /* the removal moved entries */
     }
     vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
     /* A device allocation's view is built where it ends up (last_alloc):
@@ -648,7 +666,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         e.fallback = 1;
     }
     m->seq++;
-    if (live_insert(m, &e, ev->time_ns))
+    if (live_insert(m, &e, ev->time_ns, hole))
         return VT_E_NOMEM;
     if (d) {
         d->allocs++;
@@ -717,7 +735,7 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     if (kind == L_MAP && vt_map_get(&m->by_handle, ev->aux, &hi))
         di = m->live[hi].dev;
     live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, hi };
-    if (live_insert(m, &e, ev->time_ns))
+    if (live_insert(m, &e, ev->time_ns, SIZE_MAX))
         return VT_E_NOMEM;
     if (hi != UINT32_MAX)
         m->live[hi].link++;
@@ -856,11 +874,16 @@ uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage,
         return 0;
     }
     if (stage == 1) {
-        size_t slot = vt_map_find(&m->by_ptr, ev->ptr);
-        if (slot == SIZE_MAX || m->by_ptr.slots[slot].val >= m->nlive)
+        /* Only the home slot, where most keys sit (the map is at most
+         * half full): a full probe here was a second lookup per free. */
+        const vt_map_t *map = &m->by_ptr;
+        if (!map->cap)
             return 0;
-        __builtin_prefetch(&m->live[m->by_ptr.slots[slot].val]);
-        return m->by_ptr.slots[slot].val + 1;
+        const vt_map_slot_t *s = &map->slots[vt_map_mix(ev->ptr) & (map->cap - 1)];
+        if (!s->tag || s->key != ev->ptr || s->val >= m->nlive)
+            return 0;
+        __builtin_prefetch(&m->live[s->val]);
+        return s->val + 1;
     }
     if (cookie && cookie - 1 < m->nlive) {
         const live_t *e = &m->live[cookie - 1];
