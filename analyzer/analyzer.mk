@@ -18,10 +18,11 @@ $(B)/obj/analyzer/%.o: analyzer/%.c | $(B)/.deps-ok
 # ANALYZER_OPT: -O3 and link-time optimization, so the per-event path
 # (reader, replay loop, model, map) inlines across files; measured on the
 # 10M-event bench trace, ~10 % less CPU than -O2 without LTO. Tests, fuzz
-# replays and sanitized builds (SANITIZE set) keep the plain objects above,
-# so they build as before; `make ANALYZER_OPT=` builds vramtrace from them
-# too. The link repeats the warning flags: LTO warnings appear only there.
-ANALYZER_OPT ?= $(if $(SANITIZE),,-O3 -flto=auto)
+# replays, sanitized builds (SANITIZE set) and builds with an OPT of their
+# own (OPT=-O0 to debug) keep the plain objects above, so they build as
+# before; `make ANALYZER_OPT=` builds vramtrace from them too. The link
+# repeats the warning flags: LTO warnings appear only there.
+ANALYZER_OPT ?= $(if $(SANITIZE)$(filter-out -O2,$(OPT)),,-O3 -flto=auto)
 VRAMTRACE_OBJS := $(if $(ANALYZER_OPT),$(patsubst analyzer/%.c,$(B)/obj/analyzer-opt/%.o,$(ANALYZER_SRCS)),$(ANALYZER_OBJS))
 
 $(B)/obj/analyzer-opt/%.o: analyzer/%.c | $(B)/.deps-ok
