@@ -158,7 +158,8 @@ int64_t vt_m_free_est(const vt_dev_t *d)
     return (int64_t)(d->last_free - (d->mem.tracked - d->tracked_at_sample));
 }
 
-void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v)
+/* The fields of a view that come from the event itself. */
+static inline void view_event(const vt_model_t *m, const vt_event_t *ev, int tag, vt_event_view_t *v)
 {
     /* Field by field, not memset then fill: one view per allocation event. */
     v->valid = 1;
@@ -169,23 +170,36 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
     v->result = ev->result;
     v->tid = ev->tid;
     v->stack = ev->stack;
-    v->device = ev->device;
     v->free_after = 0;
+}
+
+/* vt_m_view for device d (not NULL): inline in do_alloc, which builds one
+ * per device allocation. */
+static inline void view_dev(const vt_model_t *m, const vt_event_t *ev, int tag, const vt_dev_t *d,
+                            vt_event_view_t *v)
+{
+    view_event(m, ev, tag, v);
+    v->device = d->ordinal;
+    v->dev_tracked = d->mem.tracked;
+    memcpy(v->dev_by_tag, d->mem.by_tag, sizeof v->dev_by_tag);
+    v->have_free = d->have_free;
+    v->last_free = d->last_free;
+    v->free_est = vt_m_free_est(d);
+}
+
+void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v)
+{
     if (dev >= 0) {
-        const vt_dev_t *d = &m->p.devs[dev];
-        v->device = d->ordinal;
-        v->dev_tracked = d->mem.tracked;
-        memcpy(v->dev_by_tag, d->mem.by_tag, sizeof v->dev_by_tag);
-        v->have_free = d->have_free;
-        v->last_free = d->last_free;
-        v->free_est = vt_m_free_est(d);
-    } else {
-        v->dev_tracked = 0;
-        memset(v->dev_by_tag, 0, sizeof v->dev_by_tag);
-        v->have_free = 0;
-        v->last_free = 0;
-        v->free_est = 0;
+        view_dev(m, ev, tag, &m->p.devs[dev], v);
+        return;
     }
+    view_event(m, ev, tag, v);
+    v->device = ev->device;
+    v->dev_tracked = 0;
+    memset(v->dev_by_tag, 0, sizeof v->dev_by_tag);
+    v->have_free = 0;
+    v->last_free = 0;
+    v->free_est = 0;
 }
 
 /* ---- tagging and sites ---- */
@@ -442,14 +456,14 @@ __attribute__((always_inline)) static inline void account(vt_model_t *m, const l
 /* e->addr must be absent from its map: both callers have just removed any
  * entry there (an implicit free), so the map skips its probe for one. hole
  * is where the caller's probe found it absent (vt_map_find_hole, nothing
- * put or deleted since), or SIZE_MAX. */
-__attribute__((always_inline)) static inline int live_insert(vt_model_t *m, const live_t *e, uint64_t t, size_t hole)
+ * put or deleted since), or SIZE_MAX; map is map_of(m, e->kind). */
+__attribute__((always_inline)) static inline int live_insert(vt_model_t *m, vt_map_t *map, const live_t *e, uint64_t t, size_t hole)
 {
     uint32_t i;
     if (live_new(m, &i))
         return VT_E_NOMEM;
     m->live[i] = *e;
-    if (vt_map_put_hole(map_of(m, e->kind), hole, e->addr, i)) {
+    if (vt_map_put_hole(map, hole, e->addr, i)) {
         live_free_slot(m, i);
         return VT_E_NOMEM;
     }
@@ -649,7 +663,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
      * 200-byte view per event showed in profiles. */
     vt_event_view_t hv, *const v = d ? &d->last_alloc : &hv;
     if (d) {
-        vt_m_view(m, ev, match.tag, di, v);
+        view_dev(m, ev, match.tag, d, v);
         if ((d->have_free && (int64_t)ev->size > vt_m_free_est(d)) || (d->total && ev->size > d->total))
             vt_m_spill(m, VT_SPILL_OVER_CAPACITY, v);
         if (d->retry_active && ev->size == d->retry_size && ev->tid == d->retry_tid) {
@@ -672,7 +686,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         e.fallback = 1;
     }
     m->seq++;
-    if (live_insert(m, &e, ev->time_ns, hole))
+    if (live_insert(m, map, &e, ev->time_ns, hole))
         return VT_E_NOMEM;
     if (d) {
         d->allocs++;
@@ -741,7 +755,7 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     if (kind == L_MAP && vt_map_get(&m->by_handle, ev->aux, &hi))
         di = m->live[hi].dev;
     live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, hi };
-    if (live_insert(m, &e, ev->time_ns, SIZE_MAX))
+    if (live_insert(m, map_of(m, kind), &e, ev->time_ns, SIZE_MAX))
         return VT_E_NOMEM;
     if (hi != UINT32_MAX)
         m->live[hi].link++;
