@@ -14,8 +14,23 @@ $(B)/obj/analyzer/%.o: analyzer/%.c | $(B)/.deps-ok
 	@mkdir -p $(@D)
 	$(CC) $(ANALYZER_CFLAGS) -c $< -o $@
 
-$(B)/vramtrace: $(ANALYZER_OBJS) | $(B)/.deps-ok
-	$(CC) $(LDFLAGS_COMMON) -o $@ $(ANALYZER_OBJS) $(ANALYZER_LIBS)
+# The vramtrace binary itself is built from its own objects with
+# ANALYZER_OPT: -O3 and link-time optimization, so the per-event path
+# (reader, replay loop, model, map) inlines across files; measured on the
+# 10M-event bench trace, ~10 % less CPU than -O2 without LTO. Tests, fuzz
+# replays, sanitized builds (SANITIZE set) and builds with an OPT of their
+# own (OPT=-O0 to debug) keep the plain objects above, so they build as
+# before; `make ANALYZER_OPT=` builds vramtrace from them too. The link
+# repeats the warning flags: LTO warnings appear only there.
+ANALYZER_OPT ?= $(if $(SANITIZE)$(filter-out -O2,$(OPT)),,-O3 -flto=auto)
+VRAMTRACE_OBJS := $(if $(ANALYZER_OPT),$(patsubst analyzer/%.c,$(B)/obj/analyzer-opt/%.o,$(ANALYZER_SRCS)),$(ANALYZER_OBJS))
+
+$(B)/obj/analyzer-opt/%.o: analyzer/%.c | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(ANALYZER_CFLAGS) $(ANALYZER_OPT) -c $< -o $@
+
+$(B)/vramtrace: $(VRAMTRACE_OBJS) | $(B)/.deps-ok
+	$(CC) $(LDFLAGS_COMMON) $(if $(ANALYZER_OPT),$(CFLAGS_COMMON) $(ANALYZER_OPT)) -o $@ $(VRAMTRACE_OBJS) $(ANALYZER_LIBS)
 
 all: $(B)/vramtrace
 
@@ -40,5 +55,5 @@ $(B)/test_reader: $(B)/obj/tests/unit/test_reader.o $(TRACEGEN_OBJ) \
 
 TEST_BINS += $(B)/vtgen $(B)/test_reader
 
--include $(ANALYZER_OBJS:.o=.d) $(B)/obj/tests/tools/vtgen.d $(TRACEGEN_OBJ:.o=.d) \
+-include $(ANALYZER_OBJS:.o=.d) $(if $(ANALYZER_OPT),$(VRAMTRACE_OBJS:.o=.d)) $(B)/obj/tests/tools/vtgen.d $(TRACEGEN_OBJ:.o=.d) \
 	$(B)/obj/tests/unit/test_reader.d

@@ -54,6 +54,7 @@ typedef struct vt_frag_log {
 struct vt_model {
     const vt_rules_t *rules;
     double margin_pct;
+    double margin_frac;   /* margin_pct / 100.0: no division per allocation */
     vt_stacks_t *stacks;
     vt_proc_t p;
     live_t *live;

@@ -1,15 +1,5 @@
-/* u64 -> u32 open-addressing map (see model_map.h).
- *
- * Keys are mixed because device addresses share their low and high bits
- * (512-byte alignment, one VA range). One multiply by an odd constant, its
- * high half folded onto its low half: every key bit below 32 + log2(cap)
- * reaches the home slot (the low bits of the mix), the top 7 bits are the
- * slot's tag, so a probe past another key rarely compares keys. A 64-bit
- * finalizer (two multiplies, three shifts) mixed better but was on every
- * lookup's path to its cache miss: 5M events of the big bench shape took
- * ~8 % longer with it. Hash quality only changes speed, never results;
- * neither mix is keyed, so a hostile trace could force long probes with
- * either. */
+/* u64 -> u32 open-addressing map (see model_map.h; the hash and the
+ * lookups are inline there). */
 #include "model_map.h"
 
 #include <stdlib.h>
@@ -17,18 +7,6 @@
 #include "errors.h"
 
 #define MIN_CAP 64u
-
-static inline uint64_t mix(uint64_t k)
-{
-    k *= 0x9e3779b97f4a7c15ull;
-    return k ^ k >> 32;
-}
-
-/* Nonzero whatever the hash, so it doubles as the occupied flag. */
-static inline uint8_t tag_of(uint64_t h)
-{
-    return (uint8_t)(0x80u | (h >> 57));
-}
 
 void vt_map_init(vt_map_t *m)
 {
@@ -46,11 +24,11 @@ void vt_map_free(vt_map_t *m)
 static void place(vt_map_t *m, uint64_t key, uint32_t val)
 {
     size_t mask = m->cap - 1;
-    uint64_t h = mix(key);
+    uint64_t h = vt_map_mix(key);
     size_t i = h & mask;
     while (m->slots[i].tag)
         i = (i + 1) & mask;
-    m->slots[i] = (vt_map_slot_t){ key, val, tag_of(h) };
+    m->slots[i] = (vt_map_slot_t){ key, val, vt_map_tag(h) };
     m->count++;
 }
 
@@ -67,22 +45,6 @@ static int grow(vt_map_t *m)
     vt_map_free(m);
     *m = n;
     return 0;
-}
-
-size_t vt_map_find(const vt_map_t *m, uint64_t key)
-{
-    if (!m->cap)
-        return SIZE_MAX;
-    size_t mask = m->cap - 1;
-    uint64_t h = mix(key);
-    uint8_t t = tag_of(h);
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        const vt_map_slot_t *s = &m->slots[i];
-        if (!s->tag)
-            return SIZE_MAX;
-        if (s->tag == t && s->key == key)
-            return i;
-    }
 }
 
 int vt_map_put(vt_map_t *m, uint64_t key, uint32_t val)
@@ -110,6 +72,17 @@ int vt_map_put_new(vt_map_t *m, uint64_t key, uint32_t val)
     return 0;
 }
 
+int vt_map_put_hole(vt_map_t *m, size_t hole, uint64_t key, uint32_t val)
+{
+    /* The hole is where place() would put key, unless the map must grow
+     * first (put_new's rule, so the layout is the same either way). */
+    if (hole == SIZE_MAX || (m->count + 1) * 2 > m->cap)
+        return vt_map_put_new(m, key, val);
+    m->slots[hole] = (vt_map_slot_t){ key, val, vt_map_tag(vt_map_mix(key)) };
+    m->count++;
+    return 0;
+}
+
 int vt_map_get(const vt_map_t *m, uint64_t key, uint32_t *val)
 {
     size_t i = vt_map_find(m, key);
@@ -130,7 +103,7 @@ void vt_map_del_slot(vt_map_t *m, size_t i)
         j = (j + 1) & mask;
         if (!m->slots[j].tag)
             break;
-        size_t home = mix(m->slots[j].key) & mask;
+        size_t home = vt_map_mix(m->slots[j].key) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             m->slots[i] = m->slots[j];
             m->slots[j].tag = 0;
@@ -148,10 +121,4 @@ int vt_map_del(vt_map_t *m, uint64_t key, uint32_t *val)
         *val = m->slots[i].val;
     vt_map_del_slot(m, i);
     return 1;
-}
-
-void vt_map_prefetch(const vt_map_t *m, uint64_t key)
-{
-    if (m->cap)
-        __builtin_prefetch(&m->slots[mix(key) & (m->cap - 1)]);
 }

@@ -241,11 +241,19 @@ static int replay(vt_report_t *r)
     while (!rc) {
         int best = -1;
         const vt_event_t *ev = NULL;
-        for (int i = 0; i < r->nin; i++) {
-            const vt_report_input_t *in = &r->in[i];
-            if (in->qn && (!ev || in->q[in->qhead].time_ns < ev->time_ns)) {
-                best = i;
-                ev = &in->q[in->qhead];
+        if (r->nin == 1) {
+            /* One trace (the usual report): its next event is the next. */
+            if (r->in[0].qn) {
+                best = 0;
+                ev = &r->in[0].q[r->in[0].qhead];
+            }
+        } else {
+            for (int i = 0; i < r->nin; i++) {
+                const vt_report_input_t *in = &r->in[i];
+                if (in->qn && (!ev || in->q[in->qhead].time_ns < ev->time_ns)) {
+                    best = i;
+                    ev = &in->q[in->qhead];
+                }
             }
         }
         if (best < 0)

@@ -36,33 +36,10 @@ static int slot_for(vt_gpu_t *g, const vt_model_t *m, int dev)
     return g->nprocs++;
 }
 
-void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
+/* A new combined peak: every process's bytes by tag, now (rare: out of
+ * line, noinline, like hook_bind below). */
+__attribute__((noinline)) static void gpu_peak(vt_gpu_t *g, uint64_t t)
 {
-    vt_report_t *r = ctx;
-    const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
-    vt_gpu_t *g;
-    int s;
-    if (r->hook_m == m && r->hook_dev == dev) {
-        g = &r->gpus[r->hook_gpu];
-        s = r->hook_slot;
-    } else {
-        if (!d->have_info || !vt_uuid_known(d->uuid))
-            return;
-        g = gpu_for(r, d);
-        if (!g)
-            return;
-        s = slot_for(g, m, dev);
-        if (s < 0)
-            return;
-        r->hook_m = m;
-        r->hook_dev = dev;
-        r->hook_gpu = (int)(g - r->gpus);
-        r->hook_slot = s;
-    }
-    g->tracked = g->tracked - g->contrib[s] + d->mem.tracked;
-    g->contrib[s] = d->mem.tracked;
-    if (g->have_peak && g->tracked <= g->peak_bytes)
-        return;
     g->have_peak = 1;
     g->peak_bytes = g->tracked;
     g->peak_time_abs = t;
@@ -73,6 +50,52 @@ void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
             g->peak_by_tag[k] += pd->mem.by_tag[k];
         g->peak_contrib[i] = g->contrib[i];
     }
+}
+
+/* The device's new bytes into the GPU and slot the hook is bound to. */
+static inline void hook_update(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
+{
+    vt_gpu_t *g = &r->gpus[r->hook_gpu];
+    int s = r->hook_slot;
+    uint64_t now = vt_model_proc(m)->devs[dev].mem.tracked;
+    g->tracked = g->tracked - g->contrib[s] + now;
+    g->contrib[s] = now;
+    if (g->have_peak && g->tracked <= g->peak_bytes)
+        return;
+    gpu_peak(g, t);
+}
+
+/* The hook for another process or device than last time: finds its GPU
+ * and slot, remembers them, then updates. */
+__attribute__((noinline)) static void hook_bind(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
+{
+    const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
+    if (!d->have_info || !vt_uuid_known(d->uuid))
+        return;
+    vt_gpu_t *g = gpu_for(r, d);
+    if (!g)
+        return;
+    int s = slot_for(g, m, dev);
+    if (s < 0)
+        return;
+    r->hook_m = m;
+    r->hook_dev = dev;
+    r->hook_gpu = (int)(g - r->gpus);
+    r->hook_slot = s;
+    hook_update(r, m, dev, t);
+}
+
+/* Called for every device allocation and free. The common case (the
+ * process and device of last time) makes no call but, at a new peak, a
+ * tail call: binding, done once per device, is kept out of line (noinline)
+ * so this path saves and restores no registers. */
+void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
+{
+    vt_report_t *r = ctx;
+    if (r->hook_m != m || r->hook_dev != dev)
+        hook_bind(r, m, dev, t);
+    else
+        hook_update(r, m, dev, t);
 }
 
 void vt_gpus_finish(vt_report_t *r)
