@@ -137,8 +137,8 @@ static void device(FILE *f, const vt_model_t *m, const vt_dev_t *d, int pi, int 
 static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
-    size_t *rank = vt_sites_ranked(p);
     size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    size_t *rank = vt_sites_ranked(p, shown);
     if (!rank || !shown) {
         free(rank);
         return;

@@ -126,9 +126,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m);
 /* Helpers shared by the printers (report_common.c). */
 void vt_uuid_str(const uint8_t uuid[16], char out[48]);
 int vt_uuid_known(const uint8_t uuid[16]);
-/* Sites of p ordered by bytes at peak (desc), then total bytes; returns a
- * malloc'd index array of p->nsites entries, NULL when out of memory. */
-size_t *vt_sites_ranked(const vt_proc_t *p);
+/* The first n (at most p->nsites) sites of p ordered by bytes at peak,
+ * then most bytes live, then total bytes (all descending), then index;
+ * returns a malloc'd index array of that many entries, NULL when out of
+ * memory. A small n of many sites costs one pass, not a sort. */
+size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
 const char *vt_api_name(unsigned api);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);

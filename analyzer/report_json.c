@@ -410,7 +410,7 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_u64(j, "trims", p->pool_trims);
     vt_json_obj_end(j);
     spill(j, m);
-    size_t *rank = vt_sites_ranked(p);
+    size_t *rank = vt_sites_ranked(p, p->nsites);
     vt_json_arr(j, "sites");
     for (size_t k = 0; rank && k < p->nsites; k++) {
         const vt_site_t *s = &p->sites[rank[k]];

@@ -315,8 +315,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     tagged_section(o, m, "Pinned host memory", &p->host);
     tagged_section(o, m, "Managed memory", &p->managed);
 
-    size_t *rank = vt_sites_ranked(p);
     size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    size_t *rank = vt_sites_ranked(p, shown);
     if (rank && shown) {
         fprintf(o, "\nTop allocation sites (by bytes live at peak)\n");
         for (size_t k = 0; k < shown; k++) {

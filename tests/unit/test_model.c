@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "report.h"
 #include "sizes.h"
 #include "tap.h"
 
@@ -128,9 +129,50 @@ static void setup(vt_rules_t *rules, uint64_t total, uint64_t freeb)
         device(0, total, freeb);
 }
 
+/* vt_sites_ranked's first n, by a pass for a few of many and by a sort
+ * otherwise, must be the full ranking's first n, ties included (many
+ * sites share bytes at peak and most bytes live). */
+static void test_sites_ranked(void)
+{
+    enum { N = 1000 };
+    static vt_site_t sites[N];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < N; i++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        sites[i].at_peak = (x >> 8) % 4 * MiB;
+        sites[i].max_live = (x >> 16) % 3 * MiB;
+        sites[i].total_bytes = (x >> 24) % 5;
+    }
+    vt_proc_t p = { 0 };
+    p.sites = sites;
+    p.nsites = N;
+    size_t *all = vt_sites_ranked(&p, N);
+    int sorted = all != NULL;
+    for (int i = 1; all && i < N; i++) {
+        const vt_site_t *a = &sites[all[i - 1]], *b = &sites[all[i]];
+        if (a->at_peak < b->at_peak ||
+            (a->at_peak == b->at_peak && (a->max_live < b->max_live ||
+                                          (a->max_live == b->max_live && (a->total_bytes < b->total_bytes ||
+                                                                          (a->total_bytes == b->total_bytes &&
+                                                                           all[i - 1] > all[i]))))))
+            sorted = 0;
+    }
+    TAP_OK(sorted, "all 1000 sites ranked: bytes at peak, most live, total bytes, then index");
+    static const size_t ns[] = { 0, 1, 2, 10, 124, 125, 126, 999, 1000, 5000 };
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        size_t n = ns[k] < N ? ns[k] : N;
+        size_t *top = vt_sites_ranked(&p, ns[k]);
+        TAP_OK(top && all && !memcmp(top, all, n * sizeof *top), "the first %zu asked of 1000: the ranking's first %zu",
+               ns[k], n);
+        free(top);
+    }
+    free(all);
+}
+
 int main(void)
 {
     vt_rules_t *rules = vt_rules_new();
+    test_sites_ranked();
     const vt_proc_t *p;
     const vt_dev_t *d;
 
