@@ -449,8 +449,9 @@ __attribute__((always_inline)) static inline void account(vt_model_t *m, const l
             d->have_free_at_peak = 1;
         }
     }
-    if (d && e->space == VT_SPACE_DEVICE && m->hook)
-        m->hook(m->hook_ctx, m, e->dev, t);
+    if (d && e->space == VT_SPACE_DEVICE && m->hook && (sign > 0 || !(m->hook_increases_only >> e->dev & 1)) &&
+        m->hook(m->hook_ctx, m, e->dev, t))
+        m->hook_increases_only |= 1ull << e->dev;
 }
 
 /* e->addr must be absent from its map: both callers have just removed any

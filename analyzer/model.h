@@ -197,8 +197,11 @@ typedef struct vt_proc {
 typedef struct vt_model vt_model_t;
 
 /* Called after each change of a device's tracked bytes (for the combined
- * per-GPU view across processes); abs_time_ns is the monotonic time. */
-typedef void (*vt_dev_hook_t)(void *ctx, const vt_model_t *m, int dev_index, uint64_t abs_time_ns);
+ * per-GPU view across processes); abs_time_ns is the monotonic time. Once
+ * it has returned 1 for a device, it is called for that device's increases
+ * only (a hook whose state is a running maximum of sums it recomputes
+ * needs no decreases; half the events of a steady state are frees). */
+typedef int (*vt_dev_hook_t)(void *ctx, const vt_model_t *m, int dev_index, uint64_t abs_time_ns);
 
 /* rules are borrowed and must outlive the model; margin_pct in [0,100]. */
 vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct);

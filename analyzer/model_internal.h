@@ -82,6 +82,8 @@ struct vt_model {
     uint64_t seq;
     vt_dev_hook_t hook;
     void *hook_ctx;
+    uint64_t hook_increases_only;   /* bit d: the hook returned 1 for device d */
+#define VT_MODEL_HOOK_BITS_OK (VT_MAX_DEVICES <= 64)
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];
 };

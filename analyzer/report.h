@@ -114,7 +114,7 @@ uint64_t vt_dev_untracked(const vt_dev_t *d);
 /* More VRAM the process needed to hold everything (0 without a spill). */
 uint64_t vt_proc_more_vram(const vt_proc_t *p);
 
-void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t abs_time_ns);
+int vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t abs_time_ns);
 void vt_gpus_finish(vt_report_t *r);
 
 void vt_report_text(const vt_report_t *r, FILE *out);

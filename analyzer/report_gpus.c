@@ -52,50 +52,61 @@ __attribute__((noinline)) static void gpu_peak(vt_gpu_t *g, uint64_t t)
     }
 }
 
-/* The device's new bytes into the GPU and slot the hook is bound to. */
-static inline void hook_update(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
+/* The device's new bytes into the GPU and slot the hook is bound to.
+ * The GPU's bytes are recomputed from every slot's device as it is now,
+ * not kept as a running sum: so only increases need to reach the hook once
+ * the GPU has a peak (a decrease cannot make a new one), and @return 1
+ * says so to the model. */
+static inline int hook_update(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
 {
     vt_gpu_t *g = &r->gpus[r->hook_gpu];
     int s = r->hook_slot;
     uint64_t now = vt_model_proc(m)->devs[dev].mem.tracked;
-    g->tracked = g->tracked - g->contrib[s] + now;
     g->contrib[s] = now;
-    if (g->have_peak && g->tracked <= g->peak_bytes)
-        return;
-    gpu_peak(g, t);
+    if (g->nprocs > 1) {
+        now = 0;
+        for (int i = 0; i < g->nprocs; i++) {
+            g->contrib[i] = vt_model_proc(g->procs[i])->devs[g->dev_index[i]].mem.tracked;
+            now += g->contrib[i];
+        }
+    }
+    g->tracked = now;
+    if (!g->have_peak || g->tracked > g->peak_bytes)
+        gpu_peak(g, t);
+    return 1;
 }
 
 /* The hook for another process or device than last time: finds its GPU
- * and slot, remembers them, then updates. */
-__attribute__((noinline)) static void hook_bind(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
+ * and slot, remembers them, then updates. 0 while the device has no GPU
+ * (no DEVICE record yet): every change keeps coming until it has one. */
+__attribute__((noinline)) static int hook_bind(vt_report_t *r, const vt_model_t *m, int dev, uint64_t t)
 {
     const vt_dev_t *d = &vt_model_proc(m)->devs[dev];
     if (!d->have_info || !vt_uuid_known(d->uuid))
-        return;
+        return 0;
     vt_gpu_t *g = gpu_for(r, d);
     if (!g)
-        return;
+        return 0;
     int s = slot_for(g, m, dev);
     if (s < 0)
-        return;
+        return 0;
     r->hook_m = m;
     r->hook_dev = dev;
     r->hook_gpu = (int)(g - r->gpus);
     r->hook_slot = s;
-    hook_update(r, m, dev, t);
+    return hook_update(r, m, dev, t);
 }
 
-/* Called for every device allocation and free. The common case (the
- * process and device of last time) makes no call but, at a new peak, a
- * tail call: binding, done once per device, is kept out of line (noinline)
- * so this path saves and restores no registers. */
-void vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
+/* Called for every device allocation, and for frees until it returns 1.
+ * The common case (the process and device of last time) makes no call but,
+ * at a new peak, a tail call: binding, done once per device, is kept out
+ * of line (noinline) so this path saves and restores no registers. */
+int vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t t)
 {
     vt_report_t *r = ctx;
     if (r->hook_m != m || r->hook_dev != dev)
-        hook_bind(r, m, dev, t);
-    else
-        hook_update(r, m, dev, t);
+        return hook_bind(r, m, dev, t);
+    return hook_update(r, m, dev, t);
 }
 
 void vt_gpus_finish(vt_report_t *r)

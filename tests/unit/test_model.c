@@ -169,10 +169,38 @@ static void test_sites_ranked(void)
     free(all);
 }
 
+/* The device hook: every change reaches it until it returns 1 for the
+ * device, then only increases do. */
+static int hook_calls, hook_answer;
+static int count_hook(void *ctx, const vt_model_t *hm, int dev, uint64_t t)
+{
+    (void)ctx, (void)hm, (void)dev, (void)t;
+    hook_calls++;
+    return hook_answer;
+}
+
+static void test_hook_increases_only(vt_rules_t *rules)
+{
+    setup(rules, 24 * GiB, 23 * GiB);
+    vt_model_set_hook(m, count_hook, NULL);
+    hook_answer = 0;
+    ev(1000, VT_API_cudaMalloc, 0, 0x1000000, 1 * GiB, 0, 3);
+    ev(2000, VT_API_cudaFree, 0, 0x1000000, 0, 0, 3);
+    TAP_EQ_U64(hook_calls, 2, "hook answering 0: an allocation and a free, two calls");
+    hook_answer = 1;
+    ev(3000, VT_API_cudaMalloc, 0, 0x2000000, 1 * GiB, 0, 3);
+    ev(4000, VT_API_cudaFree, 0, 0x2000000, 0, 0, 3);
+    ev(5000, VT_API_cudaMalloc, 0, 0x3000000, 1 * GiB, 0, 3);
+    TAP_EQ_U64(hook_calls, 4, "after it answered 1: the allocations only");
+    vt_model_free(m);
+    m = NULL;
+}
+
 int main(void)
 {
     vt_rules_t *rules = vt_rules_new();
     test_sites_ranked();
+    test_hook_increases_only(rules);
     const vt_proc_t *p;
     const vt_dev_t *d;
 
