@@ -884,14 +884,16 @@ inline uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int
     if (!info || (info->kind != VT_KIND_ALLOC && info->kind != VT_KIND_FREE))
         return 0;
     if (info->kind == VT_KIND_ALLOC) {
+        /* The live map's slot whatever the stack; the site only through a
+         * stack the hints cover. */
+        if (stage == 0)
+            vt_map_prefetch(&m->by_ptr, ev->ptr);
         if (ev->stack >= m->site_hint_cap)
             return 0;
         if (stage == 0)
             __builtin_prefetch(&m->site_hint[ev->stack]);
         else if (stage == 1 && m->site_hint[ev->stack] < m->p.nsites)
             __builtin_prefetch(&m->p.sites[m->site_hint[ev->stack]]);
-        if (stage == 0)
-            vt_map_prefetch(&m->by_ptr, ev->ptr);
         return 0;
     }
     /* A free: its slot, then its live entry (cookie: index + 1), then its
