@@ -228,6 +228,10 @@ g0=$(date +%s.%N)
 g1=$(date +%s.%N)
 "$GEN" -o "$T/stacks.vtrace" -e "$STACK_EVENTS" -l 10000 -s 100000 >/dev/null || echo "bench: gentrace failed" >>"$T/errors"
 echo "4. ANALYZER (vramtrace report; median of $AREPS; big trace generated in $(calc "$g1 - $g0" 1) s)"
+# The LTO build's speed depends on gcc inlining the per-event helpers into
+# the replay loop (analyzer/model.c, vt_model_prefetch): say so when it did not.
+OUTLINED=$(nm "$VT" 2>/dev/null | sed -n 's/.* [tT] \(vt_model_prefetch\|vt_reader_events\|vt_model_feed_event\)[.a-z_0-9]*$/\1/p' | sort -u | tr '\n' ' ')
+[ -n "$OUTLINED" ] && echo "   note: out of line in this build, the figures below may be low: $OUTLINED"
 echo "   trace                                   format   wall s   Mev/s wall  Mev/s cpu  peak RSS MB  vs text  verdict"
 HAS_HTML=0
 "$VT" report --help 2>/dev/null | grep -q -- '--html' && HAS_HTML=1
