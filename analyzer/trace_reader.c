@@ -765,8 +765,9 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
  * is left where vt_reader_next resumes (next_batched for an open record). */
 static size_t events_batched(vt_reader_t *r, vt_event_t *out, size_t max)
 {
-    /* Locals, not r's fields: stores to out[] could alias them (size_t and
-     * uint64_t are one type here), which cost a reload per field. */
+    /* The loop's state in locals: out[]'s uint64_t stores may alias r's
+     * size_t fields (one type here), so the compiler could not keep those
+     * in registers across them. */
     const uint8_t *s = r->s;
     const size_t slen = r->slen;
     size_t pos = r->ev_pos, end = r->ev_end, next = r->spos, n = 0;
