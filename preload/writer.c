@@ -298,18 +298,15 @@ static uint64_t event_time(uint64_t t)
  * of them shares one EVENT record (format version 3): batch_len_at is the
  * open record's 3-byte length field, 0 when none is open; close_batch()
  * fills it in before anything else is appended and before a flush. */
-_Static_assert(RAW_CAP < (1u << 21), "an EVENT record's length must fit its 3-byte field");
-#define EVENT_MAX (4 + VT_EVENT_MAX_PAYLOAD)
+_Static_assert(RAW_CAP <= VT_EVENT_RECORD_MAX, "an EVENT record's length must fit its 3-byte field");
+#define EVENT_MAX (1 + VT_EVENT_LEN_BYTES + VT_EVENT_MAX_PAYLOAD)
 static size_t batch_len_at;
 
 static void close_batch(void)
 {
     if (!batch_len_at)
         return;
-    size_t len = raw_len - (batch_len_at + 3);
-    raw[batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
-    raw[batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
-    raw[batch_len_at + 2] = (uint8_t)(len >> 14);
+    vt_put_event_len(raw + batch_len_at, raw_len - (batch_len_at + VT_EVENT_LEN_BYTES));
     batch_len_at = 0;
 }
 
@@ -320,7 +317,7 @@ static void emit_event(const vt_event_t *ev)
     if (!batch_len_at) {
         raw[raw_len] = VT_REC_EVENT;
         batch_len_at = raw_len + 1;
-        raw_len += 4;
+        raw_len += 1 + VT_EVENT_LEN_BYTES;
     }
     uint64_t time_ns = event_time(ev->time_ns);
     const uint64_t wire[VT_EVF_COUNT] = {

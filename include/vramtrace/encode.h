@@ -72,6 +72,16 @@ enum vt_event_field {
  * byte. Below 128, so its length is one varint byte. */
 #define VT_EVENT_MAX_PAYLOAD (1 + VT_EVF_COUNT * VT_VARINT_MAX)
 
+/* One optional field of a version 3 EVENT: written, and its presence bit
+ * set, when nonzero or when force names it. */
+static inline uint8_t *vt_put_optional(uint8_t *p, uint64_t v, unsigned bit, unsigned force, unsigned *present)
+{
+    if (!v && !(force & bit))
+        return p;
+    *present |= bit;
+    return vt_put_varint(p, v);
+}
+
 /* A version 3 EVENT payload at p. wire[] holds the fields as they go on
  * the wire (dt, device and ptr already zigzagged, ptr already a delta).
  * An optional field is written when nonzero, or when its bit is in force:
@@ -80,44 +90,33 @@ enum vt_event_field {
  * event, and a loop over a table of bits cost it ~150 instructions more. */
 static inline uint8_t *vt_put_event_v3(uint8_t *p, const uint64_t wire[VT_EVF_COUNT], unsigned force)
 {
+    unsigned present = 0;
     p = vt_put_varint(p, wire[VT_EVF_API]);
     uint8_t *present_at = p++;
-    unsigned present = 0;
-    if (wire[VT_EVF_DT] || (force & VT_EV_HAS_DT)) {
-        present |= VT_EV_HAS_DT;
-        p = vt_put_varint(p, wire[VT_EVF_DT]);
-    }
-    if (wire[VT_EVF_TID] || (force & VT_EV_HAS_TID)) {
-        present |= VT_EV_HAS_TID;
-        p = vt_put_varint(p, wire[VT_EVF_TID]);
-    }
-    if (wire[VT_EVF_DEVICE] || (force & VT_EV_HAS_DEVICE)) {
-        present |= VT_EV_HAS_DEVICE;
-        p = vt_put_varint(p, wire[VT_EVF_DEVICE]);
-    }
+    p = vt_put_optional(p, wire[VT_EVF_DT], VT_EV_HAS_DT, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_TID], VT_EV_HAS_TID, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_DEVICE], VT_EV_HAS_DEVICE, force, &present);
     p = vt_put_varint(p, wire[VT_EVF_PTR]);
-    if (wire[VT_EVF_SIZE] || (force & VT_EV_HAS_SIZE)) {
-        present |= VT_EV_HAS_SIZE;
-        p = vt_put_varint(p, wire[VT_EVF_SIZE]);
-    }
-    if (wire[VT_EVF_RESERVED] || (force & VT_EV_HAS_RESERVED)) {
-        present |= VT_EV_HAS_RESERVED;
-        p = vt_put_varint(p, wire[VT_EVF_RESERVED]);
-    }
-    if (wire[VT_EVF_AUX] || (force & VT_EV_HAS_AUX)) {
-        present |= VT_EV_HAS_AUX;
-        p = vt_put_varint(p, wire[VT_EVF_AUX]);
-    }
-    if (wire[VT_EVF_FLAGS] || (force & VT_EV_HAS_FLAGS)) {
-        present |= VT_EV_HAS_FLAGS;
-        p = vt_put_varint(p, wire[VT_EVF_FLAGS]);
-    }
-    if (wire[VT_EVF_RESULT] || (force & VT_EV_HAS_RESULT)) {
-        present |= VT_EV_HAS_RESULT;
-        p = vt_put_varint(p, wire[VT_EVF_RESULT]);
-    }
+    p = vt_put_optional(p, wire[VT_EVF_SIZE], VT_EV_HAS_SIZE, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_RESERVED], VT_EV_HAS_RESERVED, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_AUX], VT_EV_HAS_AUX, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_FLAGS], VT_EV_HAS_FLAGS, force, &present);
+    p = vt_put_optional(p, wire[VT_EVF_RESULT], VT_EV_HAS_RESULT, force, &present);
     *present_at = (uint8_t)present;
     return vt_put_varint(p, wire[VT_EVF_STACK]);
+}
+
+/* Version 3 writers keep an EVENT record open while events join it, so
+ * its length is written in a fixed 3 bytes (non-minimal LEB128, which
+ * readers take) and filled in when the record closes. */
+#define VT_EVENT_LEN_BYTES 3
+#define VT_EVENT_RECORD_MAX ((1u << 21) - 1) /* what 3 varint bytes hold */
+
+static inline void vt_put_event_len(uint8_t *p, size_t len)
+{
+    p[0] = (uint8_t)(0x80 | (len & 0x7f));
+    p[1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
+    p[2] = (uint8_t)(len >> 14 & 0x7f);
 }
 
 #endif

@@ -152,10 +152,6 @@ static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint6
                   uint32_t stack)
 {
     now_ns += 100 + next_rand() % 1900;
-    if (g.chunk.len == 0) {
-        g.prev_event_ns = g.start_ns; /* each chunk restarts the delta bases */
-        g.prev_event_ptr = 0;
-    }
     tg_event_t e = { .api = api, .tid = tid, .ptr = ptr, .size = size, .aux = aux, .flags = flags, .stack = stack };
     e.time_ns = g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS;
     tg_event(&g, &e);

@@ -120,22 +120,18 @@ void tg_event(tg_t *g, const tg_event_t *e)
         tg_buf_free(&p);
         return;
     }
-    if (!(g->batch_open && g->batch_buf == b && g->batch_end == b->len)) {
-        /* the length is patched after each event, in a fixed 3-byte
-         * varint (readers take non-minimal forms) */
-        static const uint8_t open_record[4] = { VT_REC_EVENT, 0x80, 0x80, 0x00 };
+    if (!(g->batch_buf == b && g->batch_end == b->len)) {
+        /* the length is filled in after each event (vt_put_event_len) */
+        uint8_t open_record[1 + VT_EVENT_LEN_BYTES] = { VT_REC_EVENT };
         tg_buf_bytes(b, open_record, sizeof open_record);
-        g->batch_open = 1;
         g->batch_buf = b;
-        g->batch_len_at = b->len - 3;
+        g->batch_len_at = b->len - VT_EVENT_LEN_BYTES;
     }
     tg_buf_event(g, b, e);
-    size_t len = b->len - (g->batch_len_at + 3);
-    if (len >= 1u << 21)
+    size_t len = b->len - (g->batch_len_at + VT_EVENT_LEN_BYTES);
+    if (len > VT_EVENT_RECORD_MAX)
         die("tg_event: EVENT record over 2 MiB");
-    b->p[g->batch_len_at] = (uint8_t)(0x80 | (len & 0x7f));
-    b->p[g->batch_len_at + 1] = (uint8_t)(0x80 | (len >> 7 & 0x7f));
-    b->p[g->batch_len_at + 2] = (uint8_t)(len >> 14);
+    vt_put_event_len(b->p + g->batch_len_at, len);
     g->batch_end = b->len;
 }
 
@@ -188,7 +184,7 @@ void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
     free(z);
     g->seq++;
     g->chunk.len = 0;
-    g->batch_open = 0;
+    g->batch_buf = NULL;
     g->prev_event_ns = g->start_ns;
     g->prev_event_ptr = 0;
 }

@@ -47,9 +47,9 @@ typedef struct tg {
     uint16_t version, flags;
     int has_header_len;
     uint32_t header_len;
-    /* tg_event's open version 3 EVENT record: its 3-byte length field at
-     * batch_len_at in batch_buf, which ended at batch_end after it */
-    int batch_open;
+    /* tg_event's open version 3 EVENT record: its length field at
+     * batch_len_at in batch_buf, which ended at batch_end after it (NULL:
+     * none open; a chunk closes it) */
     tg_buf_t *batch_buf;
     size_t batch_len_at, batch_end;
     int level;               /* zstd level */
