@@ -51,6 +51,8 @@ typedef struct vt_frag_log {
     size_t live_at_point;   /* live entries then (the skip rule) */
 } vt_frag_log_t;
 
+_Static_assert(VT_MAX_DEVICES <= 64, "vt_model.hook_increases_only has a bit per device");
+
 struct vt_model {
     const vt_rules_t *rules;
     double margin_pct;
@@ -83,7 +85,6 @@ struct vt_model {
     vt_dev_hook_t hook;
     void *hook_ctx;
     uint64_t hook_increases_only;   /* bit d: the hook returned 1 for device d */
-#define VT_MODEL_HOOK_BITS_OK (VT_MAX_DEVICES <= 64)
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];
 };
