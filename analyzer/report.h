@@ -128,8 +128,9 @@ void vt_uuid_str(const uint8_t uuid[16], char out[48]);
 int vt_uuid_known(const uint8_t uuid[16]);
 /* The first n (at most p->nsites) sites of p ordered by bytes at peak,
  * then most bytes live, then total bytes (all descending), then index;
- * returns a malloc'd index array of that many entries, NULL when out of
- * memory. A small n of many sites costs one pass, not a sort. */
+ * returns a malloc'd index array holding them first (it may hold all the
+ * sites), NULL when out of memory. A small n of many sites costs one pass,
+ * not a sort. */
 size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
 const char *vt_api_name(unsigned api);
 /* Basename of a path-like string. */

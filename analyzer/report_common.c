@@ -37,26 +37,20 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
 {
     if (n > p->nsites)
         n = p->nsites;
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!idx)
-        return NULL;
     sort_proc = p;
     if (n > p->nsites / 8) {
-        /* Most of them: sort all. */
-        size_t *all = n == p->nsites ? idx : malloc(p->nsites * sizeof *all);
-        if (!all) {
-            free(idx);
+        /* Most of them: sort all (the caller reads the first n). */
+        size_t *all = malloc((p->nsites ? p->nsites : 1) * sizeof *all);
+        if (!all)
             return NULL;
-        }
         for (size_t i = 0; i < p->nsites; i++)
             all[i] = i;
         qsort(all, p->nsites, sizeof *all, cmp_sites);
-        if (all != idx) {
-            memcpy(idx, all, n * sizeof *idx);
-            free(all);
-        }
-        return idx;
+        return all;
     }
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return NULL;
     /* A few of many (the text report's top 10 of 100k sites): keep the
      * best n seen in order; a site that does not beat the n-th costs one
      * comparison. cmp_sites is a total order (ties go by index), so this is
