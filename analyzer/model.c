@@ -37,6 +37,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->match_by_stack);
     vt_map_init(&m->verdict_by_ip);
     m->module_gen = 1;
+    m->memo_epoch = 1;
     m->p.tip_kind = -1;
     m->p.last_failed_dev = -1;
     return m;
@@ -59,6 +60,7 @@ void vt_model_free(vt_model_t *m)
     free(m->site_hint);
     vt_map_free(&m->verdict_by_ip);
     free(m->verdicts);
+    free(m->node_memo);
     free(m->p.sites);
     for (int i = 0; i < m->p.ndevs; i++)
         free(m->p.devs[i].layout);
@@ -240,13 +242,10 @@ static int verdict_for(vt_model_t *m, uint64_t ip, vt_frame_verdict_t *out)
     return 0;
 }
 
-static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
+/* The exact walk: every frame's verdict. For stacks deeper than a memo
+ * can describe (see stack_match). */
+static int match_by_walk(vt_model_t *m, uint32_t stack, vt_match_t *out)
 {
-    uint32_t idx;
-    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
-        *out = m->matches[idx];
-        return 0;
-    }
     uint64_t ips[VT_MAX_STACK_DEPTH];
     vt_frame_verdict_t verd[VT_MAX_STACK_DEPTH];
     int n = vt_stacks_ips(m->stacks, stack, ips, VT_MAX_STACK_DEPTH);
@@ -254,6 +253,88 @@ static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
         if (verdict_for(m, ips[i], &verd[i]))
             return VT_E_NOMEM;
     *out = vt_rules_match_verdicts(m->rules, verd, n);
+    return 0;
+}
+
+/* Nearest hits from a node rootward, within VT_MAX_STACK_DEPTH frames of
+ * that node (the window vt_stacks_ips gives a leaf). */
+struct node_memo {
+    int32_t user, builtin;              /* rule index, -1 none */
+    uint16_t user_frame, builtin_frame; /* frames from the node, itself 0 */
+    uint64_t epoch;                     /* valid when == memo_epoch; 0 never */
+};
+
+static void memo_step(int32_t here, int32_t above, uint16_t above_frame, int32_t *rule, uint16_t *frame)
+{
+    if (here >= 0) {
+        *rule = here;
+        *frame = 0;
+    } else if (above >= 0 && above_frame + 1u < VT_MAX_STACK_DEPTH) {
+        *rule = above;
+        *frame = (uint16_t)(above_frame + 1);
+    } else {
+        *rule = -1;
+        *frame = 0;
+    }
+}
+
+/* vt_rules_match_verdicts over the stack's frames, the same answer: the
+ * first user hit innermost-first, else the first built-in one, within the
+ * window. The nearest hit from a node is its own verdict's, or its
+ * parent's one frame further; a hit beyond the parent's window is beyond
+ * the child's too. So only nodes without a current memo are judged, leaf
+ * side of the first ancestor that has one. */
+static int stack_match(vt_model_t *m, uint32_t leaf, vt_match_t *out)
+{
+    uint32_t path[VT_MAX_STACK_DEPTH];
+    uint64_t ips[VT_MAX_STACK_DEPTH];
+    struct node_memo top = { -1, -1, 0, 0, 0 };
+    int n = 0;
+    uint32_t id = leaf, parent;
+    uint64_t ip;
+    while (vt_stacks_node(m->stacks, id, &ip, &parent)) {
+        if (id < m->node_memo_cap && m->node_memo[id].epoch == m->memo_epoch) {
+            top = m->node_memo[id];
+            break;
+        }
+        if (n == (int)VT_MAX_STACK_DEPTH)
+            return match_by_walk(m, leaf, out); /* a memo here would need frames past the window */
+        path[n] = id;
+        ips[n++] = ip;
+        id = parent;
+    }
+    if (n && path[0] >= m->node_memo_cap) {
+        /* parents have smaller ids than their children: the leaf is the
+         * largest id on the path */
+        size_t old = m->node_memo_cap;
+        if (vt_grow((void **)&m->node_memo, &m->node_memo_cap, (size_t)path[0] + 1, sizeof *m->node_memo, 1024))
+            return VT_E_NOMEM;
+        memset(m->node_memo + old, 0, (m->node_memo_cap - old) * sizeof *m->node_memo);
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        vt_frame_verdict_t v;
+        if (verdict_for(m, ips[k], &v))
+            return VT_E_NOMEM;
+        struct node_memo here;
+        memo_step(v.user, top.user, top.user_frame, &here.user, &here.user_frame);
+        memo_step(v.builtin, top.builtin, top.builtin_frame, &here.builtin, &here.builtin_frame);
+        here.epoch = m->memo_epoch;
+        m->node_memo[path[k]] = here;
+        top = here;
+    }
+    *out = vt_rules_match_nearest(m->rules, top.user, top.user_frame, top.builtin, top.builtin_frame);
+    return 0;
+}
+
+static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
+{
+    uint32_t idx;
+    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
+        *out = m->matches[idx];
+        return 0;
+    }
+    if (stack_match(m, stack, out))
+        return VT_E_NOMEM;
     if (vt_grow((void **)&m->matches, &m->matches_cap, m->nmatches + 1, sizeof *m->matches, 256))
         return VT_E_NOMEM;
     /* Stacks are complete before any event refers to them (format
@@ -961,14 +1042,22 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
         return 0;
     case VT_REC_MODULE:
         m->module_gen++;
+        m->memo_epoch++;
         return vt_stacks_add_module(m->stacks, &rec->u.module);
     case VT_REC_FRAME: {
         uint32_t idx;
-        if (vt_map_get(&m->verdict_by_ip, rec->u.frame.ip, &idx))
+        if (vt_map_get(&m->verdict_by_ip, rec->u.frame.ip, &idx)) {
             m->verdicts[idx].gen = 0;
+            m->memo_epoch++;
+        }
         return vt_stacks_add_frame(m->stacks, &rec->u.frame);
     }
     case VT_REC_STACK:
+        /* A node at or below the highest id may fill a gap a walk stopped
+         * at, or replace one: memos above it may be wrong. A new highest
+         * id is nobody's parent yet. */
+        if (rec->u.stack.node_id <= vt_stacks_max_id(m->stacks))
+            m->memo_epoch++;
         return vt_stacks_add_node(m->stacks, &rec->u.stack);
     case VT_REC_EVENT:
         return feed_event(m, &rec->u.event);

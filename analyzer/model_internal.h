@@ -80,6 +80,14 @@ struct vt_model {
     struct ip_verdict *verdicts;
     size_t nverdicts, verdicts_cap;
     uint64_t module_gen;   /* MODULE records fed; a verdict of another gen is stale */
+    /* Per stack-tree node (model.c stack_match): the nearest user-rule and
+     * built-in hits from that node rootward, so a new stack costs one
+     * verdict per node not seen before instead of one per frame. An entry
+     * is valid while its epoch equals memo_epoch, which moves whenever a
+     * verdict or the tree under a memo may have changed. */
+    struct node_memo *node_memo;
+    size_t node_memo_cap;
+    uint64_t memo_epoch;
     size_t sites_cap;
     uint64_t seq;
     vt_dev_hook_t hook;

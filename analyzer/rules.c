@@ -355,6 +355,21 @@ vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t
     return m;
 }
 
+vt_match_t vt_rules_match_nearest(const vt_rules_t *r, int32_t user, int user_frame, int32_t builtin, int builtin_frame)
+{
+    vt_match_t m = { VT_TAG_UNKNOWN, -1, -1 };
+    if (user >= 0) {
+        m.tag = r->user.v[user].tag;
+        m.rule = user;
+        m.frame = user_frame;
+    } else if (builtin >= 0) {
+        m.tag = r->builtin.v[builtin].tag;
+        m.rule = builtin + (int)r->user.n;
+        m.frame = builtin_frame;
+    }
+    return m;
+}
+
 static int match_set(const rule_set_t *set, const vt_frame_t *frames, int n, vt_match_t *m)
 {
     for (int i = 0; i < n; i++) {

@@ -83,6 +83,10 @@ typedef struct vt_frame_verdict {
 } vt_frame_verdict_t;
 vt_frame_verdict_t vt_rules_verdict(const vt_rules_t *r, const vt_frame_t *f);
 vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t *v, int n);
+/* The match vt_rules_match_verdicts gives when the first user hit is rule
+ * `user` at frame user_frame and the first built-in hit is `builtin` at
+ * builtin_frame (-1: none). */
+vt_match_t vt_rules_match_nearest(const vt_rules_t *r, int32_t user, int user_frame, int32_t builtin, int builtin_frame);
 
 int vt_rules_tag_count(const vt_rules_t *r);
 const char *vt_rules_tag_name(const vt_rules_t *r, int tag);

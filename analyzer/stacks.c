@@ -261,6 +261,15 @@ int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max)
     return n;
 }
 
+int vt_stacks_node(const vt_stacks_t *s, uint32_t id, uint64_t *ip, uint32_t *parent)
+{
+    if (id == 0 || id >= s->nodes_cap || s->parent[id] == UINT32_MAX)
+        return 0;
+    *ip = s->ip[id];
+    *parent = s->parent[id];
+    return 1;
+}
+
 void vt_stacks_prefetch(const vt_stacks_t *s, uint32_t leaf)
 {
     if (leaf < s->nodes_cap) {

@@ -57,6 +57,10 @@ int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max);
 void vt_stacks_frame(const vt_stacks_t *s, uint64_t ip, vt_frame_t *out);
 /* Starts loading node `leaf` for a walk soon after (a hint only). */
 void vt_stacks_prefetch(const vt_stacks_t *s, uint32_t leaf);
+/* Node id's ip and parent when id is a node a walk passes (not 0, added,
+ * in range): @return 1, else 0. One step of vt_stacks_ips, for callers that
+ * memoise per node. */
+int vt_stacks_node(const vt_stacks_t *s, uint32_t id, uint64_t *ip, uint32_t *parent);
 /* The highest node id added (0 when none): ids above it name no stack. */
 uint32_t vt_stacks_max_id(const vt_stacks_t *s);
 

@@ -196,11 +196,107 @@ static void test_hook_increases_only(vt_rules_t *rules)
     m = NULL;
 }
 
+/* A new stack's match comes from per-node memos (model.c stack_match);
+ * it must equal vt_rules_match over the stack's frames at that moment,
+ * whatever arrived before: FRAME records naming ips already judged, MODULE
+ * records, nodes replaced or filled in below the highest id, chains deeper
+ * than the 256-frame window. Random sequences, fixed seeds. */
+static uint64_t memo_rng;
+static uint32_t memo_rand(uint32_t n)
+{
+    memo_rng ^= memo_rng << 13;
+    memo_rng ^= memo_rng >> 7;
+    memo_rng ^= memo_rng << 17;
+    return (uint32_t)(memo_rng % n);
+}
+
+static void test_stack_memo(void)
+{
+    static const char *names[] = { "ua_one", "ub_two", "_ZN11llama_model12load_tensorsER18llama_model_loader",
+                                   "ggml_gallocr_reserve_n", "plain_a", "plain_b", "cudaMalloc" };
+    const char *txt = "kv ua_*\nweights ub_*\nscratch module:libmine*\n";
+    uint64_t checks = 0, mismatches = 0, deep = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        vt_error_t err;
+        vt_rules_t *rules = vt_rules_new();
+        if (vt_rules_load_text(rules, "memo.rules", txt, strlen(txt), &err))
+            TAP_OK(0, "memo rules load");
+        m = vt_model_new(rules, 15);
+        vt_rec_process_t pr = { 0 };
+        pr.pid = 42;
+        pr.mono_start_ns = T0;
+        vt_model_set_process(m, &pr);
+        device(0, 80 * GiB, 79 * GiB);
+        frame(0x8000, "ua_chain_top");
+        memo_rng = seed * 0x9e3779b97f4a7c15ull;
+        uint32_t next_id = 1;
+        uint64_t ptr = 0x100000000ull;
+        for (int step = 0; step < 20000; step++) {
+            uint32_t op = memo_rand(100);
+            uint64_t ip = 0x1000 + 16 * (uint64_t)memo_rand(64);
+            if (op < 30 || next_id == 1) {
+                node(next_id, memo_rand(next_id), ip);
+                next_id++;
+            } else if (op < 31) {
+                /* a user hit, then 299 frames no rule matches: the
+                 * chain's stacks reach the hit exactly at the window's edge */
+                uint32_t prev = memo_rand(next_id);
+                for (int j = 0; j < 300; j++) {
+                    node(next_id, prev, j ? 0x9000 + 16 * (uint64_t)memo_rand(64) : 0x8000);
+                    prev = next_id++;
+                }
+            } else if (op < 36) {
+                uint32_t k = 1 + memo_rand(next_id - 1);
+                node(k, memo_rand(k), ip);
+            } else if (op < 38) {
+                node(next_id + 1 + memo_rand(3), memo_rand(next_id), ip);   /* a gap below it */
+            } else if (op < 48) {
+                frame(ip, names[memo_rand(sizeof names / sizeof names[0])]);
+            } else if (op < 50) {
+                vt_record_t r = { .type = VT_REC_MODULE };
+                r.u.module.module_id = 1 + memo_rand(2);
+                r.u.module.base = memo_rand(2) ? 0x1000 : 0x1200;
+                r.u.module.size = 0x200;
+                r.u.module.path.data = memo_rand(2) ? "/opt/libmine.so" : "/opt/libother.so";
+                r.u.module.path.len = (uint32_t)strlen(r.u.module.path.data);
+                feed(&r);
+            } else {
+                uint32_t stack = vt_stacks_max_id(vt_model_stacks(m)) - memo_rand(next_id);
+                size_t before = vt_model_proc(m)->nsites;
+                ev(1000 + (uint64_t)step, VT_API_cuMemAlloc_v2, 0, ptr, 1 * MiB, 0, stack);
+                ptr += 2 * MiB;
+                const vt_proc_t *p = vt_model_proc(m);
+                if (p->nsites == before + 1) {
+                    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+                    int n = vt_stacks_get(vt_model_stacks(m), stack, fr, VT_MAX_STACK_DEPTH);
+                    vt_match_t want = vt_rules_match(rules, fr, n);
+                    const vt_match_t *got = &p->sites[p->nsites - 1].match;
+                    checks++;
+                    deep += n == (int)VT_MAX_STACK_DEPTH;
+                    if (got->tag != want.tag || got->rule != want.rule || got->frame != want.frame) {
+                        if (!mismatches)
+                            printf("# seed %llu step %d stack %u: tag/rule/frame %d/%d/%d, want %d/%d/%d\n",
+                                     (unsigned long long)seed, step, stack, got->tag, got->rule, got->frame,
+                                     want.tag, want.rule, want.frame);
+                        mismatches++;
+                    }
+                }
+            }
+        }
+        vt_model_free(m);
+        vt_rules_free(rules);
+    }
+    TAP_EQ_U64(mismatches, 0, "memoised stack matches equal vt_rules_match (%llu new stacks, %llu at the window)",
+               (unsigned long long)checks, (unsigned long long)deep);
+    TAP_OK(checks > 10000 && deep > 100, "the random sequences reached many stacks and the 256-frame window");
+}
+
 int main(void)
 {
     vt_rules_t *rules = vt_rules_new();
     test_sites_ranked();
     test_hook_increases_only(rules);
+    test_stack_memo();
     const vt_proc_t *p;
     const vt_dev_t *d;
 
