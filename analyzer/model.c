@@ -209,6 +209,8 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
 {
     uint32_t idx;
+    if (stack < m->site_hint_cap && m->site_hint[stack] != UINT32_MAX)
+        return m->p.sites[m->site_hint[stack]].match.tag;
     return vt_map_get(&m->match_by_stack, stack, &idx) ? m->matches[idx].tag : VT_TAG_UNKNOWN;
 }
 
@@ -326,46 +328,59 @@ static int stack_match(vt_model_t *m, uint32_t leaf, vt_match_t *out)
     return 0;
 }
 
-static int match_for(vt_model_t *m, uint32_t stack, vt_match_t *out)
-{
-    uint32_t idx;
-    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
-        *out = m->matches[idx];
-        return 0;
-    }
-    if (stack_match(m, stack, out))
-        return VT_E_NOMEM;
-    if (vt_grow((void **)&m->matches, &m->matches_cap, m->nmatches + 1, sizeof *m->matches, 256))
-        return VT_E_NOMEM;
-    /* Stacks are complete before any event refers to them (format
-     * contract), so caching per stack id is safe. */
-    m->matches[m->nmatches] = *out;
-    if (vt_map_put(&m->match_by_stack, stack, (uint32_t)m->nmatches))
-        return VT_E_NOMEM;
-    m->nmatches++;
-    return 0;
-}
+/* site_hint[stack] names the first site made for a stack (UINT32_MAX:
+ * none yet), and that site carries the stack's match: for the usual trace
+ * (stacks defined before use) a new stack costs an array slot, not an
+ * entry in each of two maps that grow with the stacks. Sites and matches
+ * the hint cannot hold (a stack not defined yet, or no memory for the
+ * array) go to site_by_key and match_by_stack. */
 
-/* A site carries its stack's match, so a known site costs one lookup; the
- * per-stack cache (a second, as cold, map) is asked only for a new site. */
-static void hint_site(vt_model_t *m, uint32_t stack, uint32_t si)
+/* @return 1 when stack's next site will be its hinted one. */
+static int hint_free(vt_model_t *m, uint32_t stack)
 {
     if (stack > vt_stacks_max_id(m->stacks))
-        return;   /* no such stack (yet): the map alone knows the site */
+        return 0;   /* no such stack (yet): the maps alone know it */
     if (stack >= m->site_hint_cap) {
         size_t ncap = m->site_hint_cap ? m->site_hint_cap : 1024;
         while (ncap <= stack)
             ncap *= 2;
         uint32_t *v = realloc(m->site_hint, ncap * sizeof *v);
         if (!v)
-            return;   /* a hint is optional */
+            return 0;   /* a hint is optional */
         for (size_t i = m->site_hint_cap; i < ncap; i++)
             v[i] = UINT32_MAX;
         m->site_hint = v;
         m->site_hint_cap = ncap;
     }
-    if (m->site_hint[stack] == UINT32_MAX)
-        m->site_hint[stack] = si;
+    return m->site_hint[stack] == UINT32_MAX;
+}
+
+/* The stack's match as first computed: the hinted site's, a cached one, or
+ * computed now (and cached unless the new site, to be hinted, keeps it).
+ * Stacks are complete before any event refers to them (format contract),
+ * so one answer per stack id is safe. */
+static int match_for(vt_model_t *m, uint32_t stack, int hinted, vt_match_t *out)
+{
+    uint32_t idx;
+    if (stack < m->site_hint_cap && m->site_hint[stack] != UINT32_MAX) {
+        *out = m->p.sites[m->site_hint[stack]].match;
+        return 0;
+    }
+    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
+        *out = m->matches[idx];
+        return 0;
+    }
+    if (stack_match(m, stack, out))
+        return VT_E_NOMEM;
+    if (hinted)
+        return 0;
+    if (vt_grow((void **)&m->matches, &m->matches_cap, m->nmatches + 1, sizeof *m->matches, 256))
+        return VT_E_NOMEM;
+    m->matches[m->nmatches] = *out;
+    if (vt_map_put(&m->match_by_stack, stack, (uint32_t)m->nmatches))
+        return VT_E_NOMEM;
+    m->nmatches++;
+    return 0;
 }
 
 static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t *out)
@@ -381,8 +396,9 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t 
     uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
     if (vt_map_get(&m->site_by_key, key, out))
         return 0;
+    int hinted = hint_free(m, stack);
     vt_match_t match;
-    if (match_for(m, stack, &match))
+    if (match_for(m, stack, hinted, &match))
         return VT_E_NOMEM;
     if (vt_grow((void **)&m->p.sites, &m->sites_cap, m->p.nsites + 1, sizeof *m->p.sites, 64))
         return VT_E_NOMEM;
@@ -392,9 +408,10 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t 
     s->space = (uint8_t)space;
     s->device = ordinal;
     s->match = match;
-    if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
+    if (hinted)
+        m->site_hint[stack] = (uint32_t)m->p.nsites;
+    else if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
         return VT_E_NOMEM;
-    hint_site(m, stack, (uint32_t)m->p.nsites);
     *out = (uint32_t)m->p.nsites++;
     return 0;
 }

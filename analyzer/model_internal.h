@@ -66,8 +66,9 @@ struct vt_model {
     vt_map_t by_ptr, by_handle, by_va, by_map;
     vt_map_t site_by_key;
     /* site_hint[stack]: the first site made for that stack (UINT32_MAX
-     * none), one 4-byte load where site_by_key is a miss in a large map;
-     * only for stack ids the stack tree has (bounded by its nodes). */
+     * none), which carries the stack's match; site_by_key and
+     * match_by_stack hold only what it cannot (model.c hint_free). Only
+     * for stack ids the stack tree has (bounded by its nodes). */
     uint32_t *site_hint;
     size_t site_hint_cap;
     vt_map_t match_by_stack;

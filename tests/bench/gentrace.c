@@ -7,6 +7,8 @@
  *     LIVE    allocations kept live in the steady state (default 10000)
  *     STACKS  distinct allocation stacks (default 1000)
  *     DEPTH   frames per stack (default 20)
+ *     -L      stack nodes written at first use, as the shim writes them
+ *             (default: the whole tree before the first event)
  *
  * Shape: one process, one 80 GiB device, one module. The stacks share a
  * trunk of frames and branch in their innermost levels (like real servers:
@@ -77,15 +79,57 @@ static void frame(uint64_t ip, const char *name)
 
 static uint32_t node_count;
 
-static uint32_t node(uint32_t parent, uint64_t ip)
+static void stack_record(uint32_t id, uint32_t parent, uint64_t ip)
 {
     uint8_t buf[32], *p = buf;
-    uint32_t id = ++node_count;
     p = vt_put_varint(p, id);
     p = vt_put_varint(p, parent);
     p = vt_put_varint(p, ip);
     record(VT_REC_STACK, buf, (size_t)(p - buf));
-    return id;
+}
+
+/* -L: the shim's order. A node is written just before the first event
+ * whose stack holds it, numbered in that order; build_stacks only shapes
+ * the tree (vparent, vip by tree index) and node() returns tree indexes. */
+static int lazy;
+static uint32_t *vparent, *vid, nvnodes, vcap;
+static uint64_t *vip;
+
+static uint32_t node(uint32_t parent, uint64_t ip)
+{
+    if (!lazy) {
+        uint32_t id = ++node_count;
+        stack_record(id, parent, ip);
+        return id;
+    }
+    if (nvnodes + 1 >= vcap) {
+        vcap = vcap ? 2 * vcap : 1024;
+        vparent = realloc(vparent, vcap * sizeof *vparent);
+        vid = realloc(vid, vcap * sizeof *vid);
+        vip = realloc(vip, vcap * sizeof *vip);
+        if (!vparent || !vid || !vip)
+            exit(1);
+        if (!nvnodes)
+            vid[0] = 0;   /* tree index 0 is the root: id 0 */
+    }
+    uint32_t v = ++nvnodes;
+    vparent[v] = parent;
+    vip[v] = ip;
+    vid[v] = 0;
+    return v;
+}
+
+/* The node id of tree index v, writing it and its unwritten ancestors. */
+static uint32_t stack_id(uint32_t v)
+{
+    if (!lazy || v == 0)
+        return v;
+    if (!vid[v]) {
+        uint32_t parent = stack_id(vparent[v]);
+        vid[v] = ++node_count;
+        stack_record(vid[v], parent, vip[v]);
+    }
+    return vid[v];
 }
 
 /* Builds STACKS leaves: a trunk of depth - levels frames, then `levels`
@@ -152,6 +196,7 @@ static void event(uint16_t api, uint32_t tid, uint64_t ptr, uint64_t size, uint6
                   uint32_t stack)
 {
     now_ns += 100 + next_rand() % 1900;
+    stack = stack_id(stack);
     tg_event_t e = { .api = api, .tid = tid, .ptr = ptr, .size = size, .aux = aux, .flags = flags, .stack = stack };
     e.time_ns = g.start_ns + (now_ns - g.start_ns) / SHIM_TIME_GRAIN_NS * SHIM_TIME_GRAIN_NS;
     tg_event(&g, &e);
@@ -163,7 +208,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     uint64_t events = 1000000, live = 10000, stacks = 1000;
     int depth = 20, c;
-    while ((c = getopt(argc, argv, "o:e:l:s:d:r:")) != -1) {
+    while ((c = getopt(argc, argv, "o:e:l:s:d:r:L")) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'e': events = strtoull(optarg, NULL, 10); break;
@@ -171,11 +216,12 @@ int main(int argc, char **argv)
         case 's': stacks = strtoull(optarg, NULL, 10); break;
         case 'd': depth = atoi(optarg); break;
         case 'r': rng = strtoull(optarg, NULL, 10) * 0x9e3779b97f4a7c15ull | 1; break;
+        case 'L': lazy = 1; break;
         default: return 2;
         }
     }
     if (!out || live < 1 || stacks < 1 || stacks > (1u << 24) || depth < 1 || depth > 30) {
-        fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED]\n");
+        fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED] [-L]\n");
         return 2;
     }
     FILE *f = fopen(out, "wb");

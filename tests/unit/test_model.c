@@ -291,12 +291,41 @@ static void test_stack_memo(void)
     TAP_OK(checks > 10000 && deep > 100, "the random sequences reached many stacks and the 256-frame window");
 }
 
+/* A stack used before its node is defined: its first site and match go to
+ * the maps (the site hint holds only defined stacks), and stay the stack's
+ * answer after the node arrives, as if computed once per stack. */
+static void test_site_before_stack(vt_rules_t *rules)
+{
+    setup(rules, 24 * GiB, 23 * GiB);
+    ev(1000, VT_API_cudaMalloc, 0, 0x1000000, 1 * MiB, 0, 50);   /* node 50 unknown yet */
+    node(50, 4, 0x60);   /* then defined: cudaMalloc <- kv cache <- main */
+    ev(2000, VT_API_cudaMalloc, 0, 0x2000000, 1 * MiB, 0, 50);
+    ev(3000, VT_API_cudaMallocHost, -1, 0x3000000, 1 * MiB, 0, 50);
+    ev(4000, VT_API_cudaMalloc, 0, 0x4000000, 1 * MiB, 0, 5);    /* kv, defined first */
+    ev(5000, VT_API_cudaMallocHost, -1, 0x5000000, 1 * MiB, 0, 5);
+    const vt_proc_t *p = vt_model_proc(m);
+    TAP_EQ_U64(p->nsites, 4, "stack 50: one device site and one host site; stack 5 the same");
+    TAP_OK(p->nsites == 4 && p->sites[0].stack == 50 && p->sites[0].calls == 2 && p->sites[0].match.tag == VT_TAG_UNKNOWN,
+           "stack 50's device site, made before its node, is found again and keeps its first match");
+    TAP_OK(p->nsites == 4 && p->sites[1].stack == 50 && p->sites[1].space == VT_SPACE_HOST &&
+               p->sites[1].match.tag == VT_TAG_UNKNOWN,
+           "stack 50's host site takes the stack's first match, not the node's");
+    TAP_OK(p->nsites == 4 && p->sites[2].match.tag == VT_TAG_KV && p->sites[3].match.tag == VT_TAG_KV &&
+               p->sites[3].space == VT_SPACE_HOST,
+           "stack 5's host site shares its device site's match");
+    TAP_EQ_U64(vt_model_stack_tag(m, 50), VT_TAG_UNKNOWN, "stack 50's tag is its first match's");
+    TAP_EQ_U64(vt_model_stack_tag(m, 5), VT_TAG_KV, "stack 5's tag");
+    TAP_EQ_U64(vt_model_stack_tag(m, 7), VT_TAG_UNKNOWN, "a stack no event used has no tag");
+    vt_model_free(m);
+}
+
 int main(void)
 {
     vt_rules_t *rules = vt_rules_new();
     test_sites_ranked();
     test_hook_increases_only(rules);
     test_stack_memo();
+    test_site_before_stack(rules);
     const vt_proc_t *p;
     const vt_dev_t *d;
 
