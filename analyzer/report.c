@@ -118,8 +118,38 @@ static int add_path(char ***paths, int *n, const char *path)
  * stage starts now (advance() runs the later ones). */
 static void queued(vt_report_input_t *in, unsigned k)
 {
+    in->qkind[k] = VT_REC_EVENT;
     in->qcookie[k] = 0;
     vt_model_prefetch(in->model, &in->q[k], 0, 0);
+}
+
+/* Queues a STACK or FRAME record behind the events in in's lookahead, so
+ * reading goes on past it (a trace that defines each stack just before
+ * its first use would otherwise drain the lookahead at every new stack).
+ * The reader's strings do not outlive its next call: a FRAME's name is
+ * copied. @return 0, or -1 (not queued: the caller holds it instead). */
+static int queue_record(vt_report_input_t *in, const vt_record_t *rec)
+{
+    unsigned k = (in->qhead + in->qn) & (VT_LOOKAHEAD - 1);
+    if (rec->type == VT_REC_FRAME) {
+        size_t len = rec->u.frame.function.len;
+        if (len > in->qname_cap[k]) {
+            char *b = realloc(in->qname[k], len);
+            if (!b)
+                return -1;
+            in->qname[k] = b;
+            in->qname_cap[k] = len;
+        }
+        if (len)
+            memcpy(in->qname[k], rec->u.frame.function.data, len);
+        in->qrec[k] = *rec;
+        in->qrec[k].u.frame.function.data = len ? in->qname[k] : "";
+    } else {
+        in->qrec[k] = *rec;
+    }
+    in->qkind[k] = (uint8_t)rec->type;
+    in->qn++;
+    return 0;
 }
 
 /* Fills input in's lookahead: reads records until it holds VT_LOOKAHEAD
@@ -153,6 +183,8 @@ static int fill(vt_report_input_t *in)
                 queued(in, k);
                 continue;
             }
+            if (in->qn && (rec.type == VT_REC_STACK || rec.type == VT_REC_FRAME) && !queue_record(in, &rec))
+                continue;
             if (in->qn) {
                 /* Its strings stay valid: the reader is not called again
                  * until it has been fed. */
@@ -191,6 +223,14 @@ static int advance(vt_report_input_t *in)
 {
     in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
     in->qn--;
+    while (in->qn && in->qkind[in->qhead] != VT_REC_EVENT) {
+        if (vt_model_feed(in->model, &in->qrec[in->qhead])) {
+            fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+            return VT_EXIT_BAD_INPUT;
+        }
+        in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
+        in->qn--;
+    }
     if (!in->qn && in->held) {
         in->held = 0;
         if (vt_model_feed(in->model, &in->held_rec)) {
@@ -202,11 +242,13 @@ static int advance(vt_report_input_t *in)
     int rc = in->qn <= VT_LOOKAHEAD / 2 ? fill(in) : 0;
     if (in->qn > 8) {
         unsigned k = (in->qhead + 8) & (VT_LOOKAHEAD - 1);
-        in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 1, 0);
+        if (in->qkind[k] == VT_REC_EVENT)
+            in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 1, 0);
     }
     if (in->qn > 3) {
         unsigned k = (in->qhead + 3) & (VT_LOOKAHEAD - 1);
-        vt_model_prefetch(in->model, &in->q[k], 2, in->qcookie[k]);
+        if (in->qkind[k] == VT_REC_EVENT)
+            vt_model_prefetch(in->model, &in->q[k], 2, in->qcookie[k]);
     }
     return rc;
 }
@@ -287,6 +329,8 @@ void vt_report_free(vt_report_t *r)
         if (r->in[i].reader)
             vt_reader_close(r->in[i].reader);
         vt_model_free(r->in[i].model);
+        for (unsigned k = 0; k < VT_LOOKAHEAD; k++)
+            free(r->in[i].qname[k]);
         free(r->in[i].path);
     }
     free(r->in);

@@ -36,10 +36,17 @@ typedef struct vt_report_input {
     vt_model_t *model;
     /* Lookahead (report.c): events read but not fed yet, oldest at qhead,
      * so the model can start loading what each needs a few events before
-     * it is fed. A non-event record ends the lookahead: it waits in `held`
-     * until the events before it are fed, so the model sees file order. */
+     * it is fed. STACK and FRAME records (the ones a trace writes before
+     * each new stack's first event) queue among them in qrec, a FRAME's
+     * name copied to qname; the head is always an event. Any other record
+     * ends the lookahead: it waits in `held` until the events before it are
+     * fed. Either way the model sees file order. */
     vt_event_t q[VT_LOOKAHEAD];
     uint32_t qcookie[VT_LOOKAHEAD];   /* vt_model_prefetch's, stage 1 to 2 */
+    uint8_t qkind[VT_LOOKAHEAD];      /* VT_REC_EVENT, or qrec's type */
+    vt_record_t qrec[VT_LOOKAHEAD];
+    char *qname[VT_LOOKAHEAD];
+    size_t qname_cap[VT_LOOKAHEAD];
     unsigned qhead, qn;
     int held;
     vt_record_t held_rec;

@@ -289,4 +289,23 @@ check "hostile records: JSON is valid" valid_json "$D/hostile.json"
 "$VT" report "$D/hostile.vtrace" >/dev/null 2>&1
 is "$?" 0 "hostile records: text report"
 
+# -- 9. records between events keep file order -----------------------------
+# The lookahead reads on past FRAME and STACK records (a shim trace defines
+# each new stack just before its first event); the model must still see
+# them after the events before them: stack 41's match is made before
+# 0x401200 has a name, stack 42's after.
+{
+    header 7 /opt/llama.cpp/bin/llama-server 24GiB 23GiB 07070707070707070707070707070707
+    echo "stack 40 parent=1 ip=0x401200"
+    echo "stack 41 parent=40 ip=0x7f0000001000"
+    echo "event t=1000 api=cudaMalloc dev=0 ptr=0x10000000 size=3MiB stack=41 flags=runtime"
+    echo "frame 0x401200 module=5 offset=0x10 function=myapp_alloc"
+    echo "stack 42 parent=40 ip=0x7f0000001100"
+    echo "event t=2000 api=cudaMalloc dev=0 ptr=0x20000000 size=2MiB stack=42 flags=runtime"
+} >"$D/order.vt"
+gen order
+json order --rules "$D/my.rules"
+is "$(j "$D/order.json" "[s['tag'] for s in $P['sites']]")" '["unknown", "kv"]' \
+    "a FRAME after an event names the ip for later stacks only"
+
 done_testing
