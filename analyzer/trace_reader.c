@@ -99,27 +99,6 @@ static int cur_fail(cur_t *c, int code, const char *field, const char *why)
     return -1;
 }
 
-static int get_varint(cur_t *c, const char *field, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (unsigned k = 0; k < 10; k++) {
-        if (c->i >= c->n)
-            return cur_fail(c, VT_E_CORRUPT, field, "payload ends inside the field");
-        uint8_t b = c->p[c->i++];
-        /* The 10th byte holds bit 63 only; anything more overflows. */
-        if (k == 9 && (b & 0x80))
-            break;
-        if (k == 9 && b > 1)
-            return cur_fail(c, VT_E_CORRUPT, field, "varint overflows 64 bits");
-        x |= (uint64_t)(b & 0x7f) << (7 * k);
-        if (!(b & 0x80)) {
-            *v = x;
-            return 0;
-        }
-    }
-    return cur_fail(c, VT_E_CORRUPT, field, "varint longer than 10 bytes");
-}
-
 /* Fast path: decodes the varint at *pp with no bounds check. The caller
  * guarantees VARINT_MAX readable bytes at *pp. Accepts exactly what
  * get_varint accepts; @return 0 and advances *pp, or -1 (leaving *pp
@@ -193,6 +172,41 @@ static inline __attribute__((always_inline)) int field_varint(const uint8_t **pp
 #else
 #define field_varint fast_varint
 #endif
+
+static int get_varint(cur_t *c, const char *field, uint64_t *v)
+{
+    /* STACK and other non-event records: the unrolled decoder where
+     * VARINT_MAX bytes are readable (avail is 0 in checked mode and for
+     * cursors without it), the byte loop for the rest and for every
+     * error, which it words. */
+    if (c->i < c->avail && c->avail - c->i >= VARINT_MAX) {
+        const uint8_t *p = c->p + c->i;
+        uint64_t fx;
+        if (field_varint(&p, &fx) == 0 && (size_t)(p - c->p) <= c->n) {
+            c->i = (size_t)(p - c->p);
+            *v = fx;
+            return 0;
+        }
+    }
+    uint64_t x = 0;
+    for (unsigned k = 0; k < 10; k++) {
+        if (c->i >= c->n)
+            return cur_fail(c, VT_E_CORRUPT, field, "payload ends inside the field");
+        uint8_t b = c->p[c->i++];
+        /* The 10th byte holds bit 63 only; anything more overflows. */
+        if (k == 9 && (b & 0x80))
+            break;
+        if (k == 9 && b > 1)
+            return cur_fail(c, VT_E_CORRUPT, field, "varint overflows 64 bits");
+        x |= (uint64_t)(b & 0x7f) << (7 * k);
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return cur_fail(c, VT_E_CORRUPT, field, "varint longer than 10 bytes");
+}
+
 
 static int get_zz(cur_t *c, const char *field, int64_t *v)
 {
@@ -684,7 +698,7 @@ static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, 
     c->p = r->s + at;
     c->n = (size_t)len;
     c->i = 0;
-    c->avail = r->slen - at;
+    c->avail = r->checked ? 0 : r->slen - at;
     c->code = 0;
     r->spos = at + (size_t)len;
     return 1;
@@ -696,7 +710,7 @@ static int next_frame(vt_reader_t *r, vt_error_t *err, uint8_t *type, cur_t *c, 
 static int next_batched(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
 {
     size_t start = r->ev_pos;
-    cur_t c = { .p = r->s + start, .n = r->ev_end - start, .i = 0, .avail = r->slen - start };
+    cur_t c = { .p = r->s + start, .n = r->ev_end - start, .i = 0, .avail = r->checked ? 0 : r->slen - start };
     rec->type = VT_REC_EVENT;
     rec->file_offset = r->s_offset;
     rec->chunk_seq = r->s_seq;
