@@ -318,10 +318,29 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     return r;
 }
 
+/* The table takes each wrapper's address through a hidden alias generated
+ * from the same table, never through the exported name:
+ *  - Semantics: an exported name is preemptible. When another interposer
+ *    is preloaded before us and defines the same name (HAMi-core's
+ *    libvgpu.so defines cuMemAlloc_v2 and friends), a reference by name
+ *    binds to ITS function, and dlsym / cuGetProcAddress would hand the
+ *    program that interposer instead of our wrapper: every allocation made
+ *    through a looked-up pointer would be missed (tests/t/50-shim-paths.t,
+ *    "interposer first"). The alias is always our own wrapper.
+ *  - Cost: a reference by exported name is a symbol lookup at load time in
+ *    every process, CUDA or not (one per line of the table, issue #6); the
+ *    alias is link-time constant, a RELATIVE relocation. */
+#define VT_STR_(x) #x
+#define VT_STR(x) VT_STR_(x)
+#define VT_ENTRY(ret, name, kind, space, describe, params, args) \
+    extern __typeof__(name) vt_self_##name __attribute__((alias(VT_STR(name)), visibility("hidden")));
+#include "vramtrace/entrypoints.def"
+#undef VT_ENTRY
+
 void *vt_wrapper(unsigned api)
 {
     static void *const wrappers[VT_API_COUNT] = {
-#define VT_ENTRY(ret, name, kind, space, describe, params, args) (void *)&name,
+#define VT_ENTRY(ret, name, kind, space, describe, params, args) (void *)&vt_self_##name,
 #include "vramtrace/entrypoints.def"
 #undef VT_ENTRY
     };

@@ -311,6 +311,10 @@ VT_EXPORT int vramtrace_tag_pop(void)
     return pop();
 }
 
+/* This library's own vramtrace_tag_push, whoever else exports the name. */
+extern __typeof__(vramtrace_tag_push) vt_self_tag_push
+    __attribute__((alias("vramtrace_tag_push"), visibility("hidden")));
+
 /* ---- NVTX v3 injection ----
  * The ABI below mirrors nvtx3/nvToolsExt.h and nvtx3/nvtxDetail/nvtxTypes.h
  * of the CUDA toolkit: nvtxEventAttributes_v2, the export table ids
@@ -417,10 +421,18 @@ static void install(nvtx_get_export_table_fn get, int module, const unsigned *id
 
 /* Whether this copy of the library is the preloaded one, recording: NVTX
  * may dlopen it in a child that inherited NVTX_INJECTION64_PATH but not
- * LD_PRELOAD. */
+ * LD_PRELOAD. Asked of the program's global scope (the main program's
+ * handle: RTLD_DEFAULT from here would also search this copy's own local
+ * scope), and about a name only we define: another interposer preloaded
+ * before us may define the wrapped names (HAMi-core: cuMemAlloc_v2). */
 static int preloaded(void)
 {
-    return vt_real_dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") == vt_wrapper(VT_API_cuMemAlloc_v2);
+    void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (!global)
+        return 0;
+    void *found = vt_real_dlsym(global, "vramtrace_tag_push");
+    vt_real_dlclose(global);
+    return found == (void *)&vt_self_tag_push;
 }
 
 VT_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
@@ -482,7 +494,9 @@ __attribute__((constructor)) static void ranges_load(void)
         return;
     Dl_info info;
     char path[4096];
-    if (!dladdr((void *)&InitializeInjectionNvtx2, &info) || !info.dli_fname)
+    /* Our own static function: an exported name could be another
+     * library's (a GLOB_DAT lookup at load, and the wrong path). */
+    if (!dladdr((void *)&ranges_load, &info) || !info.dli_fname)
         return;
     /* LD_PRELOAD paths are usually absolute: skip realpath's syscalls, this
      * runs in every process, CUDA or not. */

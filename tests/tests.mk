@@ -19,7 +19,13 @@ $(B)/tests/shim/next_main: tests/shim/next_main.c $(B)/tests/shim/libnext_a.so $
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
 	    -Wl,-rpath,$(abspath $(B)/tests/shim)
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/next_main
+# Another interposer preloaded before the shim, defining one wrapped name.
+$(B)/tests/shim/libinterposer.so: tests/shim/interposer.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
+
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/next_main \
+	$(B)/tests/shim/libinterposer.so
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find
 # the build through VT_B; every sanitizer report fails its test (UBSan would

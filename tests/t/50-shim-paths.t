@@ -10,7 +10,7 @@ G=2097152   # the simulated granularity
 run_mode() {   # run_mode MODE [ENV...]: leaves $D/dump
     D=$(tmpdir)
     mode=$1; shift
-    env "$@" LD_LIBRARY_PATH=${SIMDIR:-$SIM} LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D $P $mode >$D/out 2>$D/err
+    env LD_LIBRARY_PATH=${SIMDIR:-$SIM} LD_PRELOAD="$SHIM_PRELOAD" "$@" VRAMTRACE_DIR=$D $P $mode >$D/out 2>$D/err
     echo $? >$D/rc
     set -- $D/*.vtrace
     NTRACES=$#
@@ -80,6 +80,24 @@ for m in dlsym procaddr; do
     expect cuMemFreeHost "" 1
     expect cuMemFree_v2 "" 2
     expect cuMemGetInfo_v2 "" 1
+    in_stack cuMemAlloc_v2 45057 looked_up_calls
+done
+
+# Another interposer preloaded before us (HAMi-core's libvgpu.so) defines
+# cuMemAlloc_v2 and calls the driver directly: linked calls go to it and
+# past us, but the pointers we hand out through dlsym and cuGetProcAddress
+# must still be our wrappers, never its preempting definition.
+INTERPOSED="${VT_SAN_RT:+$VT_SAN_RT }$B/tests/shim/libinterposer.so $SHIM"
+run_mode linked LD_PRELOAD="$INTERPOSED"
+is "$(cat $D/rc)" 0 "interposer first, linked: program ran unchanged"
+check "interposer first, linked: its cuMemAlloc_v2 took the linked call" grep -q "interposer: cuMemAlloc_v2 calls=1$" $D/err
+expect cuMemAlloc_v2 4097 0
+for m in dlsym procaddr; do
+    run_mode $m LD_PRELOAD="$INTERPOSED"
+    is "$(cat $D/rc)" 0 "interposer first, $mode: program ran unchanged"
+    check "interposer first, $mode: its cuMemAlloc_v2 was not handed out" grep -q "interposer: cuMemAlloc_v2 calls=0$" $D/err
+    expect cuMemAlloc_v2 45057 1
+    expect cuMemAllocAsync_ptsz 49153 1
     in_stack cuMemAlloc_v2 45057 looked_up_calls
 done
 

@@ -205,4 +205,20 @@ is "$(cat $D/out)" "depths -2 -2 -2" "nvtx: a path the user set is kept (here it
 $VT dump --stacks $D/*.vtrace >$D/dump
 is "$(grep -c 'nvtx:' $D/dump)" 0 "nvtx: no ranges then"
 
+# Only the copy in the program's global scope takes the injection: another
+# interposer preloaded before the shim that defines a wrapped name
+# (HAMi-core: cuMemAlloc_v2) changes nothing; a copy NVTX loads itself, in
+# a child that inherited the variable but not the preload, declines (the
+# sanitized shim cannot be loaded without its runtime first: not there).
+D=$(tmpdir)
+LD_LIBRARY_PATH=$SIM LD_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$B/tests/shim/libinterposer.so $SHIM" VRAMTRACE_DIR=$D \
+    $B/tests/python/nvtx_app >$D/out 2>$D/err
+is "$(head -1 $D/out)" "depths 0 0 1" "nvtx: taken with another interposer preloaded first"
+if [ -z "${VT_SANITIZE:-}" ]; then
+    D=$(tmpdir)
+    env -u LD_PRELOAD NVTX_INJECTION64_PATH=$SHIM LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D $B/tests/python/nvtx_app >$D/out 2>$D/err
+    is "$(cat $D/out)" "depths -2 -2 -2" "nvtx: declined by a copy loaded without the preload"
+    is "$(ls $D | grep -c "\.vtrace$")" 0 "nvtx: and that copy writes no trace"
+fi
+
 done_testing
