@@ -51,6 +51,9 @@ static _Atomic uint64_t stacks_lost;
 static _Atomic uint32_t ip_epoch;
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static void memo_init(void);
+static void memo_atfork_child(void);
+
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 static unw_backtrace_fn unw_backtrace_ptr;
 
@@ -91,6 +94,7 @@ int vt_stacks_init(void)
     if (vt_opt.depth > 0 && vt_opt.unwind != VT_UNWIND_FP)
         rules_init(); /* without it every stack goes to libunwind */
 #endif
+    memo_init();
     if (!libc_stack_end)
         libc_stack_end = (void *const *)vt_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
     if (!unw_backtrace_ptr && vt_opt.depth > 0) {
@@ -113,6 +117,7 @@ int vt_stacks_init(void)
 void vt_stacks_atfork_child(void)
 {
     pthread_mutex_init(&insert_lock, NULL);
+    memo_atfork_child();
     memset(stack_cache, 0, sizeof stack_cache);
 }
 
@@ -263,8 +268,81 @@ typedef struct walk_memo {
     int hash_first;
     uint32_t hash_epoch;
     memo_step_t step[MEMO_STEPS]; /* step[i]: from ips[i] to ips[i + 1] */
-} walk_memo_t;
-static __thread walk_memo_t memo __attribute__((tls_model("initial-exec")));
+    struct walk_memo *next_free;
+} __attribute__((aligned(64))) walk_memo_t; /* no cache line shared by two threads' memos */
+
+/* A thread's memo is ~3.5 KB. As static TLS, every thread of every process
+ * the preload reaches would carry it, CUDA or not: thread start-up zeroes
+ * and faults it in, ~2 us a thread (tests/bench, "16 idle threads"). So a
+ * thread takes one at its first unwind, from slabs mapped on demand, and
+ * gives it back at exit (memo_key's destructor). memo_lock guards the free
+ * list and the slab, and is taken once per thread, never per event. */
+#define MEMO_SLAB 16
+static __thread walk_memo_t *memo __attribute__((tls_model("initial-exec")));
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static walk_memo_t *memo_free, *memo_slab;
+static unsigned memo_slab_used = MEMO_SLAB;
+static pthread_key_t memo_key;
+static int memo_key_ok;
+
+static void memo_release(void *p)
+{
+    walk_memo_t *m = p;
+    memo = NULL; /* a later unwind on this exiting thread takes a new one */
+    pthread_mutex_lock(&memo_lock);
+    m->next_free = memo_free;
+    memo_free = m;
+    pthread_mutex_unlock(&memo_lock);
+}
+
+/* A thread that held memo_lock in the parent is gone. The memos the
+ * parent's other threads held are not given back here: those threads do
+ * not exist in the child, so they never exit. */
+static void memo_atfork_child(void)
+{
+    pthread_mutex_init(&memo_lock, NULL);
+}
+
+static void memo_init(void)
+{
+    if (!memo_key_ok && pthread_key_create(&memo_key, memo_release) == 0)
+        memo_key_ok = 1;
+}
+
+/* This thread's memo, taken now; NULL if none can be had (no memory): the
+ * caller unwinds another way. */
+static __attribute__((noinline, cold)) walk_memo_t *memo_acquire(void)
+{
+    if (!memo_key_ok)
+        return NULL;
+    walk_memo_t *m = NULL;
+    pthread_mutex_lock(&memo_lock);
+    if (memo_free) {
+        m = memo_free;
+        memo_free = m->next_free;
+    } else {
+        if (memo_slab_used == MEMO_SLAB) {
+            void *s = mmap(NULL, MEMO_SLAB * sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (s != MAP_FAILED) {
+                memo_slab = s;
+                memo_slab_used = 0;
+            }
+        }
+        if (memo_slab_used < MEMO_SLAB)
+            m = &memo_slab[memo_slab_used++];
+    }
+    pthread_mutex_unlock(&memo_lock);
+    if (!m)
+        return NULL;
+    m->gen = 0; /* nothing memoised */
+    m->hash_first = 0;
+    if (pthread_setspecific(memo_key, m) != 0) {
+        memo_release(m);
+        return NULL;
+    }
+    memo = m;
+    return m;
+}
 
 #if defined(__x86_64__)
 /* ---- cached CFI unwinding (x86-64), the default ----
@@ -415,15 +493,17 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
     uintptr_t span = hi - 8 - lo;
     int n = 1;
     ips[0] = 0;
-    if (memo.gen == gen && memo.fp == fp && memo.hi == hi && memo.max == max && memo.ra0 == ra &&
-        memo.rbp0 == rbp) {
-        const memo_step_t *end = &memo.step[memo.n - 1];
+    walk_memo_t *mm = memo;
+    if (__builtin_expect(!mm, 0) && !(mm = memo_acquire()))
+        return -1;
+    if (mm->gen == gen && mm->fp == fp && mm->hi == hi && mm->max == max && mm->ra0 == ra && mm->rbp0 == rbp) {
+        const memo_step_t *end = &mm->step[mm->n - 1];
         ips[1] = ra;
-        const memo_step_t *st = memo_check(&memo.step[1], end, ips + 2);
+        const memo_step_t *st = memo_check(&mm->step[1], end, ips + 2);
         if (st != end) {
             /* Changed: this step is done again from the state the one
              * before it left, which still holds. */
-            n = (int)(st - memo.step);
+            n = (int)(st - mm->step);
             if (n > 1) {
                 ra = st[-1].ra;
                 rsp = st[-1].cfa;
@@ -432,11 +512,11 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
             goto walk;
         }
         *same = 1;
-        return memo.n;
+        return mm->n;
     }
 walk:
-    memo.gen = 0; /* rewritten from step n on; valid again only if this walk ends well */
-    memo.hash_first = 0;
+    mm->gen = 0; /* rewritten from step n on; valid again only if this walk ends well */
+    mm->hash_first = 0;
     while (n < max) {
         if (ra < 4096 || ra >= (1ull << 48))
             return -1;
@@ -462,7 +542,7 @@ walk:
         ra = *(const uintptr_t *)ra_at;
         rsp = cfa;
         if (n - 1 < MEMO_STEPS) {
-            memo_step_t *st = &memo.step[n - 1];
+            memo_step_t *st = &mm->step[n - 1];
             st->ra_at = ra_at;
             st->rbp_at = rbp_at;
             st->ra = ra;
@@ -472,13 +552,13 @@ walk:
         }
     }
     if (n <= MEMO_STEPS) {
-        memo.fp = fp;
-        memo.hi = hi;
-        memo.max = max;
-        memo.ra0 = (uintptr_t)ips[1];
-        memo.rbp0 = ((const uintptr_t *)fp)[0];
-        memo.n = n;
-        memo.gen = gen;
+        mm->fp = fp;
+        mm->hi = hi;
+        mm->max = max;
+        mm->ra0 = (uintptr_t)ips[1];
+        mm->rbp0 = ((const uintptr_t *)fp)[0];
+        mm->n = n;
+        mm->gen = gen;
     }
     return n;
 }
@@ -589,7 +669,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 #if defined(__x86_64__)
         /* uncached: the way out if the rule cache ever misreads a module */
         n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want, &same);
-        memo_ok = n >= 0 && memo.gen != 0;
+        memo_ok = n >= 0 && memo && memo->gen != 0;
         if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
             uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
             int ncfi = n;
@@ -640,15 +720,15 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     /* The hash is a function of the frames alone: the memoised stack's,
      * unmerged, from the same first frame and epoch, has the last one's. */
     uint64_t h = 0;
-    if (same && in_place && memo.hash_first == first && memo.hash_epoch == epoch) {
-        h = memo.hash;
+    if (same && in_place && memo->hash_first == first && memo->hash_epoch == epoch) {
+        h = memo->hash;
     } else {
         for (int i = 0; i < n; i++)
             h = mix(h, frames[i]);
         if (memo_ok && in_place) {
-            memo.hash = h;
-            memo.hash_first = first;
-            memo.hash_epoch = epoch;
+            memo->hash = h;
+            memo->hash_first = first;
+            memo->hash_epoch = epoch;
         }
     }
     cache_entry_t *c = &stack_cache[h & (CACHE_SIZE - 1)];

@@ -33,6 +33,8 @@
  *                   10,000 distinct call stacks (recursion depth and the
  *                   outer and inner function vary per call); prints the
  *                   counts, and VmRSS/VmHWM to stderr ("rss KB hwm KB")
+ *   churn R [T]     R rounds of T threads (default 8) that make 4 pairs
+ *                   each and exit; prints the counts, and VmRSS/VmHWM
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -465,6 +467,27 @@ static int mode_soak(long events, int t)
     return x != 0;
 }
 
+/* ---- churn ---- */
+
+/* rounds x t short-lived threads, each making 4 pairs then exiting, t at a
+ * time: a server that starts a thread per request. The shim's per-thread
+ * unwind memo must come back at each exit, so its memory stays that of t
+ * threads (tests/t/79-soak.t compares 20 rounds with 200). */
+static int mode_churn(long rounds, int t)
+{
+    long a = 0, f = 0, x = 0;
+    for (long r = 0; r < rounds; r++) {
+        long ra, rf, rx;
+        run_workers(4, t, pairs_main, &ra, &rf, &rx);
+        a += ra;
+        f += rf;
+        x += rx;
+    }
+    printf("churn threads=%ld allocs=%ld frees=%ld fails=%ld\n", rounds * t, a, f, x);
+    print_rss();
+    return x != 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -501,6 +524,8 @@ int main(int argc, char **argv)
         return mode_busy(argc > 2 ? atoi(argv[2]) : 4);
     if (!strcmp(mode, "soak"))
         return mode_soak(n, t > 0 ? t : 16);
+    if (!strcmp(mode, "churn"))
+        return mode_churn(n, t > 0 ? t : 8);
     fprintf(stderr, "faultprog: unknown mode '%s'\n", mode);
     return 2;
 }

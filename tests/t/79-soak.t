@@ -38,6 +38,23 @@ is "$((in + dropped))" 400000 "default ring, 400000-event burst: events in the t
 if [ "$dropped" -le 40000 ]; then ok "default ring, 400000-event burst: at most 10% dropped ($dropped)"
 else nok "default ring, 400000-event burst: at most 10% dropped ($dropped)"; fi
 
+# Threads that come and go (a thread per request): 8 at a time, 4 pairs
+# each. Each thread's unwind memo (3.5 KB, preload/stacks.c) is taken at
+# its first stack and given back at its exit, so 200 rounds (1,600
+# threads) hold no more than 20 rounds (160) do; kept, they would hold
+# ~5 MB more. Every event is in the trace either way.
+D=$TMP/churn20; mkdir $D
+VRAMTRACE_SAMPLE_MS=0 shimmed $TMP/c20 $D $FP churn 20 8
+D=$TMP/churn200; mkdir $D
+VRAMTRACE_SAMPLE_MS=0 shimmed $TMP/c200 $D $FP churn 200 8
+is "$(cat $TMP/c200)" "churn threads=1600 allocs=6400 frees=6400 fails=0" "thread churn: 1,600 threads, every pair succeeded"
+is "$(all_events $D/*.vtrace)" 12800 "thread churn: all 12,800 events in the trace"
+hwm20=$(sed -n 's/^rss [0-9]* hwm \([0-9]*\)/\1/p' $TMP/c20.err)
+hwm200=$(sed -n 's/^rss [0-9]* hwm \([0-9]*\)/\1/p' $TMP/c200.err)
+echo "# peak RSS: 160 threads ${hwm20} KiB, 1,600 threads ${hwm200} KiB"
+check "thread churn: 1,600 threads peak within 1 MiB of 160 threads' (${hwm20} -> ${hwm200} KiB)" \
+    [ $((hwm200 - hwm20)) -le 1024 ]
+
 plain $TMP/plain $FP soak $EV 16
 D=$TMP/soak; mkdir $D
 start=$(date +%s)
