@@ -52,8 +52,14 @@ is "$(all_events $D/*.vtrace)" 12800 "thread churn: all 12,800 events in the tra
 hwm20=$(sed -n 's/^rss [0-9]* hwm \([0-9]*\)/\1/p' $TMP/c20.err)
 hwm200=$(sed -n 's/^rss [0-9]* hwm \([0-9]*\)/\1/p' $TMP/c200.err)
 echo "# peak RSS: 160 threads ${hwm20} KiB, 1,600 threads ${hwm200} KiB"
-check "thread churn: 1,600 threads peak within 1 MiB of 160 threads' (${hwm20} -> ${hwm200} KiB)" \
-    [ $((hwm200 - hwm20)) -le 1024 ]
+if [ -n "$SANITIZED" ]; then
+    # ASan keeps state for every thread that ever ran (+9 MB here): the
+    # peak measures the sanitizer, not the shim.
+    skip "thread churn: peak RSS under $SANITIZED measures the sanitizer"
+else
+    check "thread churn: 1,600 threads peak within 1 MiB of 160 threads' (${hwm20} -> ${hwm200} KiB)" \
+        [ $((hwm200 - hwm20)) -le 1024 ]
+fi
 
 plain $TMP/plain $FP soak $EV 16
 D=$TMP/soak; mkdir $D
