@@ -337,22 +337,15 @@ vt_frame_verdict_t vt_rules_verdict(const vt_rules_t *r, const vt_frame_t *f)
  * rule: the order the header documents, walked frame by frame. */
 vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t *v, int n)
 {
-    vt_match_t m = { VT_TAG_UNKNOWN, -1, -1 };
-    for (int i = 0; i < n; i++)
-        if (v[i].user >= 0) {
-            m.tag = r->user.v[v[i].user].tag;
-            m.rule = v[i].user;
-            m.frame = i;
-            return m;
-        }
-    for (int i = 0; i < n; i++)
-        if (v[i].builtin >= 0) {
-            m.tag = r->builtin.v[v[i].builtin].tag;
-            m.rule = v[i].builtin + (int)r->user.n;
-            m.frame = i;
-            return m;
-        }
-    return m;
+    int user = -1, builtin = -1;
+    for (int i = 0; i < n && user < 0; i++)
+        if (v[i].user >= 0)
+            user = i;
+    for (int i = 0; i < n && user < 0 && builtin < 0; i++)
+        if (v[i].builtin >= 0)
+            builtin = i;
+    return vt_rules_match_nearest(r, user >= 0 ? v[user].user : -1, user, builtin >= 0 ? v[builtin].builtin : -1,
+                                  builtin);
 }
 
 vt_match_t vt_rules_match_nearest(const vt_rules_t *r, int32_t user, int user_frame, int32_t builtin, int builtin_frame)
