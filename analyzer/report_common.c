@@ -19,27 +19,18 @@ int vt_uuid_known(const uint8_t u[16])
     return 0;
 }
 
-static const vt_proc_t *sort_proc;
-
-static int cmp_sites(const void *a, const void *b)
-{
-    const vt_site_t *x = &sort_proc->sites[*(const size_t *)a], *y = &sort_proc->sites[*(const size_t *)b];
-    if (x->at_peak != y->at_peak)
-        return x->at_peak > y->at_peak ? -1 : 1;
-    if (x->max_live != y->max_live)
-        return x->max_live > y->max_live ? -1 : 1;
-    if (x->total_bytes != y->total_bytes)
-        return x->total_bytes > y->total_bytes ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-/* cmp_sites' order over copies of the keys: sorting indexes with cmp_sites
- * read two random sites per comparison (100k sites are 8 MB), and was a
- * visible part of --json with 100k stacks. */
+/* The ranking's order (report.h, vt_sites_ranked) over copies of a site's
+ * keys: the full sort moves keys, not indexes whose comparisons would read
+ * two random sites each (100k sites are 8 MB). */
 typedef struct site_key {
     uint64_t at_peak, max_live, total_bytes;
     size_t i;
 } site_key_t;
+
+static inline site_key_t key_of(const vt_proc_t *p, size_t i)
+{
+    return (site_key_t){ p->sites[i].at_peak, p->sites[i].max_live, p->sites[i].total_bytes, i };
+}
 
 static inline int key_before(const site_key_t *x, const site_key_t *y)
 {
@@ -50,6 +41,13 @@ static inline int key_before(const site_key_t *x, const site_key_t *y)
     if (x->total_bytes != y->total_bytes)
         return x->total_bytes > y->total_bytes;
     return x->i < y->i;
+}
+
+/* Site i ranks before site j. */
+static inline int site_before(const vt_proc_t *p, size_t i, size_t j)
+{
+    site_key_t a = key_of(p, i), b = key_of(p, j);
+    return key_before(&a, &b);
 }
 
 /* Every site's index in rank order: a bottom-up merge sort of the keys
@@ -66,7 +64,7 @@ static size_t *rank_all(const vt_proc_t *p)
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
-        a[i] = (site_key_t){ p->sites[i].at_peak, p->sites[i].max_live, p->sites[i].total_bytes, i };
+        a[i] = key_of(p, i);
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
@@ -93,7 +91,6 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
 {
     if (n > p->nsites)
         n = p->nsites;
-    sort_proc = p;
     if (n > p->nsites / 8)
         return rank_all(p);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -101,14 +98,14 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
         return NULL;
     /* A few of many (the text report's top 10 of 100k sites): keep the
      * best n seen in order; a site that does not beat the n-th costs one
-     * comparison. cmp_sites is a total order (ties go by index), so this is
-     * exactly the sorted list's first n. */
+     * comparison. key_before is a total order (ties go by index), so this
+     * is exactly the sorted list's first n. */
     size_t have = 0;
     for (size_t i = 0; i < p->nsites && n; i++) {
-        if (have == n && cmp_sites(&i, &idx[n - 1]) > 0)
+        if (have == n && !site_before(p, i, idx[n - 1]))
             continue;
         size_t k = have < n ? have++ : n - 1;
-        while (k > 0 && cmp_sites(&i, &idx[k - 1]) < 0) {
+        while (k > 0 && site_before(p, i, idx[k - 1])) {
             idx[k] = idx[k - 1];
             k--;
         }
