@@ -414,24 +414,13 @@ void vt_json_raw(vt_json_t *j, const char *key, const char *text, size_t n)
 
 void vt_json_raw_items(vt_json_t *j, const char *const *text, const size_t *len, size_t n)
 {
-    if (!n)
-        return;
-    char sep[ITEM_MAX];
-    size_t k = 0;
-    sep[k++] = ',';
-    if (j->depth > 0 && !j->compact) {
-        sep[k++] = '\n';
-        memcpy(sep + k, spaces, 2 * (size_t)j->depth);
-        k += 2 * (size_t)j->depth;
-    }
     for (size_t i = 0; i < n; i++) {
-        /* the first item of the array has no comma */
-        size_t skip = !j->has_items[j->depth];
-        j->has_items[j->depth] = 1;
-        put(j, sep + skip, k - skip);
+        char *d = reserve(j, ITEM_MAX);
+        j->n += lead(j, d);
         put(j, text[i], len[i]);
     }
-    done(j);
+    if (n)
+        done(j);
 }
 
 void vt_json_finish(vt_json_t *j)

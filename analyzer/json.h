@@ -66,7 +66,7 @@ const char *vt_json_since(const vt_json_t *j, uint64_t from, size_t *n);
  * with the same compact and script_safe (see the contract above). */
 void vt_json_raw(vt_json_t *j, const char *key, const char *text, size_t n);
 /* n such values in a row into the open array: the bytes of n calls of
- * vt_json_raw(j, NULL, text[i], len[i]), with the separator built once. */
+ * vt_json_raw(j, NULL, text[i], len[i]), without a key or a call each. */
 void vt_json_raw_items(vt_json_t *j, const char *const *text, const size_t *len, size_t n);
 /* Ends the document with a newline. */
 void vt_json_finish(vt_json_t *j);
