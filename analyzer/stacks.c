@@ -211,11 +211,16 @@ static const module_rec_t *module_by_ip(const vt_stacks_t *s, uint64_t ip)
     return NULL;
 }
 
+/* id is a node a walk passes: not the root, in range, added. */
+static inline int is_node(const vt_stacks_t *s, uint32_t id)
+{
+    return id != 0 && id < s->nodes_cap && s->parent[id] != UINT32_MAX;
+}
+
 /* The walk every stack reader shares: leaf to root, at most max (and
  * VT_MAX_STACK_DEPTH) nodes, stopping at an absent node. */
-#define WALK(s, leaf, max, n, id)                                                                                   \
-    for (uint32_t id = (leaf); id != 0 && id < (s)->nodes_cap && (s)->parent[id] != UINT32_MAX && (n) < (max) &&     \
-                               (n) < (int)VT_MAX_STACK_DEPTH;                                                        \
+#define WALK(s, leaf, max, n, id)                                                                  \
+    for (uint32_t id = (leaf); is_node(s, id) && (n) < (max) && (n) < (int)VT_MAX_STACK_DEPTH; \
          id = (s)->parent[id])
 
 void vt_stacks_frame(const vt_stacks_t *s, uint64_t ip, vt_frame_t *f)
@@ -263,7 +268,7 @@ int vt_stacks_ips(const vt_stacks_t *s, uint32_t leaf, uint64_t *out, int max)
 
 int vt_stacks_node(const vt_stacks_t *s, uint32_t id, uint64_t *ip, uint32_t *parent)
 {
-    if (id == 0 || id >= s->nodes_cap || s->parent[id] == UINT32_MAX)
+    if (!is_node(s, id))
         return 0;
     *ip = s->ip[id];
     *parent = s->parent[id];
