@@ -206,11 +206,17 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 
 /* ---- tagging and sites ---- */
 
+/* The stack's first site (see hint_free), or UINT32_MAX. */
+static inline uint32_t hinted_site(const vt_model_t *m, uint32_t stack)
+{
+    return stack < m->site_hint_cap ? m->site_hint[stack] : UINT32_MAX;
+}
+
 int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
 {
-    uint32_t idx;
-    if (stack < m->site_hint_cap && m->site_hint[stack] != UINT32_MAX)
-        return m->p.sites[m->site_hint[stack]].match.tag;
+    uint32_t idx, h = hinted_site(m, stack);
+    if (h != UINT32_MAX)
+        return m->p.sites[h].match.tag;
     return vt_map_get(&m->match_by_stack, stack, &idx) ? m->matches[idx].tag : VT_TAG_UNKNOWN;
 }
 
@@ -361,9 +367,9 @@ static int hint_free(vt_model_t *m, uint32_t stack)
  * so one answer per stack id is safe. */
 static int match_for(vt_model_t *m, uint32_t stack, int hinted, vt_match_t *out)
 {
-    uint32_t idx;
-    if (stack < m->site_hint_cap && m->site_hint[stack] != UINT32_MAX) {
-        *out = m->p.sites[m->site_hint[stack]].match;
+    uint32_t idx, h = hinted_site(m, stack);
+    if (h != UINT32_MAX) {
+        *out = m->p.sites[h].match;
         return 0;
     }
     if (vt_map_get(&m->match_by_stack, stack, &idx)) {
@@ -386,12 +392,10 @@ static int match_for(vt_model_t *m, uint32_t stack, int hinted, vt_match_t *out)
 static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t *out)
 {
     int16_t ordinal = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
-    if (stack < m->site_hint_cap) {
-        uint32_t h = m->site_hint[stack];
-        if (h != UINT32_MAX && m->p.sites[h].space == space && m->p.sites[h].device == ordinal) {
-            *out = h;
-            return 0;
-        }
+    uint32_t h = hinted_site(m, stack);
+    if (h != UINT32_MAX && m->p.sites[h].space == space && m->p.sites[h].device == ordinal) {
+        *out = h;
+        return 0;
     }
     uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
     if (vt_map_get(&m->site_by_key, key, out))
