@@ -131,21 +131,19 @@ static void queued(vt_report_input_t *in, unsigned k)
 static int queue_record(vt_report_input_t *in, const vt_record_t *rec)
 {
     unsigned k = (in->qhead + in->qn) & (VT_LOOKAHEAD - 1);
+    size_t len = rec->type == VT_REC_FRAME ? rec->u.frame.function.len : 0;
+    if (len > in->qname_cap[k]) {
+        char *b = realloc(in->qname[k], len);
+        if (!b)
+            return -1;
+        in->qname[k] = b;
+        in->qname_cap[k] = len;
+    }
+    in->qrec[k] = *rec;
     if (rec->type == VT_REC_FRAME) {
-        size_t len = rec->u.frame.function.len;
-        if (len > in->qname_cap[k]) {
-            char *b = realloc(in->qname[k], len);
-            if (!b)
-                return -1;
-            in->qname[k] = b;
-            in->qname_cap[k] = len;
-        }
         if (len)
             memcpy(in->qname[k], rec->u.frame.function.data, len);
-        in->qrec[k] = *rec;
         in->qrec[k].u.frame.function.data = len ? in->qname[k] : "";
-    } else {
-        in->qrec[k] = *rec;
     }
     in->qkind[k] = (uint8_t)rec->type;
     in->qn++;
