@@ -224,6 +224,11 @@ int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev);
  * returned (0 otherwise). Changes nothing and reads only in bounds, so any
  * event at any time is safe; output never depends on it. */
 uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie);
+/* A hint that STACK record n will be fed soon: the first event on the new
+ * stack judges it from its parent's memo (stack_match) and writes its
+ * own, both usually far from anything recent. Same guarantees as
+ * vt_model_prefetch. */
+void vt_model_prefetch_node(const vt_model_t *m, const vt_rec_stack_t *n);
 void vt_model_finish(vt_model_t *m);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);

@@ -144,6 +144,8 @@ static int queue_record(vt_report_input_t *in, const vt_record_t *rec)
         if (len)
             memcpy(in->qname[k], rec->u.frame.function.data, len);
         in->qrec[k].u.frame.function.data = len ? in->qname[k] : "";
+    } else {
+        vt_model_prefetch_node(in->model, &rec->u.stack);
     }
     in->qkind[k] = (uint8_t)rec->type;
     in->qn++;
