@@ -171,6 +171,19 @@ static int fill(vt_report_input_t *in)
             in->qn += (unsigned)got;
             continue;
         }
+        /* The nodes a trace defines before a new stack's first event,
+         * without vt_reader_next's per-record costs (~170 instructions a
+         * node), queued behind the events they precede. */
+        if (in->qn) {
+            vt_record_t *q = &in->qrec[tail];
+            if (vt_reader_stack(in->reader, &q->u.stack)) {
+                q->type = VT_REC_STACK;
+                in->qkind[tail] = VT_REC_STACK;
+                vt_model_prefetch_node(in->model, &q->u.stack);
+                in->qn++;
+                continue;
+            }
+        }
         vt_record_t rec;
         /* The reader copies its whole error state on failure; zeroing 784
          * bytes per record was 3% of a report. */

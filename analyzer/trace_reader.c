@@ -850,6 +850,30 @@ size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
     return n;
 }
 
+int vt_reader_stack(vt_reader_t *r, vt_rec_stack_t *out)
+{
+    /* Between records only (not inside an open batch of events), and with
+     * the length and three fields readable without a bounds check. */
+    size_t pos = r->spos;
+    if (r->state != ST_STREAM || r->checked || r->ev_pos < r->ev_end ||
+        r->slen - pos < 1 + VARINT_MAX + 3 * VARINT_MAX || r->s[pos] != VT_REC_STACK)
+        return 0;
+    const uint8_t *q = r->s + pos + 1;
+    uint64_t len;
+    if (fast_varint(&q, &len) || len > r->slen - (size_t)(q - r->s))
+        return 0;
+    const uint8_t *p = q;
+    vt_rec_stack_t st;
+    if (field_varint(&p, &st.node_id) || field_varint(&p, &st.parent_id) || field_varint(&p, &st.ip))
+        return 0;
+    /* decode_stack's checks: a failure is reported by vt_reader_next. */
+    if ((size_t)(p - q) > len || st.node_id == 0 || st.parent_id >= st.node_id)
+        return 0;
+    *out = st;
+    r->spos = (size_t)(q - r->s) + (size_t)len;
+    return 1;
+}
+
 void vt_reader_set_checked(vt_reader_t *r, int on)
 {
     r->checked = on != 0;

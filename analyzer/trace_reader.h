@@ -115,6 +115,13 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err);
  * vt_reader_next, which goes on from there). */
 size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max);
 
+/* The STACK record that comes next, into *out: exactly what vt_reader_next
+ * would return, without its per-record costs (a trace defines a node or
+ * two before each new stack's first event). @return 1, or 0 where the next
+ * record is anything else, or needs the checked path (call vt_reader_next,
+ * which goes on from there). */
+int vt_reader_stack(vt_reader_t *r, vt_rec_stack_t *out);
+
 /* For tests (tests/unit/test_reader.c), not for users: with on, every
  * record after this call is decoded field by field with every check, as if
  * the fast paths did not exist, and vt_reader_events returns 0. The records

@@ -614,6 +614,7 @@ typedef struct dlog {
     vt_error_t err;
     size_t bulk;   /* events that came from vt_reader_events */
     size_t events;
+    size_t bulk_stacks, stacks;   /* STACK records: from vt_reader_stack, in all */
 } dlog_t;
 
 static void dlog_put(dlog_t *l, uint64_t x)
@@ -638,10 +639,24 @@ static void dlog_event(dlog_t *l, const vt_event_t *e)
         dlog_put(l, f[i]);
 }
 
+/* STACK records too: vt_reader_stack gives no offset either. */
+static void dlog_stack(dlog_t *l, const vt_rec_stack_t *s)
+{
+    l->stacks++;
+    dlog_put(l, VT_REC_STACK);
+    dlog_put(l, s->node_id);
+    dlog_put(l, s->parent_id);
+    dlog_put(l, s->ip);
+}
+
 static void dlog_record(dlog_t *l, const vt_record_t *rec)
 {
     if (rec->type == VT_REC_EVENT) {
         dlog_event(l, &rec->u.event);
+        return;
+    }
+    if (rec->type == VT_REC_STACK) {
+        dlog_stack(l, &rec->u.stack);
         return;
     }
     dlog_put(l, rec->type);
@@ -657,7 +672,7 @@ enum { READ_CHECKED, READ_NEXT, READ_BULK };
 static void read_way(int way, dlog_t *l, uint64_t seed)
 {
     l->n = 0;
-    l->bulk = l->events = 0;
+    l->bulk = l->events = l->bulk_stacks = l->stacks = 0;
     memset(&l->err, 0, sizeof l->err);
     vt_reader_t *r;
     l->rc = vt_reader_open(path, &r, &l->err);
@@ -678,6 +693,14 @@ static void read_way(int way, dlog_t *l, uint64_t seed)
             if (got)
                 continue;
         }
+        if (way == READ_BULK && rnd() % 8) {
+            vt_rec_stack_t st;
+            if (vt_reader_stack(r, &st)) {
+                dlog_stack(l, &st);
+                l->bulk_stacks++;
+                continue;
+            }
+        }
         l->rc = vt_reader_next(r, &rec, &l->err);
         if (l->rc <= 0)
             break;
@@ -685,6 +708,18 @@ static void read_way(int way, dlog_t *l, uint64_t seed)
     }
     rng_state = saved;
     vt_reader_close(r);
+}
+
+/* A varint of v, as the writer would encode it, into d (10 bytes). */
+static size_t put_varint(uint8_t *d, uint64_t v)
+{
+    size_t k = 0;
+    while (v >= 0x80) {
+        d[k++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    d[k++] = (uint8_t)v;
+    return k;
 }
 
 /* A valid record stream: ~150 events of every field width (and a few with
@@ -706,6 +741,20 @@ static void diff_stream(tg_buf_t *out, size_t *starts, size_t *nstarts, size_t m
         int noted = *nstarts < max_starts;
         if (noted)
             starts[(*nstarts)++] = at;
+        if (i % 7 == 3) {
+            /* a valid node of random widths: the mutations below make
+             * the ones decode_stack rejects (node 0, parent not below) */
+            uint8_t stk[40];
+            uint64_t node = 1 + (rnd_field() >> (rnd() % 2 ? 0 : 60));
+            uint64_t parent = rnd() % 2 ? node - 1 : rnd() % node;
+            size_t n = put_varint(stk, node);
+            n += put_varint(stk + n, parent);
+            n += put_varint(stk + n, rnd_field() | (rnd() % 2 ? 0x7f0000000000ull : 0));
+            if (rnd() % 8 == 0)
+                stk[n++] = 0x05;   /* a byte a newer writer may add */
+            raw_record(VT_REC_STACK, stk, n);
+            continue;
+        }
         if (i % 23 == 22) {
             static const uint8_t frm[] = { 0x81, 0x80, 0x01, 1, 16, 3, 'f', 'o', 'o' };
             static const uint8_t stk[] = { 1, 0, 0x81, 0x80, 0x01 };
@@ -769,7 +818,7 @@ static void diff_trace(const uint8_t *s, size_t len)
 
 typedef struct diff_stats {
     int traces, bad, errors;
-    size_t bulk, events;
+    size_t bulk, events, bulk_stacks, stacks;
 } diff_stats_t;
 
 static dlog_t dl[3];
@@ -783,6 +832,8 @@ static void diff_check(diff_stats_t *st, const char *what, size_t at, unsigned a
     st->bulk += dl[READ_BULK].bulk;
     st->errors += dl[READ_NEXT].rc < 0;
     st->events += dl[READ_NEXT].events;
+    st->bulk_stacks += dl[READ_BULK].bulk_stacks;
+    st->stacks += dl[READ_NEXT].stacks;
     for (int w = 0; w < 3; w += 2) {
         const dlog_t *a = &dl[READ_NEXT], *b = &dl[w];
         int same = a->rc == b->rc && a->n == b->n && !memcmp(a->v, b->v, a->n * sizeof *a->v) &&
@@ -794,18 +845,6 @@ static void diff_check(diff_stats_t *st, const char *what, size_t at, unsigned a
                    (unsigned long long)a->err.offset, (unsigned long long)b->err.offset, a->err.detail,
                    b->err.detail);
     }
-}
-
-/* A varint of v, as the writer would encode it, into d (10 bytes). */
-static size_t put_varint(uint8_t *d, uint64_t v)
-{
-    size_t k = 0;
-    while (v >= 0x80) {
-        d[k++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    d[k++] = (uint8_t)v;
-    return k;
 }
 
 static void test_bulk_differential(uint16_t version)
@@ -820,11 +859,14 @@ static void test_bulk_differential(uint16_t version)
         abort();
     diff_stats_t st = { 0 };
 
-    /* the stream as written: the bulk path must carry nearly all of it */
+    /* the stream as written: the bulk path must carry nearly all of it
+     * (not all: read_way takes an eighth of the records one by one, and
+     * the last of a chunk go that way too) */
     diff_trace(src.p, src.len);
     diff_check(&st, "valid", 0, 0);
-    TAP_OK(dl[READ_NEXT].rc == 0 && dl[READ_BULK].bulk >= dl[READ_NEXT].events * 9 / 10,
-           "version %u, valid stream: %zu of the events decoded in bulk", version, dl[READ_BULK].bulk);
+    TAP_OK(dl[READ_NEXT].rc == 0 && dl[READ_BULK].bulk >= dl[READ_NEXT].events * 4 / 5,
+           "version %u, valid stream: %zu of the %zu events decoded in bulk (rc %d)", version, dl[READ_BULK].bulk,
+           dl[READ_NEXT].events, dl[READ_NEXT].rc);
 
     /* every truncation */
     for (size_t i = 0; i < src.len; i++) {
@@ -892,6 +934,8 @@ static void test_bulk_differential(uint16_t version)
                version, st.traces, st.errors);
     TAP_OK(st.bulk > st.events / 2, "version %u: the bulk path decoded %zu of the %zu events", version, st.bulk,
            st.events);
+    TAP_OK(st.bulk_stacks > st.stacks / 2, "version %u: vt_reader_stack decoded %zu of the %zu STACK records",
+           version, st.bulk_stacks, st.stacks);
     for (int w = 0; w < 3; w++) {
         free(dl[w].v);
         dl[w] = (dlog_t){ 0 };
