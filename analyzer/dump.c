@@ -1,5 +1,5 @@
 /* dump.c: `vramtrace dump [--stacks] TRACE`, every record decoded, one line
- * each, in file order.
+ * each, in file order; `vramtrace dump --count TRACE`, how many of each.
  *
  * Contract: the output is line-oriented `kind key=value ...` that tests and
  * users grep, so it stays stable. Strings from the trace are never printed
@@ -12,6 +12,10 @@
  * --stacks keeps the STACK, FRAME and MODULE records seen so far in hash
  * tables (bounded: DUMP_MAX_*; past a cap new entries are dropped and one
  * warning says so) and prints each event's stack below it, innermost first.
+ *
+ * --count reads the way the report does (the bulk paths of trace_reader.h)
+ * and prints `kind count` lines, so it also times the reading alone: the
+ * floor under every report (`make bench`).
  *
  * On a reader error everything before it has been printed; the error goes to
  * stderr and the exit status is 2.
@@ -415,16 +419,70 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
 
 static void dump_usage(FILE *out)
 {
-    fprintf(out, "usage: vramtrace dump [--stacks] TRACE\n"
+    fprintf(out, "usage: vramtrace dump [--stacks | --count] TRACE\n"
                  "Prints every record of TRACE, decoded, one line each, in file order.\n"
                  "  --stacks   after each event, print its call stack, innermost frame first\n"
+                 "  --count    print only how many records of each kind, `kind count` lines\n"
                  "Exit status: 0 ok, 2 unreadable, corrupt or truncated trace (records before\n"
                  "the damage are still printed).\n");
 }
 
+/* The words put_record starts each kind's line with. */
+static const char *kind_word(unsigned type)
+{
+    static const char *const words[] = { NULL,    "process", "device", "module", "frame", "stack",
+                                         "event", "dropped", "note",   "end",    "range" };
+    return type < sizeof words / sizeof words[0] ? words[type] : NULL;
+}
+
+/* --count: the report's way of reading (events and stack nodes in bulk),
+ * nothing kept. The reader skips kinds it does not know, so every record
+ * it returns has a word. */
+static int count_records(const char *path, vt_reader_t *r)
+{
+    enum { KINDS = VT_REC_RANGE + 1 };
+    uint64_t counts[KINDS] = { 0 };
+    vt_event_t batch[256];
+    vt_record_t rec;
+    vt_error_t err;
+    int rc;
+    for (;;) {
+        size_t got = vt_reader_events(r, batch, sizeof batch / sizeof batch[0]);
+        counts[VT_REC_EVENT] += got;
+        if (got)
+            continue;
+        if (vt_reader_stack(r, &rec.u.stack)) {
+            counts[VT_REC_STACK]++;
+            continue;
+        }
+        if ((rc = vt_reader_next(r, &rec, &err)) <= 0)
+            break;
+        if (rec.type < KINDS)
+            counts[rec.type]++;
+    }
+    uint64_t total = 0;
+    for (unsigned t = 0; t < KINDS; t++) {
+        if (!counts[t])
+            continue;
+        printf("%s %" PRIu64 "\n", kind_word(t), counts[t]);
+        total += counts[t];
+    }
+    printf("records %" PRIu64 "\n", total);
+    fflush(stdout);
+    if (rc < 0) {
+        if (rc == VT_E_TRUNCATED)
+            fprintf(stderr, "vramtrace: %s: trace is cut short (process killed, disk full, or still writing): "
+                            "counted the records of its complete chunks\n",
+                    path);
+        vt_error_print(&err);
+        return VT_EXIT_BAD_INPUT;
+    }
+    return VT_EXIT_OK;
+}
+
 int vt_cmd_dump(int argc, char **argv)
 {
-    int with_stacks = 0;
+    int with_stacks = 0, count = 0;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -432,6 +490,8 @@ int vt_cmd_dump(int argc, char **argv)
             return VT_EXIT_OK;
         } else if (!strcmp(argv[i], "--stacks")) {
             with_stacks = 1;
+        } else if (!strcmp(argv[i], "--count")) {
+            count = 1;
         } else if (!strcmp(argv[i], "--") && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -445,7 +505,9 @@ int vt_cmd_dump(int argc, char **argv)
             return VT_EXIT_BAD_INPUT;
         }
     }
-    if (!path) {
+    if (!path || (count && with_stacks)) {
+        if (count && with_stacks)
+            fprintf(stderr, "vramtrace: dump: --count and --stacks are exclusive\n");
         dump_usage(stderr);
         return VT_EXIT_BAD_INPUT;
     }
@@ -455,6 +517,11 @@ int vt_cmd_dump(int argc, char **argv)
     if (vt_reader_open(path, &r, &err) < 0) {
         vt_error_print(&err);
         return VT_EXIT_BAD_INPUT;
+    }
+    if (count) {
+        int crc = count_records(path, r);
+        vt_reader_close(r);
+        return crc;
     }
     stacks_t st = { .path = path };
     st.node_map.max = DUMP_MAX_NODES;
