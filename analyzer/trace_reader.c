@@ -819,7 +819,12 @@ static size_t events_batched(vt_reader_t *r, vt_event_t *out, size_t max)
     return n;
 }
 
-size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
+/* always_inline: the report's fill loop is its hot caller, and once
+ * `dump --count` became a second caller gcc's LTO stopped inlining it there
+ * (the decode loop then keeps its state in memory across the call). The
+ * attribute is on this definition only, so callers compiled without LTO
+ * just call it. */
+__attribute__((always_inline)) inline size_t vt_reader_events(vt_reader_t *r, vt_event_t *out, size_t max)
 {
     if (r->state != ST_STREAM || r->checked)
         return 0;
