@@ -253,7 +253,7 @@ row4() {   # row4 LABEL TRACE EVENTS FORMAT-ARGS...
         v="$(verdict "$epc" ">=" 20 " Mev/s"), RSS $(verdict "$mb" "<=" 100 " MB")"
         fl=$("$SPAWN" -n $AREPS -- "$VT" dump --count "$trace" 2>>"$T/errors" | grep '^base ')
         fc=$(field cpu_med_ns "$fl")
-        [ -n "$fc" ] && FLOOR_NOTE="reading alone (dump --count): $(calc "$fc / 1e6" 0) ms cpu, $(calc "$events / $fc * 1000" 1) Mev/s; the model takes the other $(calc "($c - $fc) / $events" 1) ns/event"
+        [ -n "$fc" ] && FLOOR_NOTE="reading alone (dump --count): $(calc "$fc / 1e6" 0) ms cpu, $(calc "$events / $fc * 1000" 1) Mev/s; the rest (model, printing) $(calc "($c - $fc) / $events" 1) ns/event"
     else
         rel=$(calc "$w / $TEXT_W" 2); v=$(verdict "$rel" "<=" 1.2 x)
     fi
