@@ -94,6 +94,7 @@ struct vt_model {
     vt_dev_hook_t hook;
     void *hook_ctx;
     uint64_t hook_increases_only;   /* bit d: the hook returned 1 for device d */
+    uint64_t oversub_mask;          /* bit d: p.devs[d].oversub_active */
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];
 };
@@ -104,7 +105,9 @@ void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_v
 
 /* model_spill.c */
 void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v);
-void vt_m_oversub_scan(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
+/* cold: the scan runs only with managed memory live or a device marked
+ * over; the hint keeps its call and arguments off the per-event path. */
+__attribute__((cold)) void vt_m_oversub_scan(vt_model_t *m, const vt_event_t *ev, int tag, int only_dev);
 
 /* Managed oversubscription after a device or managed change (see
  * model_spill.c). Inline because with nothing managed, every device event's
@@ -114,9 +117,12 @@ static inline void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int t
     vt_proc_t *p = &m->p;
     if (!p->managed.tracked && only_dev >= 0) {
         /* Nothing managed: only only_dev is looked at, and it is not over
-         * (the scan's verdict for it, without the scan). */
-        if (only_dev < p->ndevs && p->devs[only_dev].total)
+         * (the scan's verdict for it, without the scan). With no device
+         * marked over, that verdict changes nothing: one test per event. */
+        if (m->oversub_mask && only_dev < p->ndevs && p->devs[only_dev].total) {
             p->devs[only_dev].oversub_active = 0;
+            m->oversub_mask &= ~(1ull << only_dev);
+        }
         return;
     }
     vt_m_oversub_scan(m, ev, tag, only_dev);

@@ -48,11 +48,13 @@ void vt_m_oversub_scan(vt_model_t *m, const vt_event_t *ev, int tag, int only_de
             if (!d->oversub_active) {
                 vt_event_view_t v;
                 d->oversub_active = 1;
+                m->oversub_mask |= 1ull << i;
                 vt_m_view(m, ev, tag, i, &v);
                 vt_m_spill(m, VT_SPILL_MANAGED_OVERSUB, &v);
             }
         } else {
             d->oversub_active = 0;
+            m->oversub_mask &= ~(1ull << i);
         }
     }
 }
