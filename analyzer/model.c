@@ -80,6 +80,12 @@ void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx)
     m->hook_ctx = ctx;
 }
 
+void vt_model_set_hook_floor(vt_model_t *m, int dev_index, uint64_t floor)
+{
+    if (dev_index >= 0 && dev_index < VT_MAX_DEVICES)
+        m->hook_floor[dev_index] = floor;
+}
+
 void vt_model_keep_layout(vt_model_t *m, int on) { m->keep_layout = on; }
 void vt_model_set_source(vt_model_t *m, int on) { vt_stacks_set_source(m->stacks, on); }
 
@@ -551,7 +557,8 @@ __attribute__((always_inline)) static inline void account(vt_model_t *m, const l
             d->have_free_at_peak = 1;
         }
     }
-    if (d && e->space == VT_SPACE_DEVICE && m->hook && (sign > 0 || !(m->hook_increases_only >> e->dev & 1)) &&
+    if (d && e->space == VT_SPACE_DEVICE && m->hook &&
+        (sign > 0 ? d->mem.tracked >= m->hook_floor[e->dev] : !(m->hook_increases_only >> e->dev & 1)) &&
         m->hook(m->hook_ctx, m, e->dev, t))
         m->hook_increases_only |= 1ull << e->dev;
 }

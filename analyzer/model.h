@@ -200,13 +200,19 @@ typedef struct vt_model vt_model_t;
  * per-GPU view across processes); abs_time_ns is the monotonic time. Once
  * it has returned 1 for a device, it is called for that device's increases
  * only (a hook whose state is a running maximum of sums it recomputes
- * needs no decreases; half the events of a steady state are frees). */
+ * needs no decreases; half the events of a steady state are frees), and
+ * only those that leave the device at or above its hook floor. */
 typedef int (*vt_dev_hook_t)(void *ctx, const vt_model_t *m, int dev_index, uint64_t abs_time_ns);
 
 /* rules are borrowed and must outlive the model; margin_pct in [0,100]. */
 vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct);
 void vt_model_free(vt_model_t *m);
 void vt_model_set_hook(vt_model_t *m, vt_dev_hook_t hook, void *ctx);
+/* The hook floor of device dev_index (initially 0): increases that leave
+ * the device's tracked bytes below it do not call the hook. A GPU that one
+ * device alone makes up cannot reach a new peak below its peak, so the
+ * per-GPU view sets its peak here and 0 again when another device joins. */
+void vt_model_set_hook_floor(vt_model_t *m, int dev_index, uint64_t floor);
 /* Keep each device's live ranges at its peak (devs[].layout) for pictures
  * of the address space; costs one copy of the live ranges per device. */
 void vt_model_keep_layout(vt_model_t *m, int on);

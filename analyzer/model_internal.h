@@ -94,6 +94,7 @@ struct vt_model {
     vt_dev_hook_t hook;
     void *hook_ctx;
     uint64_t hook_increases_only;   /* bit d: the hook returned 1 for device d */
+    uint64_t hook_floor[VT_MAX_DEVICES];   /* vt_model_set_hook_floor */
     uint64_t oversub_mask;          /* bit d: p.devs[d].oversub_active */
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];

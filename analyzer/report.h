@@ -93,6 +93,7 @@ struct vt_report {
      * device keeps its GPU (its UUID is set once), so the pair stays right. */
     const vt_model_t *hook_m;
     int hook_dev, hook_gpu, hook_slot;
+    vt_model_t *hook_in;   /* hook_m, writable: its hook floor is set */
     uint64_t t0;   /* earliest mono_start_ns: the combined timeline's zero */
 };
 

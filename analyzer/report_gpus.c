@@ -73,7 +73,21 @@ static inline int hook_update(vt_report_t *r, const vt_model_t *m, int dev, uint
     g->tracked = now;
     if (!g->have_peak || g->tracked > g->peak_bytes)
         gpu_peak(g, t);
+    /* Alone on its GPU, the device can make a new peak only by passing
+     * this one: its model need not call until then (1 call in ~100 in a
+     * steady state). */
+    if (g->nprocs == 1)
+        vt_model_set_hook_floor(r->hook_in, dev, g->peak_bytes);
     return 1;
+}
+
+/* The input whose model is m: the report's writable pointer to it. */
+static vt_model_t *writable(vt_report_t *r, const vt_model_t *m)
+{
+    for (int i = 0; i < r->nin; i++)
+        if (r->in[i].model == m)
+            return r->in[i].model;
+    return NULL;
 }
 
 /* The hook for another process or device than last time: finds its GPU
@@ -87,10 +101,20 @@ __attribute__((noinline)) static int hook_bind(vt_report_t *r, const vt_model_t 
     vt_gpu_t *g = gpu_for(r, d);
     if (!g)
         return 0;
-    int s = slot_for(g, m, dev);
+    vt_model_t *wm = writable(r, m);
+    int was = g->nprocs;
+    int s = wm ? slot_for(g, m, dev) : -1;
     if (s < 0)
         return 0;
+    /* A second device on this GPU: the first one's floor no longer holds
+     * (their sum can peak while each is below its own). */
+    if (g->nprocs > 1 && was == 1) {
+        vt_model_t *first = writable(r, g->procs[0]);
+        if (first)
+            vt_model_set_hook_floor(first, g->dev_index[0], 0);
+    }
     r->hook_m = m;
+    r->hook_in = wm;
     r->hook_dev = dev;
     r->hook_gpu = (int)(g - r->gpus);
     r->hook_slot = s;

@@ -239,6 +239,29 @@ is "$(j "$D/dir.json" 'd["gpus"][0]["processes"][1]["peak_bytes"]')" $((20 * 450
 "$VT" report "$D/dir" >"$D/dir.out" 2>&1
 check "dir: text has the combined view" grep -q "== GPUs across all 2 processes" "$D/dir.out"
 
+# A process alone on its GPU is not asked about increases below its own
+# peak; once a second one shares the GPU, an increase below that peak can
+# make a combined one (A: 10 GiB, down to 4; B joins with 8: 12; A back up
+# to 7: 15, the combined peak, while A stays under its own 10).
+mkdir -p "$D/dir2"
+{
+    header 200 /usr/bin/a 32GiB 31.5GiB bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x100000000 size=6GiB stack=29'
+    echo 'event t=1100 api=cudaMalloc dev=0 ptr=0x300000000 size=4GiB stack=29'
+    echo 'event t=2000 api=cudaFree dev=0 ptr=0x100000000'
+    echo 'event t=4000 api=cudaMalloc dev=0 ptr=0x500000000 size=3GiB stack=29'
+} >"$D/a2.vt"
+{
+    header 201 /usr/bin/b 32GiB 31.5GiB bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+    echo 'event t=3000 api=cudaMalloc dev=0 ptr=0x900000000 size=8GiB stack=17'
+} >"$D/b2.vt"
+"$GEN" "$D/a2.vt" -o "$D/dir2/a.200.vtrace" && "$GEN" "$D/b2.vt" -o "$D/dir2/b.201.vtrace" || nok "vtgen dir2"
+"$VT" report --json "$D/dir2" >"$D/dir2.json" 2>"$D/dir2.err"
+is "$(j "$D/dir2.json" 'd["gpus"][0]["peak"]["tracked_bytes"]')" $((15 * GiB)) "dir2: combined peak made by an increase below the first process's own peak"
+is "$(j "$D/dir2.json" 'd["gpus"][0]["peak"]["time_ns"]')" 4000 "dir2: combined peak time"
+is "$(j "$D/dir2.json" '[p["bytes_at_gpu_peak"] for p in d["gpus"][0]["processes"]]')" "[$((7 * GiB)), $((8 * GiB))]" "dir2: each process at the combined peak"
+is "$(j "$D/dir2.json" 'd["processes"][0]["devices"][0]["peak"]["tracked_bytes"]')" $((10 * GiB)) "dir2: the first process's own peak"
+
 # -- 6. truncated, corrupt, not a trace --------------------------------------
 {
     header 4242 /opt/llama.cpp/bin/llama-server 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
