@@ -996,31 +996,35 @@ static inline void prefetch_object(const void *p, size_t size)
     __builtin_prefetch((const char *)p + size - 1);
 }
 
+enum { PF_ALLOC = 1, PF_FREE = 2 };   /* stage 0's cookie: what ev is */
+
 inline uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie)
 {
-    const vt_api_info_t *info = vt_api_info(ev->api);
-    if (!info || (info->kind != VT_KIND_ALLOC && info->kind != VT_KIND_FREE))
-        return 0;
-    if (info->kind == VT_KIND_ALLOC) {
-        /* The live map's slot whatever the stack; the site only through a
-         * stack the hints cover. */
-        if (stage == 0)
-            vt_map_prefetch(&m->by_ptr, ev->ptr);
+    if (stage == 0) {
+        /* The live map's slot for both kinds; an allocation's site only
+         * through a stack the hints cover. The kind found here rides in
+         * the cookie, so the later stages need not look the api up. */
+        const vt_api_info_t *info = vt_api_info(ev->api);
+        if (!info || (info->kind != VT_KIND_ALLOC && info->kind != VT_KIND_FREE))
+            return 0;
+        vt_map_prefetch(&m->by_ptr, ev->ptr);
+        if (info->kind == VT_KIND_FREE)
+            return PF_FREE;
         if (ev->stack >= m->site_hint_cap)
             return 0;
-        if (stage == 0)
-            __builtin_prefetch(&m->site_hint[ev->stack]);
-        else if (stage == 1 && m->site_hint[ev->stack] < m->p.nsites)
+        __builtin_prefetch(&m->site_hint[ev->stack]);
+        return PF_ALLOC;
+    }
+    if (stage == 1 && cookie == PF_ALLOC) {
+        if (ev->stack < m->site_hint_cap && m->site_hint[ev->stack] < m->p.nsites)
             prefetch_object(&m->p.sites[m->site_hint[ev->stack]], sizeof *m->p.sites);
         return 0;
     }
     /* A free: its slot, then its live entry (cookie: index + 1), then its
      * site. Entries may have changed in between: everything is checked. */
-    if (stage == 0) {
-        vt_map_prefetch(&m->by_ptr, ev->ptr);
-        return 0;
-    }
     if (stage == 1) {
+        if (cookie != PF_FREE)
+            return 0;
         /* Only the home slot, where most keys sit (the map is at most
          * half full): a full probe here was a second lookup per free. */
         const vt_map_t *map = &m->by_ptr;

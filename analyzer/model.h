@@ -226,9 +226,10 @@ int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev);
 /* A hint that ev will be fed soon: starts loading what feeding it reads
  * (the live slot its address hashes to, its live entry, its site). Stages
  * 0, 1, 2 are meant to be called in turn a few events apart, each using
- * what the previous one brought in; stage 2 wants the value stage 1
- * returned (0 otherwise). Changes nothing and reads only in bounds, so any
- * event at any time is safe; output never depends on it. */
+ * what the previous one brought in: each wants the value the one before
+ * returned (stage 0: cookie 0), and a stage given 0 has nothing to do
+ * (the caller may skip it). Changes nothing and reads only in bounds, so
+ * any event and cookie at any time is safe; output never depends on it. */
 uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie);
 /* A hint that STACK record n will be fed soon: the first event on the new
  * stack judges it from its parent's memo (stack_match) and writes its

@@ -119,8 +119,7 @@ static int add_path(char ***paths, int *n, const char *path)
 static void queued(vt_report_input_t *in, unsigned k)
 {
     in->qkind[k] = VT_REC_EVENT;
-    in->qcookie[k] = 0;
-    vt_model_prefetch(in->model, &in->q[k], 0, 0);
+    in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 0, 0);
 }
 
 /* Queues a STACK or FRAME record behind the events in in's lookahead, so
@@ -148,6 +147,7 @@ static int queue_record(vt_report_input_t *in, const vt_record_t *rec)
         vt_model_prefetch_node(in->model, &rec->u.stack);
     }
     in->qkind[k] = (uint8_t)rec->type;
+    in->qcookie[k] = 0;   /* no prefetch stages */
     in->qn++;
     return 0;
 }
@@ -179,6 +179,7 @@ static int fill(vt_report_input_t *in)
             if (vt_reader_stack(in->reader, &q->u.stack)) {
                 q->type = VT_REC_STACK;
                 in->qkind[tail] = VT_REC_STACK;
+                in->qcookie[tail] = 0;
                 vt_model_prefetch_node(in->model, &q->u.stack);
                 in->qn++;
                 continue;
@@ -253,14 +254,16 @@ static int advance(vt_report_input_t *in)
     }
     /* Refilled by halves, so the reader decodes several events a call. */
     int rc = in->qn <= VT_LOOKAHEAD / 2 ? fill(in) : 0;
+    /* A cookie of 0 (a record, or an event with nothing to load) ends an
+     * entry's stages. */
     if (in->qn > 8) {
         unsigned k = (in->qhead + 8) & (VT_LOOKAHEAD - 1);
-        if (in->qkind[k] == VT_REC_EVENT)
-            in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 1, 0);
+        if (in->qcookie[k])
+            in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 1, in->qcookie[k]);
     }
     if (in->qn > 3) {
         unsigned k = (in->qhead + 3) & (VT_LOOKAHEAD - 1);
-        if (in->qkind[k] == VT_REC_EVENT)
+        if (in->qcookie[k])
             vt_model_prefetch(in->model, &in->q[k], 2, in->qcookie[k]);
     }
     return rc;
