@@ -1,5 +1,8 @@
 /* fuzz_reader.c: libFuzzer target for the trace reader
- * (analyzer/trace_reader.h): vt_reader_open + vt_reader_next to the end.
+ * (analyzer/trace_reader.h): vt_reader_open + vt_reader_next to the end,
+ * then the same file again through the report's bulk paths
+ * (vt_reader_events, vt_reader_stack), which must see the same records
+ * and end the same way.
  *
  * Beyond "no crash", it checks the reader's contract on every record: each
  * string and argv entry it hands out must be readable in full (touching
@@ -34,6 +37,37 @@ static void touch_process(const vt_rec_process_t *p)
         touch(p->argv[i]);
 }
 
+/* Reads path the way the report does; @return the final status, with the
+ * events and STACK records counted. */
+static int read_bulk(const char *path, unsigned long *events, unsigned long *stacks, unsigned long *others)
+{
+    vt_reader_t *r;
+    vt_error_t err;
+    if (vt_reader_open(path, &r, &err) < 0)
+        abort(); /* it opened the first time */
+    vt_event_t batch[16];
+    vt_record_t rec;
+    int rc;
+    *events = *stacks = *others = 0;
+    for (;;) {
+        size_t got = vt_reader_events(r, batch, 1 + (*events + *stacks) % 16);
+        *events += got;
+        if (got)
+            continue;
+        if (vt_reader_stack(r, &rec.u.stack)) {
+            ++*stacks;
+            continue;
+        }
+        if ((rc = vt_reader_next(r, &rec, &err)) <= 0)
+            break;
+        *events += rec.type == VT_REC_EVENT;
+        *stacks += rec.type == VT_REC_STACK;
+        *others += rec.type != VT_REC_EVENT && rec.type != VT_REC_STACK;
+    }
+    vt_reader_close(r);
+    return rc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -47,9 +81,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     touch_process(vt_reader_process(r));
     vt_record_t rec;
     int rc;
-    unsigned long n = 0;
+    unsigned long n = 0, events = 0, stacks = 0;
     while ((rc = vt_reader_next(r, &rec, &err)) > 0) {
         n++;
+        events += rec.type == VT_REC_EVENT;
+        stacks += rec.type == VT_REC_STACK;
         switch (rec.type) {
         case VT_REC_PROCESS:
             touch_process(&rec.u.process);
@@ -82,7 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (vt_reader_offset(r) > vt_reader_file_size(r) && vt_reader_file_size(r))
         abort();
-    (void)n;
     vt_reader_close(r);
+    unsigned long be, bs, bo;
+    if (read_bulk(path, &be, &bs, &bo) != rc || be != events || bs != stacks || be + bs + bo != n)
+        abort();
     return 0;
 }
