@@ -250,7 +250,10 @@ row4() {   # row4 LABEL TRACE EVENTS FORMAT-ARGS...
     eps=$(calc "$events / $w * 1000" 1); epc=$(calc "$events / $c * 1000" 1); mb=$(calc "$rss / 1024" 1)
     if [ $# = 0 ]; then
         TEXT_W=$w; rel=1.00
-        v="$(verdict "$epc" ">=" 20 " Mev/s"), RSS $(verdict "$mb" "<=" 100 " MB")"
+        # The spread of the runs behind the median: this machine's noise,
+        # so a row near the line can be read from one bench run.
+        lo=$(field cpu_max_ns "$out"); hi=$(field cpu_min_ns "$out")
+        v="$(verdict "$epc" ">=" 20 " Mev/s"), RSS $(verdict "$mb" "<=" 100 " MB") (runs: $(calc "$events / $lo * 1000" 1)-$(calc "$events / $hi * 1000" 1) Mev/s)"
         fl=$("$SPAWN" -n $AREPS -- "$VT" dump --count "$trace" 2>>"$T/errors" | grep '^base ')
         fc=$(field cpu_med_ns "$fl")
         [ -n "$fc" ] && FLOOR_NOTE="reading alone (dump --count): $(calc "$fc / 1e6" 0) ms cpu, $(calc "$events / $fc * 1000" 1) Mev/s; the rest (model, printing) $(calc "($c - $fc) / $events" 1) ns/event"

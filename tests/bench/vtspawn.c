@@ -13,7 +13,7 @@
  *             kept so failures show
  *
  * Output, one line per variant:
- *   base n=N med_ns=M min_ns=M cpu_med_ns=C maxrss_kb=K fails=F
+ *   base n=N med_ns=M min_ns=M cpu_med_ns=C cpu_min_ns=C cpu_max_ns=C maxrss_kb=K fails=F
  *   preload1 ...   (one line per -p, in order)
  * maxrss_kb is the largest peak RSS of any run (getrusage of the child).
  * Exit status 1 when any run failed.
@@ -108,9 +108,10 @@ static void print(variant_t *v)
 {
     qsort(v->wall, (size_t)v->n, sizeof *v->wall, cmp_u64);
     qsort(v->cpu, (size_t)v->n, sizeof *v->cpu, cmp_u64);
-    printf("%s n=%d med_ns=%llu min_ns=%llu cpu_med_ns=%llu maxrss_kb=%ld fails=%d\n", v->name, v->n,
-           (unsigned long long)v->wall[v->n / 2], (unsigned long long)v->wall[0],
-           (unsigned long long)v->cpu[v->n / 2], v->maxrss, v->fails);
+    printf("%s n=%d med_ns=%llu min_ns=%llu cpu_med_ns=%llu cpu_min_ns=%llu cpu_max_ns=%llu maxrss_kb=%ld fails=%d\n",
+           v->name, v->n, (unsigned long long)v->wall[v->n / 2], (unsigned long long)v->wall[0],
+           (unsigned long long)v->cpu[v->n / 2], (unsigned long long)v->cpu[0], (unsigned long long)v->cpu[v->n - 1],
+           v->maxrss, v->fails);
 }
 
 int main(int argc, char **argv)
