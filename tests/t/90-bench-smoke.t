@@ -17,6 +17,10 @@ for row in "cuMemAlloc_v2/cuMemFree_v2" "cudaMalloc/cudaFree" "VRAMTRACE_DEPTH=0
            "hot path (fixed sizes" "random sizes" "events, 10k live" "events, 100k stacks"; do
     if echo "$out" | grep -qF -- "$row"; then ok "row: $row"; else nok "row: $row"; fi
 done
+# Each analyzer trace's text row: the spread of its runs, then its floor.
+is "$(echo "$out" | grep -c '(runs: [0-9.]*-[0-9.]* Mev/s)$')" 2 "analyzer: both text rows give their runs' spread"
+is "$(echo "$out" | grep -c 'reading alone (dump --count): [0-9]* ms cpu, [0-9.]* Mev/s; the rest (model, printing) [0-9.]* ns/event')" 2 \
+    "analyzer: both text rows are followed by their reading floor"
 # The no-CUDA guarantees are exact, so they are checked even here.
 if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no file written"; else nok "no CUDA: no file written"; fi
 if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
