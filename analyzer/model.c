@@ -981,12 +981,6 @@ int vt_model_feed_event(vt_model_t *m, const vt_event_t *ev)
     return feed_event(m, ev);
 }
 
-/* Declared inline (model.h's declaration keeps this an external
- * definition): a hint that lets the LTO build inline it into report.c's
- * replay loop at every call. Left to gcc's heuristics it went out of line
- * after unrelated changes (another call site, a larger do_alloc), and the
- * 100k-stack trace then took 9-25 % longer: its stage-1 and -2 loads, which
- * may miss, stalled the loop from inside a call. */
 /* Sites (80 bytes) always straddle two cache lines, and half the live
  * entries (40 bytes) do: a prefetch of the first byte alone left the
  * other line to miss when the event was fed. */
@@ -998,6 +992,12 @@ static inline void prefetch_object(const void *p, size_t size)
 
 enum { PF_ALLOC = 1, PF_FREE = 2 };   /* stage 0's cookie: what ev is */
 
+/* Declared inline (model.h's declaration keeps this an external
+ * definition): a hint that lets the LTO build inline it into report.c's
+ * replay loop at every call. Left to gcc's heuristics it went out of line
+ * after unrelated changes (another call site, a larger do_alloc), and the
+ * 100k-stack trace then took 9-25 % longer: its stage-1 and -2 loads, which
+ * may miss, stalled the loop from inside a call. */
 inline uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage, uint32_t cookie)
 {
     if (stage == 0) {

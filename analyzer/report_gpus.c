@@ -74,8 +74,8 @@ static inline int hook_update(vt_report_t *r, const vt_model_t *m, int dev, uint
     if (!g->have_peak || g->tracked > g->peak_bytes)
         gpu_peak(g, t);
     /* Alone on its GPU, the device can make a new peak only by passing
-     * this one: its model need not call until then (1 call in ~100 in a
-     * steady state). */
+     * this one: its model need not call until then (in a steady state,
+     * hardly ever). */
     if (g->nprocs == 1)
         vt_model_set_hook_floor(r->hook_in, dev, g->peak_bytes);
     return 1;
