@@ -183,6 +183,7 @@ typedef struct vt_proc {
     vt_spill_brief_t later[VT_MAX_LATER_SPILLS];
     uint64_t nlater;
     uint64_t spill_count[VT_SPILL_KINDS], spill_bytes[VT_SPILL_KINDS];
+    uint64_t spills;   /* the sum of spill_count, for per-event observers */
     uint64_t oom_shortfall, oversub_excess;
     uint64_t fallback_live, fallback_peak;
     uint32_t failed_tags;       /* bit per tag of failed device requests */

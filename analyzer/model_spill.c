@@ -8,6 +8,7 @@ void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v)
 {
     vt_proc_t *p = &m->p;
     p->spill_count[kind]++;
+    p->spills++;
     p->spill_bytes[kind] += v->bytes;
     if (!p->tip.valid) {
         p->tip = *v;

@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "html.h"
+#include "report_series.h"
 #include "report.h"
 #include "sizes.h"
 
@@ -321,6 +322,8 @@ static int replay(vt_report_t *r)
             rc = VT_EXIT_BAD_INPUT;
             break;
         }
+        if (r->series)
+            vt_series_on_event(r->series, r, best, ev);
         if (r->on_event)
             r->on_event(r->on_event_ctx, r, best, ev);
         rc = advance(&r->in[best]);

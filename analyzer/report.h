@@ -84,6 +84,10 @@ struct vt_report {
     int keep_layout;      /* models keep each device's address space at peak */
     vt_event_obs_t on_event;
     void *on_event_ctx;
+    /* The time-series recorder (report_series.c), if attached: called
+     * directly, not through on_event, so the LTO build can inline it into
+     * the replay loop (it runs for every event of an --html report). */
+    struct vt_series_set *series;
     vt_rules_t *rules;
     vt_report_input_t *in;
     int nin;

@@ -175,9 +175,8 @@ static int set_start(vt_series_set_t *set, vt_report_t *r)
     return 0;
 }
 
-static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
+void vt_series_on_event(vt_series_set_t *set, vt_report_t *r, int input, const vt_event_t *ev)
 {
-    vt_series_set_t *set = ctx;
     if (!set->p && set_start(set, r))
         return;
     if (input < 0 || input >= set->nproc)
@@ -207,9 +206,7 @@ static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
         in.tag = (int8_t)vt_model_stack_tag(m, ev->stack);
         instant(ps, &set->nomem, &in);
     }
-    uint64_t spills = 0;
-    for (int k = 0; k < VT_SPILL_KINDS; k++)
-        spills += p->spill_count[k];
+    uint64_t spills = p->spills;
     if (spills > ps->spills_seen) {
         const vt_spill_brief_t *b = p->nlater && p->nlater <= VT_MAX_LATER_SPILLS ? &p->later[p->nlater - 1] : NULL;
         vt_instant_t in = { .time_ns = t, .bytes = ev->size, .stack = ev->stack, .result = ev->result,
@@ -235,8 +232,7 @@ vt_series_set_t *vt_series_attach(vt_report_t *r, int max_buckets)
     if (!s)
         return NULL;
     s->max_buckets = max_buckets < 2 ? 2 : max_buckets;
-    r->on_event = on_event;
-    r->on_event_ctx = s;
+    r->series = s;
     return s;
 }
 
