@@ -123,6 +123,28 @@ static void queued(vt_report_input_t *in, unsigned k)
     in->qcookie[k] = vt_model_prefetch(in->model, &in->q[k], 0, 0);
 }
 
+/* The record just written at qrec[k] (a STACK, or a FRAME with its name
+ * copied) joins the lookahead behind the events before it: no prefetch
+ * stages (cookie 0), but a STACK's parent node and memo start loading. */
+static void queued_record(vt_report_input_t *in, unsigned k)
+{
+    in->qkind[k] = in->qrec[k].type;
+    in->qcookie[k] = 0;
+    if (in->qrec[k].type == VT_REC_STACK)
+        vt_model_prefetch_node(in->model, &in->qrec[k].u.stack);
+    in->qn++;
+}
+
+/* vt_model_feed of a record of in. @return 0, or VT_EXIT_BAD_INPUT after
+ * saying so. */
+static int feed_record(vt_report_input_t *in, const vt_record_t *rec)
+{
+    if (!vt_model_feed(in->model, rec))
+        return 0;
+    fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+    return VT_EXIT_BAD_INPUT;
+}
+
 /* Queues a STACK or FRAME record behind the events in in's lookahead, so
  * reading goes on past it (a trace that defines each stack just before
  * its first use would otherwise drain the lookahead at every new stack).
@@ -144,12 +166,8 @@ static int queue_record(vt_report_input_t *in, const vt_record_t *rec)
         if (len)
             memcpy(in->qname[k], rec->u.frame.function.data, len);
         in->qrec[k].u.frame.function.data = len ? in->qname[k] : "";
-    } else {
-        vt_model_prefetch_node(in->model, &rec->u.stack);
     }
-    in->qkind[k] = (uint8_t)rec->type;
-    in->qcookie[k] = 0;   /* no prefetch stages */
-    in->qn++;
+    queued_record(in, k);
     return 0;
 }
 
@@ -175,16 +193,10 @@ static int fill(vt_report_input_t *in)
         /* The nodes a trace defines before a new stack's first event,
          * without vt_reader_next's per-record costs (~170 instructions a
          * node), queued behind the events they precede. */
-        if (in->qn) {
-            vt_record_t *q = &in->qrec[tail];
-            if (vt_reader_stack(in->reader, &q->u.stack)) {
-                q->type = VT_REC_STACK;
-                in->qkind[tail] = VT_REC_STACK;
-                in->qcookie[tail] = 0;
-                vt_model_prefetch_node(in->model, &q->u.stack);
-                in->qn++;
-                continue;
-            }
+        if (in->qn && vt_reader_stack(in->reader, &in->qrec[tail].u.stack)) {
+            in->qrec[tail].type = VT_REC_STACK;
+            queued_record(in, tail);
+            continue;
         }
         vt_record_t rec;
         /* The reader copies its whole error state on failure; zeroing 784
@@ -207,10 +219,8 @@ static int fill(vt_report_input_t *in)
                 in->held_rec = rec;
                 return 0;
             }
-            if (vt_model_feed(in->model, &rec)) {
-                fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+            if (feed_record(in, &rec))
                 return VT_EXIT_BAD_INPUT;
-            }
             continue;
         }
         in->done = 1;
@@ -239,19 +249,15 @@ static int advance(vt_report_input_t *in)
     in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
     in->qn--;
     while (in->qn && in->qkind[in->qhead] != VT_REC_EVENT) {
-        if (vt_model_feed(in->model, &in->qrec[in->qhead])) {
-            fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+        if (feed_record(in, &in->qrec[in->qhead]))
             return VT_EXIT_BAD_INPUT;
-        }
         in->qhead = (in->qhead + 1) & (VT_LOOKAHEAD - 1);
         in->qn--;
     }
     if (!in->qn && in->held) {
         in->held = 0;
-        if (vt_model_feed(in->model, &in->held_rec)) {
-            fprintf(stderr, "vramtrace: %s: out of memory\n", in->path);
+        if (feed_record(in, &in->held_rec))
             return VT_EXIT_BAD_INPUT;
-        }
     }
     /* Refilled by halves, so the reader decodes several events a call. */
     int rc = in->qn <= VT_LOOKAHEAD / 2 ? fill(in) : 0;

@@ -42,7 +42,7 @@ typedef struct vt_report_input {
      * ends the lookahead: it waits in `held` until the events before it are
      * fed. Either way the model sees file order. */
     vt_event_t q[VT_LOOKAHEAD];
-    uint32_t qcookie[VT_LOOKAHEAD];   /* vt_model_prefetch's, stage 1 to 2 */
+    uint32_t qcookie[VT_LOOKAHEAD];   /* vt_model_prefetch's, stage to stage; 0: none left */
     uint8_t qkind[VT_LOOKAHEAD];      /* VT_REC_EVENT, or qrec's type */
     vt_record_t qrec[VT_LOOKAHEAD];
     char *qname[VT_LOOKAHEAD];
