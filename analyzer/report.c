@@ -303,6 +303,9 @@ static int replay(vt_report_t *r)
     int tty = isatty(2), shown = 0;
     double start = now_s(), last = start;
     uint64_t n = 0;
+    /* Fixed for the replay: read once, not after every event's calls. */
+    vt_series_set_t *const series = r->series;
+    const vt_event_obs_t on_event = r->on_event;
     while (!rc) {
         int best = -1;
         const vt_event_t *ev = NULL;
@@ -328,10 +331,10 @@ static int replay(vt_report_t *r)
             rc = VT_EXIT_BAD_INPUT;
             break;
         }
-        if (r->series)
-            vt_series_on_event(r->series, r, best, ev);
-        if (r->on_event)
-            r->on_event(r->on_event_ctx, r, best, ev);
+        if (series)
+            vt_series_on_event(series, r, best, ev);
+        if (on_event)
+            on_event(r->on_event_ctx, r, best, ev);
         rc = advance(&r->in[best]);
         if (tty && (++n & 4095) == 0) {
             double t = now_s();
