@@ -218,12 +218,20 @@ static inline uint32_t hinted_site(const vt_model_t *m, uint32_t stack)
     return stack < m->site_hint_cap ? m->site_hint[stack] : UINT32_MAX;
 }
 
-int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
+/* The stack's match if one was made: its first site's, else the one
+ * match_for cached; NULL for a stack no allocation used. */
+static const vt_match_t *known_match(const vt_model_t *m, uint32_t stack)
 {
     uint32_t idx, h = hinted_site(m, stack);
     if (h != UINT32_MAX)
-        return m->p.sites[h].match.tag;
-    return vt_map_get(&m->match_by_stack, stack, &idx) ? m->matches[idx].tag : VT_TAG_UNKNOWN;
+        return &m->p.sites[h].match;
+    return vt_map_get(&m->match_by_stack, stack, &idx) ? &m->matches[idx] : NULL;
+}
+
+int vt_model_stack_tag(const vt_model_t *m, uint32_t stack)
+{
+    const vt_match_t *k = known_match(m, stack);
+    return k ? k->tag : VT_TAG_UNKNOWN;
 }
 
 /* A frame's verdict changes only when a MODULE record arrives (module_gen)
@@ -373,13 +381,9 @@ static int hint_free(vt_model_t *m, uint32_t stack)
  * so one answer per stack id is safe. */
 static int match_for(vt_model_t *m, uint32_t stack, int hinted, vt_match_t *out)
 {
-    uint32_t idx, h = hinted_site(m, stack);
-    if (h != UINT32_MAX) {
-        *out = m->p.sites[h].match;
-        return 0;
-    }
-    if (vt_map_get(&m->match_by_stack, stack, &idx)) {
-        *out = m->matches[idx];
+    const vt_match_t *k = known_match(m, stack);
+    if (k) {
+        *out = *k;
         return 0;
     }
     if (stack_match(m, stack, out))
