@@ -52,7 +52,12 @@ sig INT 43
 
 # A traced program: traces land in DIR, the verdict is printed, and Ctrl-C
 # (SIGINT to record) stops a holder cleanly, leaving a complete trace.
-if [ -x "$B/examples/gpu-hog" ] && [ -e "$SIM/libcudart.so.13" ]; then
+# Not under ThreadSanitizer: record puts the shim first in LD_PRELOAD, and
+# a TSan-built shim in an uninstrumented program needs the TSan runtime
+# loaded before it (its writer thread then dies in __tsan_func_entry).
+if [ "${VT_SANITIZE:-}" = thread ]; then
+    T=$((T+1)); echo "ok $T # SKIP TSan: record cannot put the TSan runtime before the shim"
+elif [ -x "$B/examples/gpu-hog" ] && [ -e "$SIM/libcudart.so.13" ]; then
     ( VTSIM_DEVICES=24GiB LD_LIBRARY_PATH="$SIM" dfl "$VT" record -o "$TMP/hog" -- "$B/examples/gpu-hog" 1024 >"$TMP/hog.out" 2>"$TMP/hog.err" ) &
     rec=$!
     i=0
