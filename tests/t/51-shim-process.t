@@ -13,22 +13,29 @@ under_shim $D /bin/true
 under_shim $D sh -c 'echo hi >/dev/null'
 is "$(ls -A $D | wc -l)" 0 "no CUDA (paths, /bin/true, sh): no file written"
 
-# fork: the child writes its own trace with its own pid.
-D=$(tmpdir)
-under_shim $D $P fork
-is "$?" 0 "fork: program ran unchanged"
-is "$(ls $D/*.vtrace | wc -l)" 2 "fork: parent and child each leave a trace"
-parent=0; child=0
-for f in $D/*.vtrace; do
-    $VT dump "$f" >$f.dump
-    [ "$(count_events $f.dump cudaMalloc 167937 0)" = 1 ] && parent=$((parent+1))
-    [ "$(count_events $f.dump cudaMalloc 172033 0)" = 1 ] && child=$((child+1))
-    pid=$(sed -n 's/^process pid=\([0-9]*\) .*/\1/p' $f.dump)
-    case "$f" in *".$pid.vtrace") ok "fork: $(basename $f) is named after its own pid";;
-                 *) nok "fork: $(basename $f) is named after its own pid $pid";; esac
-done
-is "$parent" 1 "fork: the parent's allocation is in exactly one trace"
-is "$child" 1 "fork: the child's allocation is in exactly one trace"
+# fork: the child writes its own trace with its own pid. Not under
+# ThreadSanitizer, which cannot start the child's writer thread after a
+# fork of a threaded process (it dies, or with die_after_fork=0 reports a
+# "dup thread" and the child's call fails).
+if [ "${VT_SANITIZE:-}" = thread ]; then
+    T=$((T+1)); echo "ok $T # SKIP TSan does not support threads started after fork"
+else
+    D=$(tmpdir)
+    under_shim $D $P fork
+    is "$?" 0 "fork: program ran unchanged"
+    is "$(ls $D/*.vtrace | wc -l)" 2 "fork: parent and child each leave a trace"
+    parent=0; child=0
+    for f in $D/*.vtrace; do
+        $VT dump "$f" >$f.dump
+        [ "$(count_events $f.dump cudaMalloc 167937 0)" = 1 ] && parent=$((parent+1))
+        [ "$(count_events $f.dump cudaMalloc 172033 0)" = 1 ] && child=$((child+1))
+        pid=$(sed -n 's/^process pid=\([0-9]*\) .*/\1/p' $f.dump)
+        case "$f" in *".$pid.vtrace") ok "fork: $(basename $f) is named after its own pid";;
+                     *) nok "fork: $(basename $f) is named after its own pid $pid";; esac
+    done
+    is "$parent" 1 "fork: the parent's allocation is in exactly one trace"
+    is "$child" 1 "fork: the child's allocation is in exactly one trace"
+fi
 
 # fork right after the first CUDA call, many times: the writer thread may be
 # starting or inside malloc, and the child must not inherit its locks (under

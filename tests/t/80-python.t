@@ -70,7 +70,9 @@ for PY in $PYS; do
     D=$(tmpdir)
     run_py $D "$PY" vllm_like.py VRAMTRACE_DEPTH=256
     is "$(cat $D/rc)" 0 "$P vllm: program ran unchanged under the shim"
-    is "$(cat $D/out)" "$(PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM "$PY" $PYDIR/vllm_like.py)" \
+    # The run without the shim still needs a sanitized build's runtime
+    # first: the simulated GPU's libraries are instrumented too.
+    is "$(cat $D/out)" "$(PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM LD_PRELOAD="${VT_SAN_RT:-}" "$PY" $PYDIR/vllm_like.py)" \
        "$P vllm: same output as without the shim"
     check "$P vllm: note says Python frames are on for CPython $ver" \
         grep -q "^note .*python frames: on, CPython $ver," $D/dump
@@ -150,8 +152,12 @@ print(t.get("warmup", 0), t.get("graphs", 0))')
 done
 
 # ---- fork: the child's trace has its own note and Python frames ----
-D=$(tmpdir)
-PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D python3 -c '
+# (Not under ThreadSanitizer: no thread may start after a threaded fork.)
+if [ "${VT_SANITIZE:-}" = thread ]; then
+    T=$((T+1)); echo "ok $T # SKIP TSan does not support threads started after fork"
+else
+    D=$(tmpdir)
+    PYTHONPATH=$PYDIR LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D python3 -c '
 import os, sys
 from simcuda import cuda_malloc
 def load_weights(n): cuda_malloc(n)
@@ -162,12 +168,13 @@ if pid == 0:
     sys.exit(0)   # not os._exit: the shim writes its last chunk at exit
 os.waitpid(pid, 0)
 '
-n=0
-for f in $D/*.vtrace; do
-    $VT dump --stacks $f >$f.dump
-    if grep -q '^note .*python frames: on' $f.dump && grep -q ' py:load_weights' $f.dump; then n=$((n+1)); fi
-done
-is "$n" 2 "fork: parent and child traces each have the note and Python frames"
+    n=0
+    for f in $D/*.vtrace; do
+        $VT dump --stacks $f >$f.dump
+        if grep -q '^note .*python frames: on' $f.dump && grep -q ' py:load_weights' $f.dump; then n=$((n+1)); fi
+    done
+    is "$n" 2 "fork: parent and child traces each have the note and Python frames"
+fi
 
 # ---- the C annotation API ----
 D=$(tmpdir)
