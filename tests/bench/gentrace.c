@@ -9,6 +9,10 @@
  *     DEPTH   frames per stack (default 20)
  *     -L      stack nodes written at first use, as the shim writes them
  *             (default: the whole tree before the first event)
+ *     -z      stacks drawn with Zipf weights (the k-th most used 1/k), as
+ *             real servers reuse a few call paths for most allocations;
+ *             default: uniformly, every stack as likely (the worst case
+ *             for the report's caches)
  *
  * Shape: one process, one 80 GiB device, one module. The stacks share a
  * trunk of frames and branch in their innermost levels (like real servers:
@@ -120,6 +124,39 @@ static uint32_t node(uint32_t parent, uint64_t ip)
 }
 
 /* The node id of tree index v, writing it and its unwritten ancestors. */
+/* -z: cumulative Zipf weights of the stacks, by rank (NULL: uniform). */
+static double *zipf_cdf;
+
+static int zipf_table(uint32_t stacks)
+{
+    zipf_cdf = malloc(stacks * sizeof *zipf_cdf);
+    if (!zipf_cdf)
+        return -1;
+    double sum = 0;
+    for (uint32_t k = 0; k < stacks; k++)
+        zipf_cdf[k] = sum += 1.0 / (k + 1);
+    for (uint32_t k = 0; k < stacks; k++)
+        zipf_cdf[k] /= sum;
+    return 0;
+}
+
+/* A stack's index: uniform, or by rank from the Zipf table. */
+static uint32_t pick_stack(uint32_t stacks)
+{
+    if (!zipf_cdf)
+        return (uint32_t)(next_rand() % stacks);
+    double u = (double)(next_rand() >> 11) * 0x1.0p-53;
+    uint32_t lo = 0, hi = stacks - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (zipf_cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static uint32_t stack_id(uint32_t v)
 {
     if (!lazy || v == 0)
@@ -207,8 +244,8 @@ int main(int argc, char **argv)
 {
     const char *out = NULL;
     uint64_t events = 1000000, live = 10000, stacks = 1000;
-    int depth = 20, c;
-    while ((c = getopt(argc, argv, "o:e:l:s:d:r:L")) != -1) {
+    int depth = 20, c, zipf = 0;
+    while ((c = getopt(argc, argv, "o:e:l:s:d:r:Lz")) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'e': events = strtoull(optarg, NULL, 10); break;
@@ -217,11 +254,12 @@ int main(int argc, char **argv)
         case 'd': depth = atoi(optarg); break;
         case 'r': rng = strtoull(optarg, NULL, 10) * 0x9e3779b97f4a7c15ull | 1; break;
         case 'L': lazy = 1; break;
+        case 'z': zipf = 1; break;
         default: return 2;
         }
     }
     if (!out || live < 1 || stacks < 1 || stacks > (1u << 24) || depth < 1 || depth > 30) {
-        fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED] [-L]\n");
+        fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED] [-L] [-z]\n");
         return 2;
     }
     FILE *f = fopen(out, "wb");
@@ -272,6 +310,8 @@ int main(int argc, char **argv)
     tg_buf_free(&b);
 
     uint32_t *leaf = build_stacks((uint32_t)stacks, depth);
+    if (zipf && zipf_table((uint32_t)stacks))
+        return 1;
     /* Live allocations by slot: slot i's address is fixed, so a freed
      * address comes back, as the driver's do. The live slots are kept dense
      * in live_list (pos_of is the inverse), the free ones on a stack, so
@@ -295,7 +335,7 @@ int main(int argc, char **argv)
              * allocations, frees and allocations alternate. */
             uint32_t k = (uint32_t)(next_rand() % nlive), slot = live_list[k];
             event(VT_API_cudaFree, tid, VA_BASE + slot * VA_STRIDE, 0, 0, VT_EF_RUNTIME,
-                  leaf[next_rand() % stacks]);
+                  leaf[pick_stack((uint32_t)stacks)]);
             tracked -= size[slot];
             size[slot] = 0;
             live_list[k] = live_list[--nlive];
@@ -305,7 +345,7 @@ int main(int argc, char **argv)
             uint32_t slot = free_stack[--nfree];
             uint64_t sz = 1 + next_rand() % (8u << 20);
             event(VT_API_cudaMalloc, tid, VA_BASE + slot * VA_STRIDE, sz, 0, VT_EF_RUNTIME,
-                  leaf[next_rand() % stacks]);
+                  leaf[pick_stack((uint32_t)stacks)]);
             size[slot] = sz;
             tracked += sz;
             pos_of[slot] = (uint32_t)nlive;
@@ -328,5 +368,6 @@ int main(int argc, char **argv)
     free(pos_of);
     free(free_stack);
     free(leaf);
+    free(zipf_cdf);
     return 0;
 }

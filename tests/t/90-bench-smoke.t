@@ -25,4 +25,21 @@ is "$(echo "$out" | grep -c 'reading alone (dump --count): [0-9]* ms cpu, [0-9.]
 if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no file written"; else nok "no CUDA: no file written"; fi
 if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
 echo "$out" | grep -q "^errors:" && echo "$out" | sed 's/^/# /'
+
+# gentrace -z draws stacks with Zipf weights (docs/performance.md, session
+# 7): the most used of 1,000 stacks takes 1/H(1000) = 13.4 % of the
+# allocations, against 23 of ~10,000 when drawn uniformly. Its seed is
+# fixed, so the counts are exact.
+T0=$(tmpdir)
+alloc_stacks() {   # distinct allocation stacks, and the busiest one's count
+    "$VT" dump "$1" | awk '$1 == "event" && / api=cudaMalloc / { for (i = 2; i <= NF; i++) if ($i ~ /^stack=/) c[$i]++ }
+        END { n = 0; m = 0; for (k in c) { n++; if (c[k] > m) m = c[k] }; print n, m }'
+}
+"$B/bench/gentrace" -L -z -o "$T0/z.vtrace" -e 20000 -l 100 -s 1000 >/dev/null
+is "$(alloc_stacks "$T0/z.vtrace")" "904 1319" "gentrace -z: 904 of 1000 stacks used, the busiest by 1319 allocations"
+"$B/bench/gentrace" -L -o "$T0/u.vtrace" -e 20000 -l 100 -s 1000 >/dev/null
+is "$(alloc_stacks "$T0/u.vtrace")" "1000 23" "gentrace uniform: every stack used, the busiest by 23"
+"$VT" report "$T0/z.vtrace" >/dev/null 2>&1
+is "$?" 0 "gentrace -z: the report reads its trace"
+rm -rf "$T0"
 done_testing
