@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "demangle.h"
-#include "dwarf.h"
+#include "dwarf_lines.h"
 #include "grow.h"
 #include "model_map.h"
 #include "vramtrace/trace_format.h"

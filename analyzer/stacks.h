@@ -11,7 +11,7 @@
  *    a walk never loops (parent < id) and stops at VT_MAX_STACK_DEPTH.
  *  - An ip without a FRAME record is shown by address, with the module
  *    whose [base, base+size) holds it when known.
- *  - Source lines (file:line, dwarf.h) are looked up only by
+ *  - Source lines (file:line, dwarf_lines.h) are looked up only by
  *    vt_stacks_get_src, i.e. only for the stacks a report prints, never
  *    while the trace is read: once per ip, cached (bounded by the printed
  *    frames), and never for a module whose build id does not match the file

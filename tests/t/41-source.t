@@ -1,5 +1,5 @@
 #!/bin/sh
-# file:line in the report's stacks (analyzer/dwarf.c): read from the DWARF
+# file:line in the report's stacks (analyzer/dwarf_lines.c): read from the DWARF
 # of the binaries on this machine, and only when the file's build id is the
 # one the trace recorded. The example programs are built with -g; expected
 # lines are found by grepping their sources, never hard-coded.

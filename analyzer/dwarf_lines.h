@@ -21,8 +21,8 @@
  *  - The file is mapped (ELF_C_READ_MMAP): a binary truncated by someone
  *    else while we read it can still raise SIGBUS, as in any debugger.
  */
-#ifndef VT_DWARF_H
-#define VT_DWARF_H
+#ifndef VT_DWARF_LINES_H
+#define VT_DWARF_LINES_H
 
 #include <stddef.h>
 #include <stdint.h>

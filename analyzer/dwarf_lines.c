@@ -1,8 +1,9 @@
-/* file:line from libdw (see dwarf.h). A small LRU of open modules keyed by
+/* file:line from libdw (see dwarf_lines.h). A small LRU of open modules keyed by
  * (path, build id); each lookup is the CU holding the address (aranges,
  * else a scan of the CUs' ranges) and its line table row. */
-#include "dwarf.h"
+#include "dwarf_lines.h"
 
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
@@ -14,10 +15,6 @@
 #include <unistd.h>
 
 #include "errors.h"
-
-/* DWARF's attribute code (DWARF 2-5, section 7.5.4). elfutils' <dwarf.h>
- * has it, but -Ianalyzer makes that name this directory's dwarf.h. */
-#define VT_DW_AT_COMP_DIR 0x1b
 
 typedef struct open_mod {
     char *path;               /* as the trace named it */
@@ -215,7 +212,7 @@ int vt_dwarf_line(vt_dwarf_t *d, const char *path, const uint8_t *build_id, size
      * names files as given on its command line) is made absolute, so it
      * names one file whatever directory the report runs in. */
     Dwarf_Attribute at;
-    const char *dir = src[0] != '/' ? dwarf_formstring(dwarf_attr(&cu, VT_DW_AT_COMP_DIR, &at)) : NULL;
+    const char *dir = src[0] != '/' ? dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &at)) : NULL;
     if (dir && dir[0] == '/') {
         int k = snprintf(d->path, sizeof d->path, "%s/%s", dir, src);
         if (k > 0 && (size_t)k < sizeof d->path)
