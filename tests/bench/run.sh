@@ -236,44 +236,81 @@ g1=$(date +%s.%N)
 # 7 the text row, timed first, was 6-9 % slower than --json, which does
 # more; alternated by hand the two were equal).
 sync
-echo "4. ANALYZER (vramtrace report; median of $AREPS; big trace generated in $(calc "$g1 - $g0" 1) s)"
+echo "4. ANALYZER (vramtrace report; $AREPS rounds, formats interleaved; medians; big trace generated in $(calc "$g1 - $g0" 1) s)"
 # The LTO build's speed depends on gcc inlining the per-event helpers into
 # the replay loop (analyzer/model.c, vt_model_prefetch): say so when it did not.
 OUTLINED=$(nm "$VT" 2>/dev/null | sed -n 's/.* [tT] \(vt_model_prefetch\|vt_reader_events\|vt_model_feed_event\)[.a-z_0-9]*$/\1/p' | sort -u | tr '\n' ' ')
 [ -n "$OUTLINED" ] && echo "   note: out of line in this build, the figures below may be low: $OUTLINED"
-# The floor: reading alone (vramtrace dump --count reads the way the report
-# does, in bulk, and keeps nothing): what is left of a second is the model's.
 echo "   trace                                   format   wall s   Mev/s wall  Mev/s cpu  peak RSS MB  vs text  verdict"
 HAS_HTML=0
 "$VT" report --help 2>/dev/null | grep -q -- '--html' && HAS_HTML=1
-row4() {   # row4 LABEL TRACE EVENTS FORMAT-ARGS...
-    label=$1; trace=$2; events=$3; shift 3
-    fmt=${1:-text}
-    out=$("$SPAWN" -n $AREPS -- "$VT" report "$@" "$trace" 2>>"$T/errors" | grep '^base ')
-    w=$(field med_ns "$out"); c=$(field cpu_med_ns "$out"); rss=$(field maxrss_kb "$out")
-    if [ -z "$w" ] || [ "$(field fails "$out")" != 0 ]; then printf "   %-40s %-8s failed\n" "$label" "$fmt"; return; fi
+FORMATS="text json count"
+[ $HAS_HTML = 1 ] && FORMATS="text json html count"
+# measure4 TRACE: AREPS rounds, each running the text report, --json,
+# --html and `dump --count` (reading alone: it reads the way the report
+# does, in bulk, and keeps nothing) once, in an order that rotates every
+# round, so a slow stretch of this shared machine lands on every format
+# alike. Per run: $T/a4.FMT.{w,c} (wall and CPU ns), $T/a4.FMT.rss (KiB),
+# $T/a4.FMT.fail; $T/a4.FMT.rel, its CPU time over the same round's text.
+measure4() {
+    rm -f "$T"/a4.*
+    round=0
+    while [ $round -lt $AREPS ]; do
+        order=$(echo $FORMATS | tr ' ' '\n' | awk -v r=$round '{f[NR-1]=$0} END {for (i = 0; i < NR; i++) print f[(i + r) % NR]}')
+        for fmt in $order; do
+            case $fmt in
+            text) out=$("$SPAWN" -n 1 -- "$VT" report "$1" 2>>"$T/errors") ;;
+            json) out=$("$SPAWN" -n 1 -- "$VT" report --json "$1" 2>>"$T/errors") ;;
+            html) out=$("$SPAWN" -n 1 -- "$VT" report --html "$T/report.html" "$1" 2>>"$T/errors") ;;
+            count) out=$("$SPAWN" -n 1 -- "$VT" dump --count "$1" 2>>"$T/errors") ;;
+            esac
+            out=$(echo "$out" | grep '^base ')
+            if [ -z "$out" ] || [ "$(field fails "$out")" != 0 ]; then echo 1 >>"$T/a4.$fmt.fail"; continue; fi
+            cpu=$(field cpu_med_ns "$out")
+            field med_ns "$out" >>"$T/a4.$fmt.w"
+            echo "$cpu" >>"$T/a4.$fmt.c"
+            field maxrss_kb "$out" >>"$T/a4.$fmt.rss"
+            eval "cpu_$fmt=$cpu"
+        done
+        for fmt in json html; do
+            eval "cpu=\${cpu_$fmt:-}"
+            [ -n "$cpu" ] && [ -n "${cpu_text:-}" ] && echo "$(calc "$cpu / $cpu_text" 4)" >>"$T/a4.$fmt.rel"
+        done
+        unset cpu_text cpu_json cpu_html cpu_count
+        round=$((round + 1))
+    done
+}
+row4() {   # row4 LABEL EVENTS FMT, after measure4
+    label=$1; events=$2; fmt=$3
+    if [ -s "$T/a4.$fmt.fail" ] || [ ! -s "$T/a4.$fmt.c" ]; then printf "   %-40s %-8s failed\n" "$label" "$fmt"; return; fi
+    w=$(median <"$T/a4.$fmt.w"); c=$(median <"$T/a4.$fmt.c"); rss=$(sort -g "$T/a4.$fmt.rss" | tail -1)
     eps=$(calc "$events / $w * 1000" 1); epc=$(calc "$events / $c * 1000" 1); mb=$(calc "$rss / 1024" 1)
-    if [ $# = 0 ]; then
-        TEXT_W=$w; rel=1.00
+    if [ "$fmt" = text ]; then
+        rel=1.00
         # The spread of the runs behind the median: this machine's noise,
         # so a row near the line can be read from one bench run.
-        lo=$(field cpu_max_ns "$out"); hi=$(field cpu_min_ns "$out")
+        lo=$(sort -g "$T/a4.text.c" | tail -1); hi=$(sort -g "$T/a4.text.c" | head -1)
         v="$(verdict "$epc" ">=" 20 " Mev/s"), RSS $(verdict "$mb" "<=" 100 " MB") (runs: $(calc "$events / $lo * 1000" 1)-$(calc "$events / $hi * 1000" 1) Mev/s)"
-        fl=$("$SPAWN" -n $AREPS -- "$VT" dump --count "$trace" 2>>"$T/errors" | grep '^base ')
-        fc=$(field cpu_med_ns "$fl")
-        [ -n "$fc" ] && FLOOR_NOTE="reading alone (dump --count): $(calc "$fc / 1e6" 0) ms cpu, $(calc "$events / $fc * 1000" 1) Mev/s; the rest (model, printing) $(calc "($c - $fc) / $events" 1) ns/event"
+        if [ -s "$T/a4.count.c" ] && [ ! -s "$T/a4.count.fail" ]; then
+            fc=$(median <"$T/a4.count.c")
+            FLOOR_NOTE="reading alone (dump --count): $(calc "$fc / 1e6" 0) ms cpu, $(calc "$events / $fc * 1000" 1) Mev/s; the rest (model, printing) $(calc "($c - $fc) / $events" 1) ns/event"
+        fi
+        fmtname=text
     else
-        rel=$(calc "$w / $TEXT_W" 2); v=$(verdict "$rel" "<=" 1.2 x)
+        # The median of each round's CPU ratio to the text report's.
+        rel=$(calc "$(median <"$T/a4.$fmt.rel")" 2); v=$(verdict "$rel" "<=" 1.2 x)
+        fmtname=--$fmt
     fi
-    printf "   %-40s %-8s %7s %11s %10s %12s %7sx  %s\n" "$label" "$fmt" "$(calc "$w / 1e9" 2)" "$eps" "$epc" "$mb" "$rel" "$v"
+    printf "   %-40s %-8s %7s %11s %10s %12s %7sx  %s\n" "$label" "$fmtname" "$(calc "$w / 1e9" 2)" "$eps" "$epc" "$mb" "$rel" "$v"
     if [ -n "${FLOOR_NOTE:-}" ]; then printf "   %-40s %s\n" "" "$FLOOR_NOTE"; FLOOR_NOTE=; fi
 }
 for which in big stacks; do
     if [ $which = big ]; then label="$EVENTS events, 10k live"; ev=$EVENTS
     else label="$STACK_EVENTS events, 100k stacks"; ev=$STACK_EVENTS; fi
-    row4 "$label" "$T/$which.vtrace" "$ev"
-    row4 "" "$T/$which.vtrace" "$ev" --json
-    if [ $HAS_HTML = 1 ]; then row4 "" "$T/$which.vtrace" "$ev" --html "$T/report.html"
+    measure4 "$T/$which.vtrace"
+    row4 "$label" "$ev" text
+    row4 "" "$ev" json
+    if [ $HAS_HTML = 1 ]; then row4 "" "$ev" html
     else printf "   %-40s %-8s n/a (vramtrace report has no --html yet)\n" "" "--html"; fi
 done
 
