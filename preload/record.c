@@ -231,20 +231,26 @@ uint64_t vt_ring_dropped(void)
 
 /* ---- start-up, on the first intercepted call ---- */
 
+/* The writer first: it walks the modules only inside a drain, so once it
+ * is between drains the loader lock waits for the program's threads alone. */
 static void atfork_prepare(void)
 {
-    if (atomic_load(&vt_state) == VT_ST_ACTIVE)
+    if (atomic_load(&vt_state) == VT_ST_ACTIVE) {
         vt_writer_atfork_prepare();
+        vt_loader_atfork_prepare();
+    }
 }
 
 static void atfork_parent(void)
 {
+    vt_loader_atfork_parent();
     vt_writer_atfork_parent();
 }
 
 static void atfork_child(void)
 {
     vt_tls.tid = 0;
+    vt_loader_atfork_child();
     if (atomic_load(&vt_state) == VT_ST_OFF)
         return;
     /* The parent's writer thread and file do not exist here; the child

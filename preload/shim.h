@@ -11,6 +11,7 @@
  *   livemap.c    live device bytes per pointer, for peak-triggered samples
  *   writer.c     background thread: encode, compress, write the trace file
  *   symbols.c    module map and symbol names (writer thread only)
+ *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
  *   options.c    VRAMTRACE_* environment, parsed once
  *   pyframes.c   CPython frames merged into stacks as pseudo frames
  *   ranges.c     annotation API and NVTX injection: range pseudo frames
@@ -24,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "loader_lock.h"
 #include "vramtrace/entrypoints.h"
 #include "vramtrace/trace_format.h"
 
@@ -197,6 +199,8 @@ int vt_ranges_frames(uint64_t *out, int cap);
 /* Whether this thread has a range open: what vt_ranges_frames would say
  * without copying anything. */
 int vt_ranges_open(void);
+
+/* ---- loader_lock.c: loader_lock.h ---- */
 
 /* ---- writer.c ---- */
 /* Opens the trace file and starts the writer thread. 0 on success. */

@@ -585,7 +585,11 @@ void vt_stacks_unloaded(unsigned long long subs)
  * could not be loaded. */
 static int libunwind_backtrace(uint64_t *ips, int want)
 {
-    return unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
+    vt_loader_enter();
+    int n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    vt_loader_leave();
+    return n;
 }
 
 /* VRAMTRACE_UNWIND=check: counts for the line written at exit. */

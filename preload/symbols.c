@@ -16,6 +16,7 @@
  *    can place any ip, including ones it symbolizes offline.
  */
 #include "symbols.h"
+#include "loader_lock.h"
 
 #include "elf_symtab.h"
 
@@ -274,7 +275,7 @@ static void refresh(void)
     struct refresh_ctx rc = {0, (uintptr_t)getauxval(AT_SYSINFO_EHDR)};
     for (size_t i = 0; i < g.nmods; i++)
         g.mods[i]->seen = 0;
-    dl_iterate_phdr(refresh_cb, &rc);
+    vt_dl_iterate_phdr(refresh_cb, &rc);
 
     vt_module_t **live = realloc(g.live, (g.nmods ? g.nmods : 1) * sizeof *live);
     if (!live)
@@ -310,7 +311,7 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static int loader_changed(void)
 {
     unsigned long long c[2];
-    if (!g.have_counters || dl_iterate_phdr(counters_cb, c) != 1)
+    if (!g.have_counters || vt_dl_iterate_phdr(counters_cb, c) != 1)
         return -1;
     return c[0] != g.adds || c[1] != g.subs;
 }

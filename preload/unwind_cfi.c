@@ -14,8 +14,9 @@
  * but nothing in them is trusted: every read is checked against the
  * module's PT_GNU_EH_FRAME or PT_LOAD ranges first, and every length is
  * checked before it moves a pointer, so a corrupt or hostile table ends in
- * VT_CFI_UNKNOWN, never in a read outside the module. No allocation, no
- * lock of ours (dl_iterate_phdr takes the loader's).
+ * VT_CFI_UNKNOWN, never in a read outside the module. No allocation; the
+ * module walk takes loader_lock.c's shared lock (fork waits it out) and,
+ * inside dl_iterate_phdr, the loader's own.
  */
 #include <link.h>
 #include <string.h>
@@ -90,7 +91,7 @@ static int count_subs(struct dl_phdr_info *info, size_t size, void *arg)
 unsigned long long vt_cfi_module_subs(void)
 {
     unsigned long long subs = 0;
-    dl_iterate_phdr(count_subs, &subs);
+    vt_dl_iterate_phdr(count_subs, &subs);
     return subs;
 }
 
@@ -195,7 +196,7 @@ static uint64_t dw_encoded(dw_cursor_t *c, uint8_t enc, uintptr_t datarel)
 static const uint8_t *find_fde(uintptr_t pc, module_t *m, unsigned long long *subs)
 {
     fde_search_t s = { pc, m, 0, 0 };
-    dl_iterate_phdr(find_module, &s);
+    vt_dl_iterate_phdr(find_module, &s);
     *subs = s.subs;
     if (!s.found || !m->hdr_lo || m->hdr_hi - m->hdr_lo < 12)
         return NULL;

@@ -15,6 +15,11 @@
  *   forkstorm F     64 threads allocate while another thread forks F times;
  *                   each child allocates once and exits; prints how many
  *                   children succeeded
+ *   forkwalk        forks while another thread's first stack is being
+ *                   unwound (with VTFAULT_SLOW_PHDR_MS, inside its module
+ *                   walk); the child allocates through a call path the
+ *                   parent never took; prints "forkwalk child=ok", or
+ *                   "hung" when it was still waiting after 10 s
  *   server          allocates, then fork+execs itself as "runner" and waits
  *   runner          allocates and exits (the far end of an exec chain)
  *   badfree         frees what was never allocated, and frees twice, on the
@@ -218,6 +223,55 @@ static int mode_forkstorm(int forks)
     cudaFree(warm);
     printf("forkstorm children=%d ok=%d\n", forks, ok);
     return ok != forks;
+}
+
+/* ---- forkwalk ---- */
+
+/* Only the child calls this: the unwind of its return address is new, so
+ * the shim walks the modules for it. */
+NOINLINE static int forkwalk_child_alloc(void)
+{
+    CUdeviceptr d;
+    return cuMemAlloc_v2(&d, 81920) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS;
+}
+
+static void *forkwalk_thread(void *arg)
+{
+    (void)arg;
+    void *p;
+    if (cudaMalloc(&p, 8192) == cudaSuccess)
+        cudaFree(p);
+    return NULL;
+}
+
+static int mode_forkwalk(void)
+{
+    void *warm;
+    if (cudaMalloc(&warm, 4096) != cudaSuccess)
+        die("first cudaMalloc");
+    pthread_t th;
+    if (pthread_create(&th, NULL, forkwalk_thread, NULL))
+        die("pthread_create");
+    /* The thread's first stack: its unwind is in its module walk by now. */
+    struct timespec ts = { 0, 100 * 1000000 };
+    nanosleep(&ts, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        alarm(10); /* a child stuck on a lock dies of SIGALRM */
+        exit(forkwalk_child_alloc() ? 0 : 1);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        die("waitpid");
+    pthread_join(th, NULL);
+    cudaFree(warm);
+    const char *how = WIFEXITED(st) ? (WEXITSTATUS(st) == 0 ? "ok" : "failed")
+                      : WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "hung" : "killed";
+    printf("forkwalk child=%s\n", how);
+    return strcmp(how, "ok") != 0;
 }
 
 /* ---- exec chain ---- */
@@ -502,6 +556,8 @@ int main(int argc, char **argv)
         return mode_eintr(n);
     if (!strcmp(mode, "forkstorm"))
         return mode_forkstorm((int)n);
+    if (!strcmp(mode, "forkwalk"))
+        return mode_forkwalk();
     if (!strcmp(mode, "server"))
         return mode_server(argv[0]);
     if (!strcmp(mode, "runner")) {

@@ -8,23 +8,32 @@
  *   VTFAULT_ENOSPC_AFTER=B  after B bytes in all, trace writes are cut at
  *                           the limit and then fail with ENOSPC (a disk
  *                           that fills in the middle of a chunk)
+ *   VTFAULT_SLOW_PHDR_MS=N  dl_iterate_phdr, called from any thread but the
+ *                           main one, sleeps N ms in its first callback with
+ *                           the loader's lock held: a fork from the main
+ *                           thread then lands inside a walk (loader_lock.c)
  *
  * Being first in LD_PRELOAD, its write is what the shim's calls bind to.
- * The real write is the raw syscall: no dlsym, which the shim interposes.
+ * The real write is the raw syscall: no dlsym, which the shim interposes;
+ * the real dl_iterate_phdr comes from dlvsym, which it does not.
  * At exit it says on stderr how many faults it injected, so a test can
  * prove the faults really happened.
  */
+#define _GNU_SOURCE /* dlvsym, RTLD_NEXT, struct dl_phdr_info */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static long eintr_every = -1, enospc_after = -1;
 static int short_writes = -1;
-static atomic_long calls, total, n_eintr, n_short, n_enospc;
+static atomic_long calls, total, n_eintr, n_short, n_enospc, n_slow_walks;
 
 static long env_long(const char *name)
 {
@@ -84,11 +93,48 @@ __attribute__((visibility("default"))) ssize_t write(int fd, const void *buf, si
     return w;
 }
 
+typedef int (*phdr_cb_t)(struct dl_phdr_info *, size_t, void *);
+typedef int (*phdr_iter_t)(phdr_cb_t, void *);
+typedef struct slow_walk {
+    phdr_cb_t cb;
+    void *data;
+    int slept;
+} slow_walk_t;
+
+static int slow_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    slow_walk_t *w = arg;
+    if (!w->slept) {
+        w->slept = 1;
+        long ms = env_long("VTFAULT_SLOW_PHDR_MS");
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+        atomic_fetch_add(&n_slow_walks, 1);
+    }
+    return w->cb(info, size, w->data);
+}
+
+__attribute__((visibility("default"))) int dl_iterate_phdr(phdr_cb_t cb, void *data)
+{
+    static _Atomic(phdr_iter_t) real;
+    phdr_iter_t f = atomic_load(&real);
+    if (!f) {
+        f = (phdr_iter_t)dlvsym(RTLD_NEXT, "dl_iterate_phdr", "GLIBC_2.2.5");
+        if (!f)
+            return 0;
+        atomic_store(&real, f);
+    }
+    if (env_long("VTFAULT_SLOW_PHDR_MS") <= 0 || syscall(SYS_gettid) == getpid())
+        return f(cb, data);
+    slow_walk_t w = { cb, data, 0 };
+    return f(slow_cb, &w);
+}
+
 __attribute__((destructor)) static void report(void)
 {
-    char msg[160];
-    int len = snprintf(msg, sizeof msg, "vtfault: eintr=%ld short=%ld enospc=%ld bytes=%ld\n",
+    char msg[192];
+    int len = snprintf(msg, sizeof msg, "vtfault: eintr=%ld short=%ld enospc=%ld bytes=%ld slow_walks=%ld\n",
                        atomic_load(&n_eintr), atomic_load(&n_short), atomic_load(&n_enospc),
-                       atomic_load(&total));
+                       atomic_load(&total), atomic_load(&n_slow_walks));
     raw_write(2, msg, (size_t)len);
 }

@@ -34,6 +34,21 @@ else
         sh -c "[ \$(grep -l '^end ' $D/*.dump | wc -l) = $((F + 1)) ]"
 fi
 
+# A fork while another thread's stack is being unwound, inside the shim's
+# walk of the loaded modules (dl_iterate_phdr, held 300 ms by vtfault): the
+# child must not inherit the loader's lock held (preload/loader_lock.c).
+# Before, the child's first allocation waited on it forever.
+if [ "$SANITIZED" = libtsan ]; then
+    skip "fork during a module walk: TSan cannot follow fork from a threaded process"
+else
+    D=$TMP/walk.d; mkdir $D
+    PRELOAD="$FAULT_PRELOAD" VTFAULT_SLOW_PHDR_MS=300 shimmed $TMP/walk $D $FP forkwalk
+    is "$(cat $TMP/walk)" "forkwalk child=ok" "fork during a module walk: the child allocates (not hung on the loader's lock)"
+    check "fork during a module walk: the walks were slowed ($(grep -c 'slow_walks=[1-9]' $TMP/walk.err) processes)" \
+        grep -q 'slow_walks=[1-9]' $TMP/walk.err
+    is "$(ls $D/*.vtrace | wc -l)" 2 "fork during a module walk: parent and child each leave a trace"
+fi
+
 # Exec chain: sh -> faultprog server -> (fork, exec) faultprog runner.
 D=$TMP/chain; mkdir $D
 plain $TMP/plain sh -c "$FP server"

@@ -1,0 +1,81 @@
+/* loader_lock.c: the shim's walks of the loaded modules, kept out of fork's
+ * way.
+ *
+ * Why: dl_iterate_phdr runs its callback under the dynamic loader's lock,
+ * and glibc's fork does not reset that lock in the child (2.36, Debian
+ * 12's: JuliaLang/julia#57017 met the same). A fork that lands while
+ * another thread is inside leaves the child's next dl_iterate_phdr waiting
+ * forever: its first CUDA call through the shim, or its own C++ exception
+ * unwinding. The shim walks the modules from the program's threads (a
+ * return address the CFI cache has not seen, the periodic check for
+ * unloaded modules, libunwind's fallback, dlclose), so without this guard
+ * a forking server could hang its children: the fork storm of tests/t/74
+ * did, about once in 100 runs on a loaded machine. The writer's walks
+ * (symbols.c) are inside a drain, which fork waits out first (writer.c's
+ * work_lock), but that wait is bounded too, so they take this lock as well.
+ *
+ * Contract:
+ *  - vt_dl_iterate_phdr is dl_iterate_phdr under a shared lock, and
+ *    vt_loader_enter/leave bracket anything else that walks the modules
+ *    (libunwind, backtrace). The bracketed code must not enter again: a
+ *    fork waiting in between would deadlock it.
+ *  - fork's prepare handler (vt_loader_atfork_prepare) takes the lock
+ *    exclusively, waiting at most 2 s for the walks in progress (each is
+ *    microseconds); past that it forks anyway, as it would without us. The
+ *    parent then releases it, the child re-creates it.
+ *  - Writers are preferred: walks that start while a fork waits wait too,
+ *    so a stream of them from many threads cannot starve it.
+ */
+#include <link.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "loader_lock.h"
+
+static pthread_rwlock_t loader_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static int fork_holds_loader_lock;
+
+void vt_loader_enter(void)
+{
+    pthread_rwlock_rdlock(&loader_lock);
+}
+
+void vt_loader_leave(void)
+{
+    pthread_rwlock_unlock(&loader_lock);
+}
+
+int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    vt_loader_enter();
+    int rc = dl_iterate_phdr(callback, data);
+    vt_loader_leave();
+    return rc;
+}
+
+void vt_loader_atfork_prepare(void)
+{
+    /* pthread_rwlock_timedwrlock measures against CLOCK_REALTIME. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    fork_holds_loader_lock = pthread_rwlock_timedwrlock(&loader_lock, &deadline) == 0;
+}
+
+void vt_loader_atfork_parent(void)
+{
+    if (fork_holds_loader_lock) {
+        fork_holds_loader_lock = 0;
+        pthread_rwlock_unlock(&loader_lock);
+    }
+}
+
+void vt_loader_atfork_child(void)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&loader_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    fork_holds_loader_lock = 0;
+}

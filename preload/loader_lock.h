@@ -1,0 +1,18 @@
+/* loader_lock.h: dl_iterate_phdr and other walks of the loaded modules,
+ * under a lock that fork's prepare handler waits out (contract and why:
+ * loader_lock.c). Its own header so that symbols.c, which the unit test
+ * links without the rest of the shim, can use it too. */
+#ifndef VT_PRELOAD_LOADER_LOCK_H
+#define VT_PRELOAD_LOADER_LOCK_H
+
+#include <stddef.h>
+
+struct dl_phdr_info;
+int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+void vt_loader_enter(void);
+void vt_loader_leave(void);
+void vt_loader_atfork_prepare(void);
+void vt_loader_atfork_parent(void);
+void vt_loader_atfork_child(void);
+
+#endif
