@@ -123,7 +123,6 @@ static uint32_t node(uint32_t parent, uint64_t ip)
     return v;
 }
 
-/* The node id of tree index v, writing it and its unwritten ancestors. */
 /* -z: cumulative Zipf weights of the stacks, by rank (NULL: uniform). */
 static double *zipf_cdf;
 
@@ -157,6 +156,7 @@ static uint32_t pick_stack(uint32_t stacks)
     return lo;
 }
 
+/* The node id of tree index v, writing it and its unwritten ancestors. */
 static uint32_t stack_id(uint32_t v)
 {
     if (!lazy || v == 0)

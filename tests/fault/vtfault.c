@@ -98,16 +98,15 @@ typedef int (*phdr_iter_t)(phdr_cb_t, void *);
 typedef struct slow_walk {
     phdr_cb_t cb;
     void *data;
-    int slept;
+    long ms;   /* VTFAULT_SLOW_PHDR_MS; 0 once slept */
 } slow_walk_t;
 
 static int slow_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     slow_walk_t *w = arg;
-    if (!w->slept) {
-        w->slept = 1;
-        long ms = env_long("VTFAULT_SLOW_PHDR_MS");
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    if (w->ms > 0) {
+        struct timespec ts = { w->ms / 1000, (w->ms % 1000) * 1000000 };
+        w->ms = 0;
         nanosleep(&ts, NULL);
         atomic_fetch_add(&n_slow_walks, 1);
     }
@@ -124,9 +123,10 @@ __attribute__((visibility("default"))) int dl_iterate_phdr(phdr_cb_t cb, void *d
             return 0;
         atomic_store(&real, f);
     }
-    if (env_long("VTFAULT_SLOW_PHDR_MS") <= 0 || syscall(SYS_gettid) == getpid())
+    long ms = env_long("VTFAULT_SLOW_PHDR_MS");
+    if (ms <= 0 || syscall(SYS_gettid) == getpid())
         return f(cb, data);
-    slow_walk_t w = { cb, data, 0 };
+    slow_walk_t w = { cb, data, ms };
     return f(slow_cb, &w);
 }
 
