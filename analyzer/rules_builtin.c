@@ -92,6 +92,16 @@ const vt_builtin_rule_t vt_builtin_rules[] = {
     { "builtin:transformers", "weights", "py:Module._apply" },
     { "builtin:transformers", "weights", "py:Module.to" },
     { "builtin:transformers", "weights", "py:Module.cuda" },
+    /* transformers 5 (core_model_loading.py) copies each checkpoint tensor
+     * to the device in a ThreadPoolExecutor: the worker's stack is
+     * _materialize_copy <- spawn_materialize.<locals>._job <- the pool's
+     * _worker, with no from_pretrained frame. Seen on an H100 with torch
+     * 2.11 / transformers 5.17 under backend:cudaMallocAsync, where each
+     * tensor is its own allocation (the caching allocator served them from
+     * the segment caching_allocator_warmup had reserved). */
+    { "builtin:transformers", "weights", "py:_materialize_copy" },
+    { "builtin:transformers", "weights", "py:spawn_materialize.*" },
+    { "builtin:transformers", "weights", "py:spawn_tp_materialize.*" },
     /* KV: StaticCache allocates in its constructor (<= 4.5x) or lazily in
      * its layers (StaticLayer.lazy_initialization, newer); DynamicCache
      * grows in update. */

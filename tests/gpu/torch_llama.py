@@ -83,8 +83,18 @@ def main():
 
     cache = static_cache(cfg)
     ids = torch.randint(0, cfg.vocab_size, (BATCH, 32), device="cuda")
-    model.generate(ids, past_key_values=cache, max_new_tokens=16, do_sample=False,
-                   pad_token_id=0, eos_token_id=None)
+    gen = dict(past_key_values=cache, max_new_tokens=16, do_sample=False, pad_token_id=0, eos_token_id=None)
+    # transformers compiles the forward of a static-cache generate with CUDA
+    # graphs, and torch's graph pools cannot run on the cudaMallocAsync
+    # backend ("cudaMallocAsync does not yet support
+    # checkPoolLiveAllocations", torch 2.11): that backend generates eagerly.
+    if "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        gen["disable_compile"] = True
+    try:
+        model.generate(ids, **gen)
+    except TypeError:  # a transformers without disable_compile never compiles
+        gen.pop("disable_compile", None)
+        model.generate(ids, **gen)
     torch.cuda.synchronize()
     kv_bytes = sum(t.numel() * t.element_size() for t in cache_tensors(cache))
 
@@ -102,6 +112,7 @@ def main():
         free=free,
         total=total,
         seconds=round(time.time() - t0, 2),
+        compiled=not gen.get("disable_compile", False),
     )
     with open(out_path, "w") as f:
         json.dump(stats, f)

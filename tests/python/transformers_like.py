@@ -1,7 +1,9 @@
 """A program shaped like transformers' generate on a small Llama
 (src/transformers/modeling_utils.py, cache_utils.py): from_pretrained loads
 some weights straight to the GPU and model.to("cuda") moves the rest
-(torch's Module._apply); generate() makes a StaticCache, then runs forward
+(torch's Module._apply) and, as transformers 5 does, checkpoint tensors are
+copied to the device by a thread pool whose stacks hold no from_pretrained
+frame (core_model_loading.py: spawn_materialize); generate() makes a StaticCache, then runs forward
 steps whose activations are scratch; a second generate grows a
 DynamicCache inside forward, which must still be kv (innermost wins).
 
@@ -13,6 +15,7 @@ activations.
 
 Prints: weights=N kv=N scratch=N, the exact bytes allocated per tag.
 """
+import concurrent.futures
 import ctypes
 import os
 import sys
@@ -77,6 +80,21 @@ class PreTrainedModel(Module):
         self.embed = empty(4 * MiB, "weights")
         self.lm_head = empty(4 * MiB, "weights")
         self.params = [Tensor(2 * MiB) for _ in range(3)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            jobs = [spawn_materialize(pool, 1 * MiB) for _ in range(4)]
+            self.materialized = [job.result() for job in jobs]
+        assert all(self.materialized), "materialize failed"
+        totals["weights"] += 4 * MiB
+
+
+def _materialize_copy(nbytes):
+    return _lib.faketorch_async_malloc(nbytes)
+
+
+def spawn_materialize(executor, nbytes):
+    def _job():
+        return _materialize_copy(nbytes)
+    return executor.submit(_job)
 
 
 class StaticCache:

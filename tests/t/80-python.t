@@ -128,7 +128,7 @@ print(t.get("warmup", 0), t.get("graphs", 0))')
     if [ "$ver" = 3.10 ]; then
         # 3.10 frames have no class: StaticCache.*, DynamicCache.update and
         # Module._apply cannot match; from_pretrained and forward can.
-        is "$(tag_bytes $D/json)" "scratch=$((14 * MiB)) unknown=$((14 * MiB)) weights=$((8 * MiB))" \
+        is "$(tag_bytes $D/json)" "scratch=$((14 * MiB)) unknown=$((14 * MiB)) weights=$((12 * MiB))" \
            "$P transformers: only class-free rules match on 3.10"
     else
         is "$(tag_bytes $D/json)" "$(sorted_tags "$want")" "$P transformers: report tags the exact bytes ($want)"
