@@ -2,13 +2,17 @@
 # and libunwind are dlopen'ed on the first CUDA call, so DT_NEEDED is libc.
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(patsubst preload/%.c,$(B)/obj/preload/%.o,$(PRELOAD_SRCS))
-PRELOAD_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -pthread
+PRELOAD_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec -pthread -MMD -MP
 
 all: $(B)/libvramtrace.so
 
-$(B)/obj/preload/%.o: preload/%.c preload/shim.h preload/symbols.h include/vramtrace/*.h include/vramtrace/entrypoints.def | $(B)/.deps-ok
+# Header dependencies come from the compiler (-MMD), not from a list kept by
+# hand: a hand list once missed loader_lock.h, the fork-sensitive one.
+$(B)/obj/preload/%.o: preload/%.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_COMMON) $(PRELOAD_CFLAGS) -c $< -o $@
+
+-include $(PRELOAD_OBJS:.o=.d)
 
 # Lazy binding (-z lazy), not -z now: every process the preload reaches,
 # CUDA or not, would otherwise look up all ~80 libc imports at load; lazily
