@@ -18,5 +18,6 @@ int vt_cmd_record(int argc, char **argv);  /* record.c */
 int vt_cmd_export(int argc, char **argv);  /* export*.c */
 int vt_cmd_diff(int argc, char **argv);    /* diff.c */
 int vt_cmd_replay(int argc, char **argv);  /* replay.c */
+int vt_cmd_serve(int argc, char **argv);   /* metrics.c */
 
 #endif

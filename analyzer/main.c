@@ -20,6 +20,7 @@ static const struct {
     { "export", vt_cmd_export, "write traces as Perfetto JSON or folded stacks (flamegraphs)" },
     { "diff", vt_cmd_diff, "compare two runs: weights / KV / scratch, reserve, fragmentation, peak" },
     { "replay", vt_cmd_replay, "would the run fit a card of --capacity SIZE? first failing request" },
+    { "serve", vt_cmd_serve, "serve the traces as Prometheus metrics (--metrics [ADDR:]PORT)" },
 };
 
 static void usage(FILE *out)

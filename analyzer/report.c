@@ -472,7 +472,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         return rc;
     for (int i = 0; i < r->nin; i++) {
         vt_model_finish(r->in[i].model);
-        if (r->in[i].truncated)
+        if (r->in[i].truncated && !r->opts.quiet)
             fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
                     r->in[i].path, (unsigned long long)r->in[i].stop_offset);
     }

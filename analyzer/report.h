@@ -28,6 +28,7 @@ typedef struct vt_report_opts {
     double margin_pct;
     int top;   /* sites shown per process */
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
+    int quiet;       /* no note on stderr for a trace that ends mid-chunk (serve scrapes live traces) */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
