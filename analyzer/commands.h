@@ -11,6 +11,9 @@
 
 #define VT_EXIT_OK 0
 #define VT_EXIT_BAD_INPUT 2
+/* report: a trace stops inside a chunk, so its verdict covers only part of
+ * the run (a spill with --fail-on-spill still exits 1). */
+#define VT_EXIT_INCOMPLETE 3
 
 int vt_cmd_dump(int argc, char **argv);    /* dump.c */
 int vt_cmd_report(int argc, char **argv);  /* report*.c */

@@ -90,6 +90,12 @@ void vt_model_keep_layout(vt_model_t *m, int on) { m->keep_layout = on; }
 void vt_model_set_source(vt_model_t *m, int on) { vt_stacks_set_source(m->stacks, on); }
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m) { return &m->p; }
+
+void vt_model_mark_truncated(vt_model_t *m, uint64_t offset)
+{
+    m->p.truncated = 1;
+    m->p.truncated_at = offset;
+}
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m) { return m->stacks; }
 const vt_rules_t *vt_model_rules(const vt_model_t *m) { return m->rules; }
 double vt_model_margin(const vt_model_t *m) { return m->margin_pct; }

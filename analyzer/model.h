@@ -190,6 +190,11 @@ typedef struct vt_proc {
     int last_failed_dev;
     int ended;
     uint64_t end_time_ns, last_time_ns;
+    /* The trace stops inside a chunk (vt_model_mark_truncated): nothing
+     * after truncated_at is known, so the verdict may not speak for the
+     * whole run. */
+    int truncated;
+    uint64_t truncated_at;
     /* sites */
     vt_site_t *sites;
     size_t nsites;
@@ -240,6 +245,8 @@ void vt_model_prefetch_node(const vt_model_t *m, const vt_rec_stack_t *n);
 void vt_model_finish(vt_model_t *m);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);
+/* The reader stopped at a partial chunk at file offset `offset`. */
+void vt_model_mark_truncated(vt_model_t *m, uint64_t offset);
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m);
 const vt_rules_t *vt_model_rules(const vt_model_t *m);
 double vt_model_margin(const vt_model_t *m);

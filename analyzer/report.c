@@ -472,6 +472,8 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         return rc;
     for (int i = 0; i < r->nin; i++) {
         vt_model_finish(r->in[i].model);
+        if (r->in[i].truncated)
+            vt_model_mark_truncated(r->in[i].model, r->in[i].stop_offset);
         if (r->in[i].truncated && !r->opts.quiet)
             fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
                     r->in[i].path, (unsigned long long)r->in[i].stop_offset);
@@ -603,8 +605,13 @@ int vt_cmd_report(int argc, char **argv)
         vt_report_text(r, stdout);
     }
     fflush(stdout);
+    int incomplete = 0;
+    for (int i = 0; i < r->nin; i++)
+        incomplete |= r->in[i].truncated;
     if (spilled && r->opts.fail_on_spill)
         rc = 1;
+    else if (incomplete)
+        rc = VT_EXIT_INCOMPLETE;
 out:
     vt_report_free(r);
     return rc;

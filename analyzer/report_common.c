@@ -153,3 +153,21 @@ uint64_t vt_proc_more_vram(const vt_proc_t *p)
         more = p->oversub_excess;
     return more;
 }
+
+const char *vt_proc_verdict(const vt_proc_t *p, int whole)
+{
+    if (whole && p->truncated)
+        return "incomplete";
+    if (!p->tip.valid)
+        return !p->events.allocs && !p->events.failed ? "no_gpu_memory" : "no_spill";
+    /* Only OOMs, each retried successfully: nothing left VRAM. */
+    uint64_t failures = 0, recovered = 0;
+    for (int i = 0; i < p->ndevs; i++) {
+        failures += p->devs[i].failures;
+        recovered += p->devs[i].retry_recovered;
+    }
+    int other = 0;
+    for (int k = 0; k < VT_SPILL_KINDS; k++)
+        other |= k != VT_SPILL_OOM && p->spill_count[k];
+    return p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures ? "near_spill" : "spill";
+}

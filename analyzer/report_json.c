@@ -373,6 +373,8 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_arr_end(j);
     vt_json_str(j, "hostname", p->hostname);
     vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
+    vt_json_str(j, "verdict", vt_proc_verdict(p, 1));
+    vt_json_str(j, "verdict_of_read_part", vt_proc_verdict(p, 0));
     vt_json_obj(j, "trace");
     vt_json_str(j, "path", in->path);
     vt_json_bool(j, "complete", p->ended && !in->truncated);

@@ -66,25 +66,31 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200];
+    /* A cut trace cannot vouch for the run: what it holds is said as what
+     * the complete chunks show, never as the whole run's verdict. */
+    if (p->truncated) {
+        fprintf(o, "%sVERDICT: INCOMPLETE TRACE.%s It stops inside a chunk at offset %" PRIu64
+                   " (the process was killed while writing it, or is still running); nothing after that is known.\n",
+                col(C_YEL), col(C_OFF), p->truncated_at);
+        if (!p->events.allocs && !p->events.failed && !p->tip.valid) {
+            fprintf(o, "  The complete chunks hold no CUDA allocation: whether the process used GPU memory is unknown.\n");
+            return;
+        }
+        fprintf(o, "  What the complete chunks show:\n");
+    }
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
         int di = vt_model_dev_index(m, v->device);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
-        uint64_t failures = 0, recovered = 0;
-        for (int i = 0; i < p->ndevs; i++) {
-            failures += p->devs[i].failures;
-            recovered += p->devs[i].retry_recovered;
-        }
-        int other = 0;
-        for (int k = 0; k < VT_SPILL_KINDS; k++)
-            other |= k != VT_SPILL_OOM && p->spill_count[k];
-        if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures) {
-            fprintf(o, "%sVERDICT: NEAR SPILL.%s A device request failed", col(C_YEL), col(C_OFF));
+        if (!strcmp(vt_proc_verdict(p, 0), "near_spill")) {
+            fprintf(o, "%s%s%sNEAR SPILL.%s A device request failed", p->truncated ? "  " : "", col(C_YEL),
+                    p->truncated ? "" : "VERDICT: ", col(C_OFF));
             if (d)
                 fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
             fprintf(o, ",\n  then succeeded when retried: nothing left VRAM, but the run stalled at the limit.\n");
         } else {
-            fprintf(o, "%sVERDICT: SPILL.%s The model did not fit in VRAM", col(C_RED), col(C_OFF));
+            fprintf(o, "%s%s%sSPILL.%s The model did not fit in VRAM", p->truncated ? "  " : "", col(C_RED),
+                    p->truncated ? "" : "VERDICT: ", col(C_OFF));
             if (d)
                 fprintf(o, " of %s", dev_label(d, dl, sizeof dl));
             fprintf(o, ".\n");
@@ -132,6 +138,9 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
             more = p->oversub_excess;
         if (more)
             fprintf(o, "  More VRAM needed to hold everything: at least %s.\n", vt_fmt_bytes(a, more));
+    } else if (p->truncated) {
+        fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
+                   "free memory.\n", p->truncated_at);
     } else if (!p->events.allocs && !p->events.failed) {
         fprintf(o, "%sVERDICT: NO GPU MEMORY USED.%s This process allocated nothing through CUDA.\n", col(C_BOLD),
                 col(C_OFF));
@@ -161,14 +170,15 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], cc[VT_SIZE_BUF], t[VT_SIZE_BUF], dl[200];
     dev_label(d, dl, sizeof dl);
     if (!d->have_min || !d->total) {
-        fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace).\n", dl,
+        fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace)", dl,
                 vt_fmt_bytes(a, d->mem.peak_bytes));
     } else {
         fprintf(o, "  %s: peak %s of %s at %s", dl, vt_fmt_bytes(a, d->mem.peak_bytes), vt_fmt_bytes(b, d->total),
                 vt_fmt_time(t, d->mem.peak_time_ns));
     }
     if (breakdown && d->mem.have_peak) {
-        fprintf(o, "%s\n    at peak:", d->have_min && d->total ? ":" : "");
+        /* One paragraph: `record` prints the verdict up to its first blank line. */
+        fprintf(o, "%s\n    at peak:", d->have_min && d->total ? ":" : ".");
         int n = 0;
         for (int tg = 0; tg < vt_rules_tag_count(vt_model_rules(m)); tg++) {
             if (!d->mem.peak_by_tag[tg] && tg >= VT_TAG_BUILTIN_COUNT)
@@ -176,7 +186,7 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
             fprintf(o, "%s %s %s", n++ ? "," : "", tagn(m, tg), vt_fmt_bytes(a, d->mem.peak_by_tag[tg]));
         }
         fprintf(o, ".\n");
-    } else if (d->have_min && d->total) {
+    } else {
         fprintf(o, ".\n");
     }
     if (!d->have_min || !d->total)

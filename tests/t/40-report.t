@@ -273,10 +273,31 @@ gen trunc
 size=$(wc -c <"$D/trunc.vtrace")
 head -c $((size - 7)) "$D/trunc.vtrace" >"$D/cut.vtrace"
 "$VT" report --json "$D/cut.vtrace" >"$D/cut.json" 2>"$D/cut.err"
-is "$?" 0 "truncated: still a report"
+is "$?" 3 "truncated: still a report, exit 3 (incomplete)"
 is "$(j "$D/cut.json" "$P['devices'][0]['peak']['tracked_bytes']")" $((10 * 450 * MiB)) "truncated: complete chunks counted"
 is "$(j "$D/cut.json" "$P['trace']['truncated']")" true "truncated: flagged"
+is "$(j "$D/cut.json" "$P['verdict'] + ' ' + $P['verdict_of_read_part']")" "incomplete no_spill" \
+    "truncated: JSON verdict incomplete, no spill in what was read"
 check "truncated: says where it stopped" grep -q "offset [0-9]*: trace ends in the middle of a chunk" "$D/cut.err"
+"$VT" report "$D/cut.vtrace" >"$D/cut.txt" 2>/dev/null
+is "$?" 3 "truncated, text: exit 3"
+is "$(grep -c '^VERDICT:' "$D/cut.txt")" 1 "truncated, text: one verdict line"
+check "truncated, text: the verdict says INCOMPLETE TRACE, not NO SPILL" grep -q '^VERDICT: INCOMPLETE TRACE\. It stops inside a chunk at offset [0-9]*' "$D/cut.txt"
+"$VT" report --fail-on-spill "$D/cut.vtrace" >/dev/null 2>&1
+is "$?" 3 "truncated: --fail-on-spill does not pass it (exit 3)"
+# Cut inside the first chunk: nothing complete, which is not "no GPU memory".
+# The first chunk starts where the header ends: a cut a few bytes past it.
+for n in 150 200 250 300; do
+    head -c $n "$D/trunc.vtrace" >"$D/cut0.vtrace"
+    "$VT" report "$D/cut0.vtrace" >/dev/null 2>"$D/cut0.err" && break
+    first=$(sed -n 's/.*offset \([0-9]*\): trace ends in the middle of a chunk; reporting.*/\1/p' "$D/cut0.err")
+    [ -n "$first" ] && break
+done
+head -c $((first + 8)) "$D/trunc.vtrace" >"$D/cut0.vtrace"
+"$VT" report "$D/cut0.vtrace" >"$D/cut0.txt" 2>/dev/null
+is "$?" 3 "cut in the first chunk: exit 3"
+check "cut in the first chunk: not NO GPU MEMORY USED" sh -c "! grep -q 'NO GPU MEMORY USED' '$D/cut0.txt' &&
+    grep -q 'whether the process used GPU memory is unknown' '$D/cut0.txt'"
 printf 'hello, not a trace at all\n' >"$D/junk.vtrace"
 "$VT" report "$D/junk.vtrace" >"$D/junk.out" 2>"$D/junk.err"
 is "$?" 2 "not a trace: exit 2"

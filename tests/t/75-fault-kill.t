@@ -30,7 +30,7 @@ for d in $delays; do
     if "$VT" dump "$f" >$D/dump 2>$D/err; then
         clean=$((clean + 1)); events=$((events + $(grep -c '^event ' $D/dump)))
     elif grep -q 'trace ends in the middle of a chunk: [0-9]* complete chunks read' $D/err &&
-         "$VT" report "$f" >$D/report 2>&1 && grep -q 'the process was killed' $D/report; then
+         { "$VT" report "$f" >$D/report 2>&1; [ $? = 3 ]; } && grep -q '^VERDICT: INCOMPLETE TRACE' $D/report; then
         cut=$((cut + 1)); echo "#   kill after ${d}s cut the last chunk's write short: $(tail -1 $D/err)"
     else
         bad=$((bad + 1)); echo "#   kill after ${d}s: dump exit $?: $(tail -1 $D/err)"
