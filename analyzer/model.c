@@ -738,6 +738,7 @@ static void device_failure(vt_model_t *m, int di, const vt_event_t *ev, int tag)
             d->first_failed_with_free = v;
     }
     d->retry_active = 1;
+    d->retry_tag = tag;
     d->retry_size = ev->size;
     d->retry_tid = ev->tid;
     d->retry_frees = d->retry_freed = 0;
@@ -798,11 +799,15 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
             }
             d->retry_recovered++;
             d->retry_active = 0;
+            /* The failed request got its memory after all: a later pinned
+             * allocation of that tag is the program's plan, not a fallback. */
+            p->failed_tags &= ~(1u << d->retry_tag);
         }
         d->pend_fail_active = 0;
     } else if (space == VT_SPACE_HOST && kind == L_ALLOC && (p->failed_tags & (1u << match.tag))) {
         vt_m_view(m, ev, match.tag, p->last_failed_dev, v);
         vt_m_spill(m, VT_SPILL_HOST_FALLBACK, v);
+        p->fallback_tags |= 1u << match.tag;
         e.fallback = 1;
     }
     m->seq++;

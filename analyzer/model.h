@@ -141,6 +141,7 @@ typedef struct vt_dev {
     int retry_active;
     uint64_t retry_size, retry_frees, retry_freed;
     uint32_t retry_tid;
+    int retry_tag;
     /* last successful allocation here: who crossed the margin per a sample */
     vt_event_view_t last_alloc;
     int oversub_active;
@@ -186,7 +187,8 @@ typedef struct vt_proc {
     uint64_t spills;   /* the sum of spill_count, for per-event observers */
     uint64_t oom_shortfall, oversub_excess;
     uint64_t fallback_live, fallback_peak;
-    uint32_t failed_tags;       /* bit per tag of failed device requests */
+    uint32_t failed_tags;       /* bit per tag of failed device requests not since retried successfully */
+    uint32_t fallback_tags;     /* bit per tag of pinned allocations counted as host fallback */
     int last_failed_dev;
     int ended;
     uint64_t end_time_ns, last_time_ns;

@@ -62,6 +62,53 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
 
 static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int breakdown);
 
+/* Whether the pinned site holding the most weights was tagged by a
+ * llama.cpp rule: then the program is llama.cpp (or ggml under it). */
+static int host_weights_from_llama(const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_site_t *best = NULL;
+    for (size_t i = 0; i < p->nsites; i++) {
+        const vt_site_t *s = &p->sites[i];
+        if (s->space == VT_SPACE_HOST && s->match.tag == VT_TAG_WEIGHTS && (!best || s->max_live > best->max_live))
+            best = s;
+    }
+    char rule[256] = "";
+    if (best)
+        vt_rules_describe(vt_model_rules(m), &best->match, rule, sizeof rule);
+    return !strncmp(rule, "builtin:llama.cpp ", 18);
+}
+
+/* Weights in pinned host memory, said as the trace shows them: after a
+ * failed device request for weights (a fallback: they are served from host
+ * memory), by the program's own choice (nothing failed), or only for a
+ * while (all freed before the end). Never "layers offloaded" without the
+ * failure that would make it so. */
+static void host_weights(FILE *o, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    uint64_t host = p->host.peak_by_tag[VT_TAG_WEIGHTS], gpu = 0;
+    if (!host)
+        return;
+    for (int i = 0; i < p->ndevs; i++)
+        gpu += p->devs[i].mem.peak_by_tag[VT_TAG_WEIGHTS];
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
+    vt_fmt_bytes(a, host);
+    vt_fmt_bytes(b, gpu);
+    if (p->fallback_tags & (1u << VT_TAG_WEIGHTS)) {
+        fprintf(o, "  %s of weights went to pinned host memory after a device request for weights failed "
+                   "(%s on the GPU at its peak): what runs from them runs at host speed.\n", a, b);
+    } else if (!p->host.by_tag[VT_TAG_WEIGHTS] && p->ended) {
+        fprintf(o, "  %s of weights were in pinned host memory at most, all freed before the process ended.\n", a);
+    } else {
+        fprintf(o, "  %s of weights sit in pinned host memory by the program's choice: no device request for "
+                   "weights failed (%s on the GPU at its peak)%s.\n", a, b,
+                host_weights_from_llama(m) ? "; llama.cpp keeps its token embeddings there even with every layer "
+                                             "on the GPU, and any layers -ngl leaves on the CPU"
+                                           : "");
+    }
+}
+
 void vt_report_verdict(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -148,10 +195,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
     }
-    if (p->host.peak_by_tag[VT_TAG_WEIGHTS])
-        fprintf(o, "  %s of weights sit in pinned host memory: layers offloaded to the CPU "
-                   "(llama.cpp's CUDA_Host model buffer); they run at host speed.\n",
-                vt_fmt_bytes(a, p->host.peak_by_tag[VT_TAG_WEIGHTS]));
+    host_weights(o, m);
     /* The tipping device first, with what filled it; others after. */
     int tip_di = p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;
     for (int k = -1; k < p->ndevs; k++) {

@@ -97,7 +97,7 @@ is "$(j "$D/oom.json" "$P['sites'][0]['peak_bytes']")" $((52 * 450 * MiB)) "top 
 is "$(j "$D/oom.json" "$P['sites'][0]['calls']")" 53 "top site calls"
 report oom; is "$?" 0 "oom: text report"
 is "$(head -n 2 "$D/oom.out" | tail -n 1)" "VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (NVIDIA Sim)." "verdict first, plain words"
-check "text says the offloaded layers in those words" grep -q "layers offloaded to the CPU (llama.cpp's CUDA_Host model buffer)" "$D/oom.out"
+check "text: the pinned weights came after a failed device request" grep -q "^  12.30 GiB of weights went to pinned host memory after a device request for weights failed (22.85 GiB on the GPU at its peak): what runs from them runs at host speed\.$" "$D/oom.out"
 report oom --fail-on-spill; is "$?" 1 "--fail-on-spill exits 1 on a spill"
 
 # -- 2. a model that fits: every tag, rounding, untracked, the margin holds -
@@ -351,5 +351,53 @@ gen order
 json order --rules "$D/my.rules"
 is "$(j "$D/order.json" "[s['tag'] for s in $P['sites']]")" '["unknown", "kv"]' \
     "a FRAME after an event names the ip for later stacks only"
+
+# -- pinned weights, as the trace shows them ---------------------------------
+# (a) Everything fits; 125 MiB of weights in CUDA_Host by the program's own
+# choice (llama.cpp keeps its token embeddings there): no fallback, no
+# "layers offloaded".
+{
+    header 901 /opt/llama.cpp/bin/llama-cli 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
+    layers 17 0 8 cudaMalloc 0x7000000000 1000000
+    echo 'event t=2000000 api=cudaMallocHost dev=-1 ptr=0x600000000000 size=125MiB stack=10 flags=runtime'
+    echo 'end t=9000000 events=18 dropped=0'
+} >"$D/embd.vt"
+gen embd
+report embd
+is "$(sed -n 2p "$D/embd.out")" "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory." "embd: no spill"
+is "$(grep -c 'offloaded\|host speed' "$D/embd.out")" 0 "embd: no word of offloaded layers or host speed"
+check "embd: the program's choice, with llama.cpp's reason" grep -q "^  125.0 MiB of weights sit in pinned host memory by the program's choice: no device request for weights failed (7.47 GiB on the GPU at its peak); llama.cpp keeps its token embeddings there" "$D/embd.out"
+json embd
+is "$(j "$D/embd.json" "$P['spill']")" null "embd: no spill in JSON"
+# (b) A staging buffer: pinned weights freed before the end.
+{
+    header 902 /opt/myapp 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
+    layers 2 0 8 cudaMalloc 0x7000000000 1000000
+    echo 'event t=2000000 api=cudaMallocHost dev=-1 ptr=0x600000000000 size=32MiB stack=10 flags=runtime'
+    echo 'event t=2100000 api=cudaFreeHost dev=-1 ptr=0x600000000000 flags=runtime'
+    echo 'end t=9000000 events=4 dropped=0'
+} >"$D/staging.vt"
+gen staging
+report staging
+check "staging: said to be freed, not to sit there" grep -q "^  32.0 MiB of weights were in pinned host memory at most, all freed before the process ended\.$" "$D/staging.out"
+# (c) A recovered OOM is not a reason to call later pinned memory a
+# fallback: weights fail, the same request on the same thread succeeds
+# after a free, then the program's planned pinned buffer.
+{
+    header 903 /opt/llama.cpp/bin/llama-cli 16GiB 15GiB 0123456789abcdef0123456789abcdef
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0x20000000000 size=1GiB stack=8 tid=9'
+    echo 'event t=2000 api=cudaMalloc dev=0 size=2GiB result=2 stack=8 tid=9'
+    echo 'event t=2100 api=cudaFree dev=0 ptr=0x20000000000 tid=9'
+    echo 'event t=2200 api=cudaMalloc dev=0 ptr=0x20000000000 size=2GiB stack=8 tid=9'
+    echo 'event t=3000 api=cudaMallocHost dev=-1 ptr=0x600000000000 size=64MiB stack=10 flags=runtime'
+    echo 'end t=9000000 events=5 dropped=0'
+} >"$D/recovered.vt"
+gen recovered
+json recovered
+is "$(j "$D/recovered.json" "$P['spill']['kinds']['host_fallback']['count']")" 0 "recovered OOM: the later pinned weights are no host fallback"
+is "$(j "$D/recovered.json" "$P['spill']['kinds']['oom']['count']")" 1 "recovered OOM: the failure itself is still counted"
+report recovered
+is "$(sed -n 2p "$D/recovered.out" | cut -c1-30)" "VERDICT: NEAR SPILL. A device " "recovered OOM: NEAR SPILL"
+check "recovered OOM: pinned weights by the program's choice" grep -q "^  64.0 MiB of weights sit in pinned host memory by the program's choice" "$D/recovered.out"
 
 done_testing
