@@ -867,6 +867,32 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
     return 0;
 }
 
+/* cuMemUnmap(ptr, size) unmaps every mapping in [ptr, ptr + size), and
+ * ggml-cuda's VMM pool destructor unmaps all of its mappings with one call.
+ * Mappings are keyed by their start, so the walk goes from one mapping to
+ * the next that starts where it ends, and stops at the range's end or at
+ * the first address where no mapping starts. Each step removes a live
+ * entry, so the walk is bounded by what is live. */
+static int do_unmap(vt_model_t *m, const vt_event_t *ev)
+{
+    vt_event_t one = *ev;
+    uint64_t end = ev->ptr + ev->size;
+    if (end <= ev->ptr)
+        end = ev->ptr + 1;   /* no size (or a wrap): the mapping at ptr alone */
+    for (;;) {
+        uint32_t i;
+        uint64_t size = vt_map_get(&m->by_map, one.ptr, &i) ? m->live[i].size : 0;
+        if (!size && one.ptr != ev->ptr)
+            return 0;   /* nothing starts here: the walk ends */
+        int rc = do_release(m, &one, L_MAP);   /* at ptr with nothing: an unmatched free */
+        if (rc || !size)
+            return rc;
+        one.ptr += size;
+        if (one.ptr >= end || one.ptr < ev->ptr)
+            return 0;
+    }
+}
+
 static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
 {
     if (ev->result != 0 || !ev->ptr)
@@ -965,7 +991,7 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     case VT_KIND_VA_FREE:
         return do_release(m, ev, L_VA);
     case VT_KIND_VMM_UNMAP:
-        return do_release(m, ev, L_MAP);
+        return do_unmap(m, ev);
     case VT_KIND_POOL_CREATE:
         p->pools_created += ev->result == 0;
         return 0;

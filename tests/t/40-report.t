@@ -352,6 +352,28 @@ json order --rules "$D/my.rules"
 is "$(j "$D/order.json" "[s['tag'] for s in $P['sites']]")" '["unknown", "kv"]' \
     "a FRAME after an event names the ip for later stacks only"
 
+# -- one cuMemUnmap over several mappings ------------------------------------
+# Three handles mapped back to back (2 + 4 + 6 MiB) and released while
+# mapped, then one cuMemUnmap of the whole 12 MiB: every mapping goes, and
+# with it each handle's memory. A fourth mapping past a gap stays.
+{
+    header 904 /opt/llama.cpp/bin/llama-cli 16GiB 15GiB 0123456789abcdef0123456789abcdef
+    echo 'event t=1000 api=cuMemAddressReserve dev=0 ptr=0x10000000000 size=1GiB'
+    a=0x10000000000
+    for spec in "0xa1 2MiB 0x10000000000" "0xa2 4MiB 0x10000200000" "0xa3 6MiB 0x10000600000" "0xa4 2MiB 0x10001000000"; do
+        set -- $spec
+        echo "event t=1100 api=cuMemCreate dev=0 ptr=$1 size=$2 stack=33"
+        echo "event t=1200 api=cuMemMap dev=0 ptr=$3 size=$2 aux=$1"
+        echo "event t=1300 api=cuMemRelease dev=0 ptr=$1"
+    done
+    echo 'event t=2000 api=cuMemUnmap dev=0 ptr=0x10000000000 size=12MiB'
+    echo 'end t=9000000 events=14 dropped=0'
+} >"$D/unmap.vt"
+gen unmap
+json unmap
+is "$(j "$D/unmap.json" "($DV['live_bytes'], $DV['peak']['tracked_bytes'], $P['events']['unmatched_frees'])")" \
+    "($((2 * MiB)), $((14 * MiB)), 0)" "one cuMemUnmap of 12 MiB retires the three mappings in it; the one past the gap stays"
+
 # -- pinned weights, as the trace shows them ---------------------------------
 # (a) Everything fits; 125 MiB of weights in CUDA_Host by the program's own
 # choice (llama.cpp keeps its token embeddings there): no fallback, no
