@@ -40,6 +40,9 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     m->memo_epoch = 1;
     m->p.tip_kind = -1;
     m->p.last_failed_dev = -1;
+    m->p.last_failed_tag = -1;
+    m->p.host_weights_after = -1;
+    m->retry_dev = -1;
     return m;
 }
 
@@ -720,6 +723,7 @@ static void device_failure(vt_model_t *m, int di, const vt_event_t *ev, int tag)
     vt_m_spill(m, VT_SPILL_OOM, &v);
     m->p.failed_tags |= 1u << tag;
     m->p.last_failed_dev = di;
+    m->p.last_failed_tag = tag;
     int64_t est = vt_m_free_est(d);
     if (d->have_free) {
         uint64_t avail = est > 0 ? (uint64_t)est : 0;
@@ -738,6 +742,7 @@ static void device_failure(vt_model_t *m, int di, const vt_event_t *ev, int tag)
             d->first_failed_with_free = v;
     }
     d->retry_active = 1;
+    m->retry_dev = di;
     d->retry_tag = tag;
     d->retry_size = ev->size;
     d->retry_tid = ev->tid;
@@ -755,6 +760,13 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     vt_site_t *s = &p->sites[si];
     vt_match_t match = s->match;
     s->calls++;
+    if (m->retry_dev >= 0) {
+        vt_dev_t *rd = &p->devs[m->retry_dev];
+        if (rd->retry_active && ev->tid == rd->retry_tid && (m->retry_dev != di || ev->size != rd->retry_size)) {
+            rd->retry_active = 0;
+            m->retry_dev = -1;
+        }
+    }
     if (ev->result != 0) {
         s->failed++;
         if (space == VT_SPACE_DEVICE && di >= 0)
@@ -802,13 +814,21 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
             /* The failed request got its memory after all: a later pinned
              * allocation of that tag is the program's plan, not a fallback. */
             p->failed_tags &= ~(1u << d->retry_tag);
+            if (p->last_failed_tag == d->retry_tag)
+                p->last_failed_tag = -1;
         }
         d->pend_fail_active = 0;
-    } else if (space == VT_SPACE_HOST && kind == L_ALLOC && (p->failed_tags & (1u << match.tag))) {
-        vt_m_view(m, ev, match.tag, p->last_failed_dev, v);
-        vt_m_spill(m, VT_SPILL_HOST_FALLBACK, v);
-        p->fallback_tags |= 1u << match.tag;
-        e.fallback = 1;
+    } else if (space == VT_SPACE_HOST) {
+        /* What had failed on a device when pinned weights reached their
+         * peak: the report's evidence for why they are there. */
+        if (match.tag == VT_TAG_WEIGHTS && p->host.by_tag[VT_TAG_WEIGHTS] + ev->size > p->host.peak_by_tag[VT_TAG_WEIGHTS])
+            p->host_weights_after = p->last_failed_tag;
+        if (kind == L_ALLOC && (p->failed_tags & (1u << match.tag))) {
+            vt_m_view(m, ev, match.tag, p->last_failed_dev, v);
+            vt_m_spill(m, VT_SPILL_HOST_FALLBACK, v);
+            p->fallback_tags |= 1u << match.tag;
+            e.fallback = 1;
+        }
     }
     m->seq++;
     if (live_insert(m, map, &e, ev->time_ns, hole))

@@ -189,6 +189,8 @@ typedef struct vt_proc {
     uint64_t fallback_live, fallback_peak;
     uint32_t failed_tags;       /* bit per tag of failed device requests not since retried successfully */
     uint32_t fallback_tags;     /* bit per tag of pinned allocations counted as host fallback */
+    int last_failed_tag;        /* tag of the latest failed device request not since retried, -1 none */
+    int host_weights_after;     /* last_failed_tag when pinned weights last reached a peak, -1 none */
     int last_failed_dev;
     int ended;
     uint64_t end_time_ns, last_time_ns;

@@ -59,6 +59,11 @@ struct vt_model {
     double margin_frac;   /* margin_pct / 100.0: no division per allocation */
     vt_stacks_t *stacks;
     vt_proc_t p;
+    /* The device whose failed request waits for its flush-and-retry
+     * (retry_active), -1 none: any other allocation by that thread first
+     * means the program took another path (llama.cpp's back-off reloads
+     * the model), not an allocator's flush and retry. */
+    int retry_dev;
     live_t *live;
     size_t nlive, live_cap;
     uint32_t *free_slots;

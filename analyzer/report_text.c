@@ -80,10 +80,11 @@ static int host_weights_from_llama(const vt_model_t *m)
 }
 
 /* Weights in pinned host memory, said as the trace shows them: after a
- * failed device request for weights (a fallback: they are served from host
- * memory), by the program's own choice (nothing failed), or only for a
- * while (all freed before the end). Never "layers offloaded" without the
- * failure that would make it so. */
+ * failed device request for weights (a fallback), after a failed request
+ * of another tag (a runtime that backed off, as llama.cpp does when its
+ * compute buffer does not fit), or with nothing failed before (the
+ * program's choice); and whether they were all freed by the end. Never
+ * "layers offloaded" without the failure that would make it so. */
 static void host_weights(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -95,18 +96,20 @@ static void host_weights(FILE *o, const vt_model_t *m)
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
     vt_fmt_bytes(a, host);
     vt_fmt_bytes(b, gpu);
-    if (p->fallback_tags & (1u << VT_TAG_WEIGHTS)) {
-        fprintf(o, "  %s of weights went to pinned host memory after a device request for weights failed "
-                   "(%s on the GPU at its peak): what runs from them runs at host speed.\n", a, b);
-    } else if (!p->host.by_tag[VT_TAG_WEIGHTS] && p->ended) {
-        fprintf(o, "  %s of weights were in pinned host memory at most, all freed before the process ended.\n", a);
-    } else {
-        fprintf(o, "  %s of weights sit in pinned host memory by the program's choice: no device request for "
-                   "weights failed (%s on the GPU at its peak)%s.\n", a, b,
-                host_weights_from_llama(m) ? "; llama.cpp keeps its token embeddings there even with every layer "
-                                             "on the GPU, and any layers -ngl leaves on the CPU"
-                                           : "");
-    }
+    int freed = p->ended && !p->host.by_tag[VT_TAG_WEIGHTS], llama = host_weights_from_llama(m);
+    fprintf(o, "  %s of weights %s in pinned host memory%s (%s on the %s)", a, freed ? "were" : "sit",
+            freed ? " at most" : "", b, p->ndevs > 1 ? "GPUs at their peaks" : "GPU at its peak");
+    if (p->fallback_tags & (1u << VT_TAG_WEIGHTS))
+        fprintf(o, ", after a device request for weights failed: what runs from them runs at host speed");
+    else if (p->host_weights_after >= 0)
+        fprintf(o, ", allocated after a device request for %s failed%s", tagn(m, p->host_weights_after),
+                llama ? ": llama.cpp backs off that way, and the layers it keeps there run on the CPU" : "");
+    else
+        fprintf(o, ", by the program's choice: no device request had failed%s",
+                llama ? " (llama.cpp keeps its token embeddings there even with every layer on the GPU, and any "
+                        "layers -ngl leaves on the CPU)"
+                      : "");
+    fprintf(o, "%s.\n", freed ? "; all were freed by the end" : "");
 }
 
 void vt_report_verdict(FILE *o, const vt_model_t *m)

@@ -195,5 +195,13 @@ is "$(q $D.json 's["device_state"]["last_free_bytes"] // M')" 410 "8: 410 MiB le
 is "$(q $D.json '[d1["peak"]["by_tag"][k] // M for k in ("weights", "kv")], d0["peak"]["tracked_bytes"] // M')" \
     "([10790, 640], 24108)" "8: per-card peaks"
 is "$(q $D.json 'len(r["gpus"])')" 2 "8: two GPUs in the combined view"
+# llama.cpp freed the whole model and reloaded it with fewer layers: not an
+# allocator's flush and retry, and its CUDA_Host layers came after the
+# failed compute buffer.
+is "$(q $D.json 'd1["fragmentation"]["flush_retry"]["count"]')" 0 "8: the back-off is no flush-and-retry"
+"$VT" report $D >$D.txt 2>&1
+is "$(grep -c 'flushed' $D.txt)" 0 "8: the text says nothing of a flush"
+check "8: the pinned weights came after the failed scratch request" \
+    grep -q "^  2.52 GiB of weights were in pinned host memory at most (32.02 GiB on the GPUs at their peaks), allocated after a device request for scratch failed: llama.cpp backs off that way" $D.txt
 
 done_testing
