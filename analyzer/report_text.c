@@ -112,6 +112,45 @@ static void host_weights(FILE *o, const vt_model_t *m)
     fprintf(o, "%s.\n", freed ? "; all were freed by the end" : "");
 }
 
+/* "More VRAM needed", with the arithmetic behind the bound, and what the
+ * run allocated after the failure that it did not hold then: a program
+ * that took another path (fewer layers, a smaller cache) shows what the
+ * full path would have needed on top. Only a lower bound is claimed. */
+static void more_vram(FILE *o, const vt_model_t *m, const vt_dev_t *d)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_event_view_t *v = &p->tip;
+    uint64_t more = vt_proc_more_vram(p);
+    if (!more)
+        return;
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    fprintf(o, "  More VRAM needed to hold everything: at least %s", vt_fmt_bytes(a, more));
+    if (more == p->oom_shortfall && p->tip_kind == VT_SPILL_OOM && v->bytes >= more) {
+        fprintf(o, " (the %s request for %s that failed, minus about %s free then)", vt_fmt_bytes(b, v->bytes),
+                tagn(m, v->tag), vt_fmt_bytes(c, v->bytes - more));
+        uint64_t later = 0;
+        char names[128] = "";
+        size_t len = 0;
+        for (int t = 0; d && t < vt_rules_tag_count(vt_model_rules(m)); t++) {
+            if (t == v->tag || v->dev_by_tag[t] || !d->mem.peak_by_tag[t])
+                continue;
+            later += d->mem.peak_by_tag[t];
+            int n = snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", tagn(m, t));
+            if (n > 0 && (size_t)n < sizeof names - len)
+                len += (size_t)n;
+        }
+        if (later)
+            fprintf(o, ";\n    the run then also held %s of %s, none of it held when the request failed: "
+                       "about %s if the full path needs that too",
+                    vt_fmt_bytes(b, later), names, vt_fmt_bytes(c, more + later));
+    } else if (more == p->fallback_peak) {
+        fprintf(o, " (what sat in pinned host memory at once after device requests failed)");
+    } else if (more == p->oversub_excess) {
+        fprintf(o, " (device + managed memory past the card's total)");
+    }
+    fprintf(o, ".\n");
+}
+
 void vt_report_verdict(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -181,13 +220,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
             fprintf(o, "  Then %" PRIu64 " allocation%s fell back to pinned host memory (%s at most at once).\n",
                     p->spill_count[VT_SPILL_HOST_FALLBACK], p->spill_count[VT_SPILL_HOST_FALLBACK] == 1 ? "" : "s",
                     vt_fmt_bytes(a, p->fallback_peak));
-        uint64_t more = p->oom_shortfall;
-        if (p->fallback_peak > more)
-            more = p->fallback_peak;
-        if (p->oversub_excess > more)
-            more = p->oversub_excess;
-        if (more)
-            fprintf(o, "  More VRAM needed to hold everything: at least %s.\n", vt_fmt_bytes(a, more));
+        more_vram(o, m, d);
     } else if (p->truncated) {
         fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
                    "free memory.\n", p->truncated_at);

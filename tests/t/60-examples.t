@@ -91,6 +91,17 @@ is "$(q $D.json '(d0["live_bytes"], p["events"]["unmatched_frees"])')" "(0, 0)" 
 "$VT" report $D >$D.txt 2>&1
 check "1: text report starts with the verdict" sh -c "head -3 $D.txt | grep -q 'VERDICT: SPILL'"
 
+# ---- 1b. the same model on a 37 GiB card: the KV cache fails --------------
+# The bound says its arithmetic; the compute buffer the run allocated after
+# backing off (not held when KV failed) is named on top: 1.89 + 1.08 GiB,
+# what a 37 GiB card really lacks (75 of 81 layers fit).
+D=$TMP/s1b
+VTSIM_DEVICES=37GiB traced $D "$EX/llama-cli"
+is "$(cat $D.out)" "offloaded=75/81 ngl=75 n_past=528" "1b: backs off to -ngl 75"
+"$VT" report $D >$D.txt 2>&1
+check "1b: the bound with its arithmetic" grep -q "^  More VRAM needed to hold everything: at least 1.89 GiB (the 2.50 GiB request for kv that failed, minus about 620.0 MiB free then);$" $D.txt
+check "1b: what the run held after the failure, on top" grep -q "^    the run then also held 1.08 GiB of scratch, none of it held when the request failed: about 2.97 GiB if the full path needs that too\.$" $D.txt
+
 # ---- 2. KV cache growing with the conversation -----------------------------
 D=$TMP/s2
 VTSIM_DEVICES=12GiB traced $D "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000
