@@ -777,6 +777,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         return 0;   /* a zero-byte request: success, nothing live */
     p->apis[ev->api].bytes += ev->size;
     p->events.allocs++;
+    p->allocs_after_tip += p->tip.valid;
     s->total_bytes += ev->size;
     live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
     /* One probe: the entry an implicit free removes, or the hole where the

@@ -189,6 +189,7 @@ typedef struct vt_proc {
     uint64_t fallback_live, fallback_peak;
     uint32_t failed_tags;       /* bit per tag of failed device requests not since retried successfully */
     uint32_t fallback_tags;     /* bit per tag of pinned allocations counted as host fallback */
+    uint64_t allocs_after_tip;  /* successful allocations after the tipping event */
     int last_failed_tag;        /* tag of the latest failed device request not since retried, -1 none */
     int host_weights_after;     /* last_failed_tag when pinned weights last reached a peak, -1 none */
     int last_failed_dev;

@@ -124,7 +124,8 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs);
  * (driver-used - reserve - tracked, at the last driver report) of a device. */
 uint64_t vt_dev_reserve(const vt_dev_t *d);
 uint64_t vt_dev_untracked(const vt_dev_t *d);
-/* The verdict's key: "spill", "near_spill", "no_spill", "no_gpu_memory",
+/* The verdict's key: "spill", "near_spill", "failed" (an OOM after which
+ * nothing more was allocated), "no_spill", "no_gpu_memory",
  * or with `whole` set "incomplete" for a trace cut inside a chunk (the
  * others then describe only its complete chunks). */
 const char *vt_proc_verdict(const vt_proc_t *p, int whole);

@@ -169,5 +169,11 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     int other = 0;
     for (int k = 0; k < VT_SPILL_KINDS; k++)
         other |= k != VT_SPILL_OOM && p->spill_count[k];
-    return p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures ? "near_spill" : "spill";
+    if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures)
+        return "near_spill";
+    /* A failure after which the process allocated nothing: it gave up (a
+     * loader without a back-off); nothing ran from host memory. */
+    if (p->tip_kind == VT_SPILL_OOM && !other && !p->allocs_after_tip)
+        return "failed";
+    return "spill";
 }

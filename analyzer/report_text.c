@@ -171,7 +171,15 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         const vt_event_view_t *v = &p->tip;
         int di = vt_model_dev_index(m, v->device);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
-        if (!strcmp(vt_proc_verdict(p, 0), "near_spill")) {
+        const char *kind = vt_proc_verdict(p, 0);
+        if (!strcmp(kind, "failed")) {
+            fprintf(o, "%s%s%sOUT OF MEMORY.%s A device request failed", p->truncated ? "  " : "", col(C_RED),
+                    p->truncated ? "" : "VERDICT: ", col(C_OFF));
+            if (d)
+                fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
+            fprintf(o, " and the process allocated nothing after it:\n  the load failed; nothing ran from host "
+                       "memory.\n");
+        } else if (!strcmp(kind, "near_spill")) {
             fprintf(o, "%s%s%sNEAR SPILL.%s A device request failed", p->truncated ? "  " : "", col(C_YEL),
                     p->truncated ? "" : "VERDICT: ", col(C_OFF));
             if (d)

@@ -374,6 +374,24 @@ json unmap
 is "$(j "$D/unmap.json" "($DV['live_bytes'], $DV['peak']['tracked_bytes'], $P['events']['unmatched_frees'])")" \
     "($((2 * MiB)), $((14 * MiB)), 0)" "one cuMemUnmap of 12 MiB retires the three mappings in it; the one past the gap stays"
 
+# -- a load that fails without a back-off -------------------------------------
+# llama.cpp without a fallback exits with "failed to load model": a failed
+# request and nothing after it is an out-of-memory failure, not a model that
+# ran partly from host memory.
+{
+    header 905 /opt/llama.cpp/bin/llama-cli 24GiB 23.5GiB 0123456789abcdef0123456789abcdef
+    layers 52 0 8 cudaMalloc 0x7000000000 1000000
+    echo 'event t=2000000 api=cudaMalloc dev=0 size=450MiB result=2 stack=8 flags=runtime'
+    echo 'end t=9000000 events=53 dropped=0'
+} >"$D/loadfail.vt"
+gen loadfail
+report loadfail
+is "$(sed -n 2p "$D/loadfail.out")" "VERDICT: OUT OF MEMORY. A device request failed on GPU 0 (NVIDIA Sim) and the process allocated nothing after it:" "load failed: OUT OF MEMORY, not SPILL"
+is "$(sed -n 3p "$D/loadfail.out")" "  the load failed; nothing ran from host memory." "load failed: nothing ran from host memory"
+json loadfail
+is "$(j "$D/loadfail.json" "$P['verdict']")" failed "load failed: JSON verdict"
+report loadfail --fail-on-spill; is "$?" 1 "load failed: --fail-on-spill still exits 1"
+
 # -- pinned weights, as the trace shows them ---------------------------------
 # (a) Everything fits; 125 MiB of weights in CUDA_Host by the program's own
 # choice (llama.cpp keeps its token embeddings there): no fallback, no
