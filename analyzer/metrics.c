@@ -177,8 +177,8 @@ static void host_samples(FILE *o, const vt_report_t *r, const char *sample, int 
  * samples in trace order, so two scrapes of unchanged traces are equal. */
 static void exposition(FILE *o, const vt_report_t *r)
 {
-    family(o, "vramtrace_up", "gauge", "1 when every trace could be read at this scrape");
-    fputs("vramtrace_up 1\n", o);
+    family(o, "vramtrace_up", "gauge", "1 when every trace could be read at this scrape (0: one was left out or is damaged)");
+    fprintf(o, "vramtrace_up %d\n", !r->nbad);
     family(o, "vramtrace_processes", "gauge", "traced processes (one trace each)");
     fprintf(o, "vramtrace_processes %d\n", r->nin);
 
@@ -248,6 +248,7 @@ static int scrape(const serve_conf_t *conf, char **text, size_t *len)
     vt_report_t *r = vt_report_new();
     if (r) {
         r->opts.quiet = 1;
+        r->opts.skip_bad = 1;
         rc = 0;
         for (int i = 0; i < conf->nopts && !rc; i++)
             rc = vt_report_opt(r, "serve", conf->opts[i].code, conf->opts[i].arg);
@@ -256,6 +257,8 @@ static int scrape(const serve_conf_t *conf, char **text, size_t *len)
     }
     if (rc == 0) {
         exposition(o, r);
+        if (r->nbad)
+            rc = VT_EXIT_BAD_INPUT;   /* said on stderr; the readable ones are served */
     } else {
         family(o, "vramtrace_up", "gauge", "1 when every trace could be read at this scrape");
         fputs("vramtrace_up 0\n# EOF\n", o);

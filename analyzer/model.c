@@ -94,9 +94,10 @@ void vt_model_set_source(vt_model_t *m, int on) { vt_stacks_set_source(m->stacks
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m) { return &m->p; }
 
-void vt_model_mark_truncated(vt_model_t *m, uint64_t offset)
+void vt_model_mark_truncated(vt_model_t *m, uint64_t offset, int damaged)
 {
     m->p.truncated = 1;
+    m->p.damaged = damaged;
     m->p.truncated_at = offset;
 }
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m) { return m->stacks; }

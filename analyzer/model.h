@@ -198,7 +198,7 @@ typedef struct vt_proc {
     /* The trace stops inside a chunk (vt_model_mark_truncated): nothing
      * after truncated_at is known, so the verdict may not speak for the
      * whole run. */
-    int truncated;
+    int truncated, damaged;
     uint64_t truncated_at;
     /* sites */
     vt_site_t *sites;
@@ -250,8 +250,9 @@ void vt_model_prefetch_node(const vt_model_t *m, const vt_rec_stack_t *n);
 void vt_model_finish(vt_model_t *m);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);
-/* The reader stopped at a partial chunk at file offset `offset`. */
-void vt_model_mark_truncated(vt_model_t *m, uint64_t offset);
+/* The reader stopped at file offset `offset`: a partial chunk, or with
+ * `damaged` a corrupt one. */
+void vt_model_mark_truncated(vt_model_t *m, uint64_t offset, int damaged);
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m);
 const vt_rules_t *vt_model_rules(const vt_model_t *m);
 double vt_model_margin(const vt_model_t *m);

@@ -165,7 +165,7 @@ static int count_traces(const char *dir)
 }
 
 /* The report's verdict: each process's "== ..." heading and the paragraph
- * that follows, plus the per-GPU heading lines. The report runs in a child
+ * that follows, plus the combined per-GPU section. The report runs in a child
  * so a crash in it cannot change record's exit status. */
 static void print_verdict(const char *dir)
 {
@@ -192,8 +192,17 @@ static void print_verdict(const char *dir)
     close(fds[1]);
     FILE *f = fdopen(fds[0], "r");
     char line[4096];
-    int in_verdict = 0, printed = 0;
+    int in_verdict = 0, in_gpus = 0, printed = 0;
     while (f && fgets(line, sizeof line, f)) {
+        /* The combined per-GPU section closes the report and is short:
+         * all of it, or its heading would stand alone. */
+        if (!strncmp(line, "== GPUs across all ", 19))
+            in_gpus = 1;
+        if (in_gpus) {
+            if (line[0] != '\n')
+                fputs(line, stdout);
+            continue;
+        }
         if (!strncmp(line, "== ", 3)) {
             in_verdict = 1;
         } else if (line[0] == '\n') {

@@ -80,6 +80,13 @@ static int add_path(char ***paths, int *n, const char *path)
         while ((e = readdir(d))) {
             if (e->d_name[0] == '.' || !has_suffix(e->d_name, ".vtrace"))
                 continue;
+            /* A FIFO or device named *.vtrace would block the reader
+             * forever: only regular files are read (a symlink to one too). */
+            struct stat est;
+            if (fstatat(dirfd(d), e->d_name, &est, 0) != 0 || !S_ISREG(est.st_mode)) {
+                fprintf(stderr, "vramtrace: %s/%s: not a regular file, skipped\n", path, e->d_name);
+                continue;
+            }
             char **nlst = realloc(list, (size_t)(nl + 1) * sizeof *nlst);
             if (!nlst || asprintf(&nlst[nl], "%s/%s", path, e->d_name) < 0) {
                 closedir(d);
@@ -95,6 +102,9 @@ static int add_path(char ***paths, int *n, const char *path)
             return VT_E_IO;
         }
         qsort(list, (size_t)nl, sizeof *list, cmp_str);
+    } else if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "vramtrace: %s: not a regular file or directory\n", path);
+        return VT_E_IO;
     } else {
         list = malloc(sizeof *list);
         if (!list || !(list[0] = strdup(path))) {
@@ -227,10 +237,13 @@ static int fill(vt_report_input_t *in)
         if (rc == 0)
             return 0;
         snprintf(err.path, sizeof err.path, "%s", in->path);
-        if (rc == VT_E_TRUNCATED) {
+        if (rc == VT_E_TRUNCATED || in->skip_bad) {
             in->truncated = 1;
+            in->damaged = rc != VT_E_TRUNCATED;
             in->stop_offset = err.offset;
             snprintf(in->stop_reason, sizeof in->stop_reason, "%s", err.detail[0] ? err.detail : vt_error_message(rc));
+            if (in->damaged)
+                vt_error_print(&err);
             return 0;
         }
         vt_error_print(&err);
@@ -435,10 +448,26 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         free(paths);
         return VT_EXIT_BAD_INPUT;
     }
+    /* The same file named twice (run1 run1, or a file and its directory)
+     * is one process, read once. */
+    struct stat *ids = calloc((size_t)npaths, sizeof *ids);
     for (int i = 0; i < npaths; i++) {
-        r->in[i].path = paths[i];
-        r->nin = i + 1;
+        int dup = 0;
+        if (ids && stat(paths[i], &ids[i]) == 0)
+            for (int k = 0; k < i && !dup; k++)
+                dup = ids[k].st_dev == ids[i].st_dev && ids[k].st_ino == ids[i].st_ino && ids[k].st_ino;
+        if (dup) {
+            fprintf(stderr, "vramtrace: %s: named twice, read once\n", paths[i]);
+            free(paths[i]);
+            if (ids)
+                ids[i].st_ino = 0;
+            continue;
+        }
+        r->in[r->nin].path = paths[i];
+        r->in[r->nin].skip_bad = r->opts.skip_bad;
+        r->nin++;
     }
+    free(ids);
     free(paths);
     uint64_t grain = 0;
     for (int i = 0; i < r->nin; i++) {
@@ -448,7 +477,15 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             snprintf(e.path, sizeof e.path, "%s", in->path);
             vt_error_print(&e);
             in->reader = NULL;
-            return VT_EXIT_BAD_INPUT;
+            if (!r->opts.skip_bad)
+                return VT_EXIT_BAD_INPUT;
+            /* Left out: the others are still reported. */
+            r->nbad++;
+            free(in->path);
+            memmove(in, in + 1, (size_t)(r->nin - i - 1) * sizeof *in);
+            r->nin--;
+            i--;
+            continue;
         }
         in->model = vt_model_new(r->rules, r->opts.margin_pct);
         if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
@@ -466,6 +503,8 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         if (proc->time_res_ns > grain)
             grain = proc->time_res_ns;
     }
+    if (!r->nin)
+        return VT_EXIT_BAD_INPUT;   /* every file was left out, each said why */
     vt_fmt_set_time_grain(grain);
     int rc = replay(r);
     if (rc)
@@ -473,8 +512,9 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     for (int i = 0; i < r->nin; i++) {
         vt_model_finish(r->in[i].model);
         if (r->in[i].truncated)
-            vt_model_mark_truncated(r->in[i].model, r->in[i].stop_offset);
-        if (r->in[i].truncated && !r->opts.quiet)
+            vt_model_mark_truncated(r->in[i].model, r->in[i].stop_offset, r->in[i].damaged);
+        r->nbad += r->in[i].damaged;
+        if (r->in[i].truncated && !r->in[i].damaged && !r->opts.quiet)
             fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
                     r->in[i].path, (unsigned long long)r->in[i].stop_offset);
     }
@@ -524,6 +564,7 @@ int vt_cmd_report(int argc, char **argv)
     if (!r)
         return VT_EXIT_BAD_INPUT;
     r->opts.color = -1;
+    r->opts.skip_bad = 1;
     const char *html = NULL;
     int rc = VT_EXIT_OK, c;
     optind = 1;
@@ -605,10 +646,14 @@ int vt_cmd_report(int argc, char **argv)
         vt_report_text(r, stdout);
     }
     fflush(stdout);
+    if (r->nbad && !rc)
+        rc = VT_EXIT_BAD_INPUT;   /* the others are reported; the bad ones were named */
     int incomplete = 0;
     for (int i = 0; i < r->nin; i++)
         incomplete |= r->in[i].truncated;
-    if (spilled && r->opts.fail_on_spill)
+    if (rc)
+        ;
+    else if (spilled && r->opts.fail_on_spill)
         rc = 1;
     else if (incomplete)
         rc = VT_EXIT_INCOMPLETE;

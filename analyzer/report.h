@@ -29,6 +29,10 @@ typedef struct vt_report_opts {
     int top;   /* sites shown per process */
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
     int quiet;       /* no note on stderr for a trace that ends mid-chunk (serve scrapes live traces) */
+    /* report, serve: a file that is not a trace is left out and one with a
+     * corrupt chunk is reported up to it, each named on stderr, instead of
+     * failing the whole load; nbad counts them (the command exits 2). */
+    int skip_bad;
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
@@ -53,6 +57,8 @@ typedef struct vt_report_input {
     vt_record_t held_rec;
     int done;
     int truncated;        /* stopped at a partial chunk */
+    int damaged;          /* stopped at a corrupt chunk (opts.skip_bad): reported up to it */
+    int skip_bad;         /* opts.skip_bad, for the reading loop */
     uint64_t stop_offset;
     char stop_reason[256];
 } vt_report_input_t;
@@ -92,6 +98,7 @@ struct vt_report {
     vt_rules_t *rules;
     vt_report_input_t *in;
     int nin;
+    int nbad;   /* inputs left out or cut at a corrupt chunk (opts.skip_bad) */
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's

@@ -380,6 +380,7 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_bool(j, "complete", p->ended && !in->truncated);
     vt_json_bool(j, "ended", p->ended);
     vt_json_bool(j, "truncated", in->truncated);
+    vt_json_bool(j, "damaged", in->damaged);
     if (in->truncated)
         vt_json_u64(j, "stopped_at_offset", in->stop_offset);
     else

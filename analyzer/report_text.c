@@ -158,9 +158,14 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     /* A cut trace cannot vouch for the run: what it holds is said as what
      * the complete chunks show, never as the whole run's verdict. */
     if (p->truncated) {
-        fprintf(o, "%sVERDICT: INCOMPLETE TRACE.%s It stops inside a chunk at offset %" PRIu64
-                   " (the process was killed while writing it, or is still running); nothing after that is known.\n",
-                col(C_YEL), col(C_OFF), p->truncated_at);
+        if (p->damaged)
+            fprintf(o, "%sVERDICT: INCOMPLETE TRACE.%s It is damaged at offset %" PRIu64
+                       " (a corrupt chunk); nothing after that is known.\n",
+                    col(C_YEL), col(C_OFF), p->truncated_at);
+        else
+            fprintf(o, "%sVERDICT: INCOMPLETE TRACE.%s It stops inside a chunk at offset %" PRIu64
+                       " (the process was killed while writing it, or is still running); nothing after that is known.\n",
+                    col(C_YEL), col(C_OFF), p->truncated_at);
         if (!p->events.allocs && !p->events.failed && !p->tip.valid) {
             fprintf(o, "  The complete chunks hold no CUDA allocation: whether the process used GPU memory is unknown.\n");
             return;
@@ -368,7 +373,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->argc > 8)
         fprintf(o, " ...");
     fprintf(o, "%s\n", col(C_OFF));
-    if (in->truncated)
+    if (in->damaged)
+        fprintf(o, "NOTE: the trace is damaged at offset %" PRIu64 " (%s); everything before that is reported.\n",
+                in->stop_offset, in->stop_reason);
+    else if (in->truncated)
         fprintf(o, "NOTE: the trace stops at offset %" PRIu64 " (%s): the process was killed or is still "
                    "running; everything before that is reported.\n",
                 in->stop_offset, in->stop_reason);

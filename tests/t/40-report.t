@@ -374,6 +374,33 @@ json unmap
 is "$(j "$D/unmap.json" "($DV['live_bytes'], $DV['peak']['tracked_bytes'], $P['events']['unmatched_frees'])")" \
     "($((2 * MiB)), $((14 * MiB)), 0)" "one cuMemUnmap of 12 MiB retires the three mappings in it; the one past the gap stays"
 
+# -- a directory with bad files among good ones -------------------------------
+# A FIFO named *.vtrace (it would block the reader forever), a file that is
+# not a trace and one with a corrupt chunk: each is named on stderr and
+# costs only its own section; the good trace is reported; exit 2. The same
+# file named twice is one process.
+B2=$D/mixed
+mkdir -p "$B2"
+cp "$D/oom.vtrace" "$B2/good.vtrace"
+cp "$D/trunc.vtrace" "$B2/damaged.vtrace"
+size=$(wc -c <"$B2/damaged.vtrace")
+printf '\377\377\377\377' | dd of="$B2/damaged.vtrace" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+printf 'hello, not a trace\n' >"$B2/junk.vtrace"
+mkfifo "$B2/fifo.vtrace"
+timeout 20 "$VT" report "$B2" >"$D/mixed.out" 2>"$D/mixed.err"
+is "$?" 2 "mixed directory: exit 2, no hang on the FIFO"
+check "mixed: the FIFO is skipped and named" grep -q "fifo.vtrace: not a regular file, skipped" "$D/mixed.err"
+check "mixed: the junk file is named with its offset" grep -q "junk.vtrace: offset 0" "$D/mixed.err"
+is "$(grep -c '^== ' "$D/mixed.out")" 3 "mixed: the good and the damaged trace are reported (and their GPUs)"
+check "mixed: the good trace's verdict" grep -q "^VERDICT: SPILL" "$D/mixed.out"
+check "mixed: the damaged trace is INCOMPLETE, at its offset" grep -q "^VERDICT: INCOMPLETE TRACE. It is damaged at offset [0-9]*" "$D/mixed.out"
+timeout 20 "$VT" report --json "$B2" >"$D/mixed.json" 2>/dev/null
+is "$(j "$D/mixed.json" "[p['trace']['damaged'] for p in d['processes']]")" "[true, false]" "mixed: JSON says which is damaged"
+"$VT" report --json "$D/oom.vtrace" "$D/oom.vtrace" >"$D/twice.json" 2>"$D/twice.err"
+is "$?" 0 "the same trace named twice: exit 0"
+is "$(j "$D/twice.json" "len(d['processes'])")" 1 "... one process, not two"
+check "... and says so" grep -q "named twice, read once" "$D/twice.err"
+
 # -- a load that fails without a back-off -------------------------------------
 # llama.cpp without a fallback exits with "failed to load model": a failed
 # request and nothing after it is an out-of-memory failure, not a model that

@@ -75,4 +75,15 @@ else
     T=$((T+1)); echo "ok $T # SKIP examples not built"
 fi
 
+# Two processes on one GPU (ollama's server and its runner): the combined
+# per-GPU section comes with its contents, not as a lone heading.
+if [ -x "$B/examples/ollama-serve" ]; then
+    LD_LIBRARY_PATH=$SIM VTSIM_DEVICES=24GiB "$VT" record -o "$TMP/ollama" -- "$B/examples/ollama-serve" >"$TMP/ollama.out" 2>&1
+    is "$?" 0 "ollama-serve under record exits 0"
+    is "$(grep -c '^== GPUs across all 2 processes' "$TMP/ollama.out")" 1 "the combined GPU section is printed"
+    check "... with its GPU's combined peak under it" sh -c "grep -A3 '^== GPUs across all' '$TMP/ollama.out' | grep -q 'combined peak'"
+else
+    T=$((T+1)); echo "ok $T # SKIP examples not built"
+fi
+
 done_testing
