@@ -178,12 +178,14 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
         const char *kind = vt_proc_verdict(p, 0);
         if (!strcmp(kind, "failed")) {
-            fprintf(o, "%s%s%sOUT OF MEMORY.%s A device request failed", p->truncated ? "  " : "", col(C_RED),
-                    p->truncated ? "" : "VERDICT: ", col(C_OFF));
+            fprintf(o, "%s%s%sOUT OF MEMORY.%s A device request for %s failed", p->truncated ? "  " : "",
+                    col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), tagn(m, v->tag));
             if (d)
                 fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
-            fprintf(o, " and the process allocated nothing after it:\n  the load failed; nothing ran from host "
-                       "memory.\n");
+            /* Only a weights request that ends all allocation is a load
+             * that failed; a server's failed KV growth may go on serving. */
+            fprintf(o, " and the process allocated nothing after it:\n  %snothing ran from host memory.\n",
+                    v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ");
         } else if (!strcmp(kind, "near_spill")) {
             fprintf(o, "%s%s%sNEAR SPILL.%s A device request failed", p->truncated ? "  " : "", col(C_YEL),
                     p->truncated ? "" : "VERDICT: ", col(C_OFF));

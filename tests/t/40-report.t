@@ -413,8 +413,8 @@ check "... and says so" grep -q "named twice, read once" "$D/twice.err"
 } >"$D/loadfail.vt"
 gen loadfail
 report loadfail
-is "$(sed -n 2p "$D/loadfail.out")" "VERDICT: OUT OF MEMORY. A device request failed on GPU 0 (NVIDIA Sim) and the process allocated nothing after it:" "load failed: OUT OF MEMORY, not SPILL"
-is "$(sed -n 3p "$D/loadfail.out")" "  the load failed; nothing ran from host memory." "load failed: nothing ran from host memory"
+is "$(sed -n 2p "$D/loadfail.out")" "VERDICT: OUT OF MEMORY. A device request for weights failed on GPU 0 (NVIDIA Sim) and the process allocated nothing after it:" "load failed: OUT OF MEMORY, not SPILL"
+is "$(sed -n 3p "$D/loadfail.out")" "  the model load failed; nothing ran from host memory." "load failed: nothing ran from host memory"
 json loadfail
 is "$(j "$D/loadfail.json" "$P['verdict']")" failed "load failed: JSON verdict"
 report loadfail --fail-on-spill; is "$?" 1 "load failed: --fail-on-spill still exits 1"

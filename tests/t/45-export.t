@@ -137,7 +137,7 @@ check "replay: bad size" sh -c "! '$VT' replay --capacity 12XB '$D/a.vtrace' 2>/
 # -- the first screen: verdict, what filled the tipping GPU, true headroom ---
 "$VT" report "$D/a.vtrace" >"$D/first.txt"
 head -15 "$D/first.txt" >"$D/first15.txt"
-check "verdict first" sh -c "sed -n 2p '$D/first15.txt' | grep -q '^VERDICT: SPILL.'"
+check "verdict first" sh -c "sed -n 2p '$D/first15.txt' | grep -q '^VERDICT: OUT OF MEMORY. A device request for kv failed'"
 check "first screen: the tipping GPU's peak" grep -q "^  GPU 0 (Sim): peak 12.50 GiB of 24.00 GiB at 200.0 us:$" "$D/first15.txt"
 check "first screen: weights / KV / scratch / unknown at peak" \
     grep -q "^    at peak: weights 10.00 GiB, kv 2.00 GiB, scratch 512.0 MiB, unknown 0 B.$" "$D/first15.txt"
@@ -150,7 +150,7 @@ ESC=$(printf '\033')
 "$VT" report "$D/a.vtrace" >"$D/plain.txt"
 check "report: no colour into a pipe" sh -c "! grep -q '$ESC' '$D/plain.txt'"
 "$VT" report --color always "$D/a.vtrace" >"$D/col.txt"
-check "report --color always: the verdict in colour" grep -q "${ESC}\[1;31mVERDICT: SPILL." "$D/col.txt"
+check "report --color always: the verdict in colour" grep -q "${ESC}\[1;31mVERDICT: OUT OF MEMORY." "$D/col.txt"
 if command -v script >/dev/null; then
     script -qec "'$VT' report '$D/a.vtrace'" /dev/null >"$D/tty.txt" 2>&1
     check "report on a terminal: colour" grep -q "$ESC" "$D/tty.txt"

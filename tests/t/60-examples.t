@@ -107,6 +107,9 @@ D=$TMP/s2
 VTSIM_DEVICES=12GiB traced $D "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000
 is "$?" 0 "2: the server survives the failed request"
 is "$(grep -c status=ok $D.out) $(tail -1 $D.out)" "5 request=6 n_past=5000 n_ctx=5120 status=error" "2: requests 1-5 served, 6 fails near 6K"
+"$VT" report $D >$D.txt 2>&1
+is "$(sed -n 2,3p $D.txt | tr '\n' '|')" "VERDICT: OUT OF MEMORY. A device request for kv failed on GPU 0 (vramtrace sim GPU (12 GiB)) and the process allocated nothing after it:|  no fallback was taken; nothing ran from host memory.|" \
+    "2: a failed KV growth is OUT OF MEMORY, not a failed load nor a spill to host"
 report $D
 is "$(q $D.json '(s["kind"], s["event"]["api"], s["event"]["bytes"], s["event"]["tag"], s["event"]["device"])')" \
     "('oom', 'cudaMalloc', 838860800, 'kv', 0)" "2: tipped by an 800 MiB KV block"
