@@ -158,6 +158,9 @@ int vt_uuid_known(const uint8_t uuid[16]);
  * not a sort. */
 size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
 const char *vt_api_name(unsigned api);
+/* The CUDA name of an allocation's failure code (runtime or driver, by
+ * api), or NULL for a code not in the table. */
+const char *vt_result_name(unsigned api, uint32_t result);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
 

@@ -1,6 +1,9 @@
 /* Small helpers shared by the text and JSON printers (see report.h). */
 #include "report.h"
 
+#include <cuda.h>
+#include <driver_types.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,4 +179,27 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     if (p->tip_kind == VT_SPILL_OOM && !other && !p->allocs_after_tip)
         return "failed";
     return "spill";
+}
+
+/* The names of the results an allocation reports most; the numbers are
+ * the toolkit's own (cuda.h, driver_types.h), so a renumbering would not
+ * compile silently wrong. Others print as their number. */
+const char *vt_result_name(unsigned api, uint32_t result)
+{
+    int runtime = !strncmp(vt_api_name(api), "cuda", 4);
+    static const struct { uint32_t code; const char *driver, *runtime; } names[] = {
+        { CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "cudaErrorInvalidValue" },
+        { CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation" },
+        { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "cudaErrorInitializationError" },
+        { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "cudaErrorNotSupported" },
+        { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress" },
+    };
+    _Static_assert(CUDA_ERROR_OUT_OF_MEMORY == (int)cudaErrorMemoryAllocation, "driver and runtime OOM differ");
+    _Static_assert(CUDA_ERROR_INVALID_VALUE == (int)cudaErrorInvalidValue, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_NOT_SUPPORTED == (int)cudaErrorNotSupported, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_ILLEGAL_ADDRESS == (int)cudaErrorIllegalAddress, "driver and runtime codes differ");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == result)
+            return runtime ? names[i].runtime : names[i].driver;
+    return NULL;
 }

@@ -98,6 +98,7 @@ is "$(j "$D/oom.json" "$P['sites'][0]['calls']")" 53 "top site calls"
 report oom; is "$?" 0 "oom: text report"
 is "$(head -n 2 "$D/oom.out" | tail -n 1)" "VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (NVIDIA Sim)." "verdict first, plain words"
 check "text: the pinned weights came after a failed device request" grep -q "^  12.30 GiB of weights sit in pinned host memory (22.85 GiB on the GPU at its peak), after a device request for weights failed: what runs from them runs at host speed\.$" "$D/oom.out"
+check "text: the failure by its CUDA name" grep -q "^  Tipped by: cudaMalloc of 450.0 MiB for weights failed (cudaErrorMemoryAllocation) at " "$D/oom.out"
 report oom --fail-on-spill; is "$?" 1 "--fail-on-spill exits 1 on a spill"
 
 # -- 2. a model that fits: every tag, rounding, untracked, the margin holds -
