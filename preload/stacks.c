@@ -653,16 +653,38 @@ static __attribute__((destructor)) void check_summary(void)
     (void)w;
 }
 
+/* VRAMTRACE_UNWIND=check: ips (n frames from the rule cache, or -1)
+ * become libunwind's, and a difference is counted and reported. Its own
+ * frame, so the copy it compares against costs the event path's stack
+ * nothing when checking is off. @return libunwind's frame count. */
+static __attribute__((noinline, cold)) int check_against_libunwind(uint64_t *ips, int ncfi, int want, int skip)
+{
+    uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
+    if (ncfi > 0)
+        memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
+    int n = libunwind_backtrace(ips, want);
+    atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
+    if (ncfi < 0) {
+        atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
+    } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
+        atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
+        check_report(cfi, ncfi, ips, n, skip + 1);
+    }
+    return n;
+}
+
 __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 {
     if (vt_opt.depth <= 0)
         return 0;
     /* uint64_t, not void *: the merged and the native stack are read the
      * same way below. The unwinders that fill it live in other objects. */
-    uint64_t ips[VT_MAX_STACK_DEPTH + 8];
+    /* Sized by the depth asked for (64 by default: 0.6 KB, not 2 KB): the
+     * stack this runs on may be a 16 KiB fiber's. */
     int want = vt_opt.depth + skip + 1;
-    if (want > (int)(sizeof ips / sizeof ips[0]))
-        want = (int)(sizeof ips / sizeof ips[0]);
+    if (want > (int)VT_MAX_STACK_DEPTH + 8)
+        want = (int)VT_MAX_STACK_DEPTH + 8;
+    uint64_t ips[want];
     int n = -1;
     /* memo: the frames are those of this thread's memoised walk; same:
      * and that walk's stack is the last one's, frame for frame. */
@@ -675,19 +697,8 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
         n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want, &same);
         memo_ok = n >= 0 && memo && memo->gen != 0;
         if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
-            uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
-            int ncfi = n;
             memo_ok = same = 0; /* ips become libunwind's */
-            if (ncfi > 0)
-                memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
-            n = libunwind_backtrace(ips, want);
-            atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
-            if (ncfi < 0) {
-                atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
-            } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
-                atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
-                check_report(cfi, ncfi, ips, n, skip + 1);
-            }
+            n = check_against_libunwind(ips, n, want, skip);
         }
 #endif
         if (n < 0)

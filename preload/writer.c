@@ -598,8 +598,11 @@ static int write_header(const char *exe)
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */
+    /* Static, like scratch: the first CUDA call may come on a 16 KiB fiber
+     * stack, and this is ~70 KB (tests/t/54-shim-stack.t). Only the one
+     * thread that starts the writer gets here. */
     vt_file_prelude_t prelude;
-    uint8_t file_start[sizeof prelude + sizeof scratch + 16];
+    static uint8_t file_start[sizeof prelude + sizeof scratch + 16];
     uint8_t *rec = file_start + sizeof prelude;
     size_t rec_len = (size_t)(vt_put_record(rec, VT_REC_PROCESS, scratch, (size_t)(p - scratch)) - rec);
     memset(&prelude, 0, sizeof prelude);
@@ -630,7 +633,7 @@ int vt_writer_start(void)
     struct rlimit rl;
     fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : 0;
 
-    char exe[4096];
+    static char exe[4096];   /* off the stack, as file_start */
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     mono_start = vt_now_ns();
