@@ -74,6 +74,10 @@ static _Atomic int warned_write;
 
 static pthread_t thread;
 static int thread_running;
+/* The process the writer thread runs in. A child made without the fork
+ * handlers (_Fork, a raw clone) inherits thread_running and fd but not the
+ * thread: it must neither join it nor write to the parent's file. */
+static pid_t writer_pid;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond;
 static int stopping;
@@ -669,6 +673,7 @@ int vt_writer_start(void)
         return -1;
     }
     pthread_setname_np(thread, "vramtrace");
+    writer_pid = getpid();
     thread_running = 1;
     pthread_mutex_lock(&wake_lock);
     thread_created = 1;
@@ -680,6 +685,12 @@ void vt_writer_stop(void)
 {
     if (!thread_running)
         return;
+    if (getpid() != writer_pid) {
+        /* A child that skipped the fork handlers: what it recorded has no
+         * writer and no file of its own; it leaves the parent's alone. */
+        thread_running = 0;
+        return;
+    }
     pthread_mutex_lock(&wake_lock);
     stopping = 1;
     pthread_cond_signal(&wake_cond);

@@ -1,0 +1,57 @@
+/* rawfork: a child made without the fork handlers: glibc's _Fork() (2.34)
+ * or a raw clone(SIGCHLD) system call, as some runtimes and sandboxes do.
+ * The child inherits the shim's state with none of its atfork handlers run.
+ *
+ *   rawfork _Fork|clone [cuda]
+ *
+ * The parent allocates (the shim starts, with its writer thread), makes the
+ * child, which allocates too with `cuda`, then returns from main: exit()
+ * runs the atexit handlers the parent registered. The parent waits at most
+ * 10 s for it; prints "child exited N" or "child hung", and allocates once
+ * more. Exits 0 when the child exited 0 in time. */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+pid_t _Fork(void);
+
+static int alloc_free(void)
+{
+    void *p = NULL;
+    return cudaMalloc(&p, 1 << 20) == cudaSuccess && cudaFree(p) == cudaSuccess;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !alloc_free())
+        return 2;
+    pid_t pid = !strcmp(argv[1], "clone") ? (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL) : _Fork();
+    if (pid < 0)
+        return 2;
+    if (pid == 0) {
+        if (argc > 2 && !alloc_free())
+            return 3;
+        return 0;
+    }
+    int st = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            printf("child exited %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+            return alloc_free() && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+        }
+        struct timespec ms = { 0, 10000000 };
+        nanosleep(&ms, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    printf("child hung\n");
+    return 1;
+}
