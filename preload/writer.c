@@ -108,8 +108,58 @@ static uint8_t scratch[VT_MAX_STRING + 4096];
 
 /* ---- output ---- */
 
+/* The trace file's identity, kept at open: the program may close our fd
+ * (close_range(3, ~0U)) or dup2() over it, and its next open() then gets
+ * that number. Before every write the fd must still be this file. */
+static dev_t trace_dev;
+static ino_t trace_ino;
+
+static int is_trace_file(int f)
+{
+    struct stat st;
+    return f >= 0 && fstat(f, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino;
+}
+
+/* A descriptor far from the numbers a program uses, close-on-exec: below
+ * the soft limit, at least 3 (never stdin, stdout or stderr). f is closed.
+ * @return the new descriptor, or f itself when no higher one is free. */
+static int move_high(int f)
+{
+    struct rlimit rl;
+    long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1024;
+    long want = lim > 1024 ? 1000 : lim / 2 > 3 ? lim / 2 : 3;
+    int hi = fcntl(f, F_DUPFD_CLOEXEC, (int)want);
+    if (hi < 0)
+        hi = fcntl(f, F_DUPFD_CLOEXEC, 3);
+    if (hi < 0)
+        return f;
+    close(f);
+    return hi;
+}
+
+/* Our fd is no longer the trace (the program closed it or put its own file
+ * there): never close or write the program's file; reopen ours by path,
+ * appending, if it is still the same file. @return 0 when fd is ours again. */
+static int reclaim_trace_fd(void)
+{
+    int f = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (f >= 0 && !is_trace_file(f)) {
+        close(f);
+        f = -1;
+    }
+    if (f < 0) {
+        fd = -1;
+        errno = EBADF;
+        return -1;
+    }
+    fd = move_high(f);
+    return 0;
+}
+
 static int write_all(const uint8_t *p, size_t n)
 {
+    if (!is_trace_file(fd) && reclaim_trace_fd() != 0)
+        return -1;
     if (fsize_limit && file_bytes + n > fsize_limit) {
         errno = EFBIG;
         return -1;
@@ -567,6 +617,12 @@ static int open_trace(const char *exe)
         vt_disable(why);
         return -1;
     }
+    fd = move_high(fd);
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        trace_dev = st.st_dev;
+        trace_ino = st.st_ino;
+    }
     return 0;
 }
 
@@ -717,7 +773,8 @@ void vt_writer_stop(void)
         ssize_t ignored = write(2, msg, (size_t)len);
         (void)ignored;
     }
-    close(fd);
+    if (is_trace_file(fd))   /* never a descriptor the program reused */
+        close(fd);
     fd = -1;
     vt_tls.guard--;
     atomic_store(&vt_state, VT_ST_OFF);
@@ -778,7 +835,7 @@ void vt_writer_atfork_child(void)
     /* The parent's thread is gone and its file is the parent's. State the
      * writer thread may have been changing at fork time is abandoned, not
      * trusted. */
-    if (fd >= 0)
+    if (is_trace_file(fd))   /* never a descriptor the program reused */
         close(fd);
     fd = -1;
     thread_running = 0;
