@@ -394,9 +394,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
 
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
-        fprintf(o, "\nTipping event: %s, %s %s for %s on GPU %d at %s, result %u\n", vt_spill_kind_name(p->tip_kind),
+        const char *err = vt_result_name(v->api, v->result);
+        fprintf(o, "\nTipping event: %s, %s %s for %s on GPU %d at %s, result %u%s%s%s\n", vt_spill_kind_name(p->tip_kind),
                 vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), v->device, vt_fmt_time(t, v->time_ns),
-                v->result);
+                v->result, err ? " (" : "", err ? err : "", err ? ")" : "");
         print_stack(o, m, v->stack, "    ", 0);
         if (v->device >= 0) {
             fprintf(o, "  device state then: %s tracked, last driver free %s, estimated free %s\n",
