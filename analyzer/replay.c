@@ -16,7 +16,9 @@
  *
  * RESERVE defaults to the context reserve the trace recorded on that GPU
  * (the smallest any process saw). Exit status: 0 every GPU fits, 1 one
- * would not, 2 unusable input or bad usage.
+ * would not, 3 one cannot be told (the recorded run backed off after a
+ * failed request: its full path is not in the trace), 2 unusable input or
+ * bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -72,7 +74,8 @@ static void usage(FILE *f)
                "  --reserve SIZE    CUDA context / driver reserve (default: as recorded)\n"
                "  --rules FILE      tagging rules, as for report\n"
                "\n"
-               "Exit status: 0 fits, 1 would not fit, 2 unusable input.\n");
+               "Exit status: 0 fits, 1 would not fit, 2 unusable input, 3 cannot tell (the recorded\n"
+               "run took another path after a failed request).\n");
 }
 
 /* "24GiB", "24 GB" (GB = GiB here: cards are sold in binary units), bytes. */
@@ -192,10 +195,11 @@ static void shrink_line(FILE *o, const char *what, uint64_t have, uint64_t need)
         fprintf(o, "    %-42s not enough alone: it is only %s\n", what, vt_fmt_bytes(b, have));
 }
 
+/* @return 1 when a GPU does not fit, else 3 when one cannot be told, else 0. */
 static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
 {
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF];
-    int misfit = 0;
+    int misfit = 0, unsure = 0;
     fprintf(o, "Replay of the recorded device requests against a %s card.\n", vt_fmt_bytes(a, rp->capacity));
     fprintf(o, "Bytes are counted, placement is not (no first-fit, rounding or fragmentation): a real card\n"
                "can fail sooner than this says, not later.\n");
@@ -209,13 +213,22 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
                 g->requests, g->requests == 1 ? "" : "s", vt_fmt_bytes(a, room), vt_fmt_bytes(b, rp->capacity),
                 vt_fmt_bytes(c, reserve), rp->reserve_set ? "--reserve" : "as recorded");
         const moment_t *w = &g->worst;
+        if (!g->first_fail.valid && g->recorded_failures) {
+            /* The recorded run backed off after its failures (fewer layers,
+             * a smaller cache): what the full path would allocate next is
+             * not in the trace, so "fits" would be a guess. */
+            unsure = 1;
+            fprintf(o, "  CANNOT TELL. %" PRIu64 " request%s failed when recorded and would succeed here, and the "
+                       "recorded requests\n  need at most %s (at %s), %s under the room; but after a failure the "
+                       "program took another\n  path (fewer layers, a smaller cache), and what the full path "
+                       "would allocate instead is not in\n  the trace. Record on a card of this size to be sure.\n",
+                    g->recorded_failures, g->recorded_failures == 1 ? "" : "s", vt_fmt_bytes(a, w->demand),
+                    vt_fmt_time(t, w->time_ns), vt_fmt_bytes(b, room - w->demand));
+            continue;
+        }
         if (!g->first_fail.valid) {
             fprintf(o, "  FITS: the run needs at most %s (at %s); %s to spare.\n", vt_fmt_bytes(a, w->demand),
                     vt_fmt_time(t, w->time_ns), vt_fmt_bytes(b, room - w->demand));
-            if (g->recorded_failures)
-                fprintf(o, "  Note: %" PRIu64 " request%s failed when recorded and would succeed here; the program "
-                           "would then take another path (more on the GPU): record on the card to be sure.\n",
-                        g->recorded_failures, g->recorded_failures == 1 ? "" : "s");
             continue;
         }
         misfit = 1;
@@ -254,7 +267,7 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
                        "which a replay cannot follow: record on the card to be sure.\n",
                     g->recorded_failures, g->recorded_failures == 1 ? "" : "s");
     }
-    return misfit;
+    return misfit ? 1 : unsure ? VT_EXIT_INCOMPLETE : 0;
 }
 
 int vt_cmd_replay(int argc, char **argv)
@@ -312,7 +325,7 @@ int vt_cmd_replay(int argc, char **argv)
     r->on_event_ctx = rp;
     if ((rc = vt_report_load(r, argv + optind, argc - optind)))
         goto out;
-    rc = print(stdout, r, rp) ? 1 : 0;
+    rc = print(stdout, r, rp);
     fflush(stdout);
 out:
     vt_report_free(r);

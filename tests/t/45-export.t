@@ -129,8 +129,8 @@ check "replay: card needed" grep -q "or use a card of at least 14.75 GiB" "$D/r1
 is "$?" 0 "replay 14 GiB, no reserve: fits"
 check "replay: 256 MiB to spare" grep -q "FITS: the run needs at most 13.75 GiB (at 200.0 us); 256.0 MiB to spare." "$D/r14.txt"
 "$VT" replay --capacity 32GiB "$D/a.vtrace" >"$D/r32.txt" 2>&1
-is "$?" 0 "replay A on 32 GiB: the failed 12 GiB request fits (24.5 GiB)"
-check "replay: says the recorded failure would succeed" grep -q "1 request failed when recorded and would succeed here" "$D/r32.txt"
+is "$?" 3 "replay A on 32 GiB: the failed 12 GiB request would fit, but the run backed off: cannot tell (exit 3)"
+check "replay: CANNOT TELL, not FITS" sh -c "grep -q '^  CANNOT TELL. 1 request failed when recorded and would succeed here' '$D/r32.txt' && ! grep -q 'FITS' '$D/r32.txt'"
 check "replay: --capacity required" sh -c "! '$VT' replay '$D/a.vtrace' 2>/dev/null"
 check "replay: bad size" sh -c "! '$VT' replay --capacity 12XB '$D/a.vtrace' 2>/dev/null"
 

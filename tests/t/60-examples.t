@@ -91,6 +91,13 @@ is "$(q $D.json '(d0["live_bytes"], p["events"]["unmatched_frees"])')" "(0, 0)" 
 "$VT" report $D >$D.txt 2>&1
 check "1: text report starts with the verdict" sh -c "head -3 $D.txt | grep -q 'VERDICT: SPILL'"
 
+# The 24 GiB run replayed on 37 GiB: its weights request would fit, but it
+# backed off after that failure, and a real 37 GiB run spills (1b below):
+# the replay must not say FITS.
+"$VT" replay --capacity 37GiB $TMP/s1 >$TMP/s1.replay 2>&1
+is "$?" 3 "1: replay on 37 GiB cannot tell (exit 3): the run backed off"
+is "$(grep -c 'FITS' $TMP/s1.replay)" 0 "1: replay on 37 GiB never says FITS"
+
 # ---- 1b. the same model on a 37 GiB card: the KV cache fails --------------
 # The bound says its arithmetic; the compute buffer the run allocated after
 # backing off (not held when KV failed) is named on top: 1.89 + 1.08 GiB,
