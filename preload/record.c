@@ -264,7 +264,12 @@ static void atfork_child(void)
     atomic_store(&vt_state, VT_ST_IDLE);
 }
 
-static void shim_exit(void)
+/* At exit the trace is finished from the shim's ELF destructor, not an
+ * atexit handler: _dl_fini, which runs destructors, is the first exit
+ * handler registered (by ld.so), so it runs after every atexit handler and
+ * static destructor of the program, even those registered before its first
+ * CUDA call, whose frees are then traced too. */
+static __attribute__((destructor)) void shim_exit(void)
 {
     if (atomic_load(&vt_state) == VT_ST_ACTIVE)
         vt_writer_stop();
@@ -296,7 +301,6 @@ static int start(void)
     if (!atfork_done) {
         atfork_done = 1;
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-        atexit(shim_exit);
     }
     return 0;
 }

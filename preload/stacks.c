@@ -615,7 +615,7 @@ static void check_hex(char **p, char *end, uint64_t v)
 
 /* One line per mismatch, both stacks after the shim's frames, written
  * whole with one write() so processes appending to one file do not mix. */
-static void check_report(const uint64_t *a, int na, const uint64_t *b, int nb, int first)
+static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int na, const uint64_t *b, int nb, int first)
 {
     char line[4096], *p = line, *end = line + sizeof line - 1;
     check_put(&p, end, "vramtrace: unwind check: pid ");
@@ -653,26 +653,6 @@ static __attribute__((destructor)) void check_summary(void)
     (void)w;
 }
 
-/* VRAMTRACE_UNWIND=check: ips (n frames from the rule cache, or -1)
- * become libunwind's, and a difference is counted and reported. Its own
- * frame, so the copy it compares against costs the event path's stack
- * nothing when checking is off. @return libunwind's frame count. */
-static __attribute__((noinline, cold)) int check_against_libunwind(uint64_t *ips, int ncfi, int want, int skip)
-{
-    uint64_t cfi[VT_MAX_STACK_DEPTH + 8];
-    if (ncfi > 0)
-        memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
-    int n = libunwind_backtrace(ips, want);
-    atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
-    if (ncfi < 0) {
-        atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
-    } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
-        atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
-        check_report(cfi, ncfi, ips, n, skip + 1);
-    }
-    return n;
-}
-
 __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
 {
     if (vt_opt.depth <= 0)
@@ -697,8 +677,21 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
         n = vt_opt.unwind == VT_UNWIND_LIBUNWIND ? -1 : cfi_backtrace(ips, want, &same);
         memo_ok = n >= 0 && memo && memo->gen != 0;
         if (__builtin_expect(vt_opt.unwind == VT_UNWIND_CHECK, 0)) {
+            /* A VLA in this block: the copy takes stack only when checking.
+             * (A helper function would shift libunwind's frames by one.) */
+            uint64_t cfi[want];
+            int ncfi = n;
             memo_ok = same = 0; /* ips become libunwind's */
-            n = check_against_libunwind(ips, n, want, skip);
+            if (ncfi > 0)
+                memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
+            n = libunwind_backtrace(ips, want);
+            atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
+            if (ncfi < 0) {
+                atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
+            } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
+                atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
+                check_report(cfi, ncfi, ips, n, skip + 1);
+            }
         }
 #endif
         if (n < 0)
