@@ -22,5 +22,6 @@ int vt_cmd_export(int argc, char **argv);  /* export*.c */
 int vt_cmd_diff(int argc, char **argv);    /* diff.c */
 int vt_cmd_replay(int argc, char **argv);  /* replay.c */
 int vt_cmd_serve(int argc, char **argv);   /* metrics.c */
+int vt_cmd_top(int argc, char **argv);     /* top.c */
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
     { "diff", vt_cmd_diff, "compare two runs: weights / KV / scratch, reserve, fragmentation, peak" },
     { "replay", vt_cmd_replay, "would the run fit a card of --capacity SIZE? first failing request" },
     { "serve", vt_cmd_serve, "serve the traces as Prometheus metrics (--metrics [ADDR:]PORT)" },
+    { "top", vt_cmd_top, "what the traced processes hold now, refreshed in place (q quits)" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,275 @@
+/* `vramtrace top`: what the traced processes hold now, refreshed in place,
+ * for the engineer who would otherwise watch nvidia-smi.
+ *
+ *   vramtrace top [--interval SECONDS] [--once] TRACE|DIR...
+ *
+ * Every refresh reads the traces again exactly as `report` does (chunks
+ * land every VRAMTRACE_FLUSH_MS), so the figures are the report's: per GPU
+ * and process, the bytes live by tag, the driver's last free figure against
+ * the margin, failed requests and spills. Nothing is cached between frames
+ * and the traces are never written. On a terminal the screen is redrawn in
+ * place and `q` quits (the terminal is put back as it was on every exit
+ * path); --once prints one frame and exits, for scripts. Strings from the
+ * traces are printed with control characters replaced, so a hostile trace
+ * cannot drive the terminal.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "report.h"
+#include "sizes.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: vramtrace top [--interval SECONDS] [--once] [--margin PCT] [--rules FILE] TRACE|DIR...\n"
+            "\n"
+            "Shows what the traced processes hold now, per GPU and process: bytes live by\n"
+            "tag, free memory against the margin, failed requests and spills, refreshed\n"
+            "every --interval seconds (default 1) from the traces as they are written.\n"
+            "q quits. --once prints one frame and exits.\n"
+            "\n"
+            "Exit status: 0, or 2 for bad usage or traces that cannot be read with --once.\n");
+}
+
+/* A string from a trace, at most `width` columns, control bytes as '?'. */
+static void put_safe(FILE *o, const char *s, int width)
+{
+    for (int n = 0; s && *s && n < width; s++, n++)
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, o);
+}
+
+/* Free memory now: the driver's last report, moved by what this process
+ * allocated or freed since (other processes' changes since then are not
+ * seen: an estimate, as the report's). */
+static uint64_t free_now(const vt_dev_t *d)
+{
+    int64_t est = (int64_t)d->last_free - ((int64_t)d->mem.tracked - (int64_t)d->tracked_at_sample);
+    return est > 0 ? (uint64_t)est : 0;
+}
+
+static void frame(FILE *o, const vt_report_t *r, double margin_pct)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    time_t now = time(NULL);
+    char when[32];
+    strftime(when, sizeof when, "%H:%M:%S", localtime(&now));
+    fprintf(o, "vramtrace top  %s  %d process%s  (q quits)\n\n", when, r->nin, r->nin == 1 ? "" : "es");
+    fprintf(o, "%-7s %-18s %4s %9s %9s %9s %9s %9s %9s %6s\n", "PID", "PROCESS", "GPU", "WEIGHTS", "KV", "SCRATCH",
+            "UNKNOWN", "LIVE", "FREE~", "STATE");
+    for (int i = 0; i < r->nin; i++) {
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const char *state = p->ended ? "ended" : "live";
+        for (int k = 0; k < p->ndevs; k++) {
+            const vt_dev_t *d = &p->devs[k];
+            fprintf(o, "%-7llu ", (unsigned long long)p->pid);
+            put_safe(o, p->exe ? vt_base(p->exe) : "?", 18);
+            int pad = 18 - (int)strlen(p->exe ? vt_base(p->exe) : "?");
+            fprintf(o, "%*s %4d", pad > 0 ? pad : 0, "", d->ordinal);
+            for (int t = 0; t < VT_TAG_BUILTIN_COUNT; t++)
+                fprintf(o, " %9s", vt_fmt_bytes(a, d->mem.by_tag[t]));
+            fprintf(o, " %9s %9s %6s\n", vt_fmt_bytes(b, d->mem.tracked), d->have_free ? vt_fmt_bytes(c, free_now(d)) : "?",
+                    state);
+        }
+    }
+    /* Per GPU (across processes): the card, the margin, what went wrong. */
+    fputc('\n', o);
+    for (int i = 0; i < r->nin; i++) {
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        for (int k = 0; k < p->ndevs; k++) {
+            const vt_dev_t *d = &p->devs[k];
+            if (!d->total)
+                continue;
+            uint64_t margin = (uint64_t)(margin_pct / 100.0 * (double)d->total);
+            fprintf(o, "pid %llu GPU %d (", (unsigned long long)p->pid, d->ordinal);
+            put_safe(o, d->name, 40);
+            fprintf(o, "): %s total, ", vt_fmt_bytes(a, d->total));
+            if (d->have_free)
+                fprintf(o, "about %s free, %s the %g%% margin (%s)", vt_fmt_bytes(b, free_now(d)),
+                        free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
+            else
+                fprintf(o, "free unknown");
+            fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
+        }
+        if (p->tip.valid)
+            fprintf(o, "pid %llu: %s (first: %s of %s, %s)\n", (unsigned long long)p->pid,
+                    !strcmp(vt_proc_verdict(p, 0), "near_spill") ? "NEAR SPILL" : "SPILL",
+                    vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes), vt_spill_kind_name(p->tip_kind));
+        if (p->events.dropped)
+            fprintf(o, "pid %llu: %llu events dropped by the shim: figures are lower bounds\n",
+                    (unsigned long long)p->pid, (unsigned long long)p->events.dropped);
+    }
+}
+
+typedef struct top_conf {
+    char *const *paths;
+    int npaths;
+    const char *rules[8];
+    int nrules;
+    double margin;
+} top_conf_t;
+
+/* One frame into a malloc'd buffer. @return 0, or VT_EXIT_BAD_INPUT. */
+static int render(const top_conf_t *conf, char **text, size_t *len)
+{
+    FILE *o = open_memstream(text, len);
+    if (!o)
+        return VT_EXIT_BAD_INPUT;
+    vt_report_t *r = vt_report_new();
+    int rc = r ? 0 : VT_EXIT_BAD_INPUT;
+    if (r) {
+        r->opts.quiet = 1;
+        r->opts.skip_bad = 1;
+        r->opts.margin_pct = conf->margin;
+        for (int i = 0; i < conf->nrules && !rc; i++)
+            rc = vt_report_opt(r, "top", VT_OPT_RULES, conf->rules[i]);
+        if (!rc)
+            rc = vt_report_load(r, conf->paths, conf->npaths);
+    }
+    if (!rc)
+        frame(o, r, conf->margin);
+    else
+        fprintf(o, "vramtrace top: the traces cannot be read (see above); retrying\n");
+    vt_report_free(r);
+    fclose(o);
+    return rc;
+}
+
+static struct termios saved_tty;
+static int tty_raw;
+static volatile sig_atomic_t stop_requested;
+
+static void restore_tty(void)
+{
+    if (tty_raw) {
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+        fputs("\033[?25h", stdout);   /* the cursor back */
+        fflush(stdout);
+        tty_raw = 0;
+    }
+}
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+int vt_cmd_top(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "interval", required_argument, NULL, 'i' },
+        { "once", no_argument, NULL, 'o' },
+        { "margin", required_argument, NULL, VT_OPT_MARGIN },
+        { "rules", required_argument, NULL, VT_OPT_RULES },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    top_conf_t conf = { .margin = 15 };
+    double interval = 1;
+    int once = 0, c;
+    char *end;
+    optind = 1;
+    opterr = 1;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            errno = 0;
+            interval = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(interval >= 0.1 && interval <= 3600)) {
+                fprintf(stderr, "vramtrace: top: --interval wants seconds from 0.1 to 3600, got '%s'\n", optarg);
+                return VT_EXIT_BAD_INPUT;
+            }
+            break;
+        case 'o':
+            once = 1;
+            break;
+        case VT_OPT_MARGIN:
+            errno = 0;
+            conf.margin = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(conf.margin >= 0 && conf.margin <= 100)) {
+                fprintf(stderr, "vramtrace: top: --margin wants a percentage 0..100, got '%s'\n", optarg);
+                return VT_EXIT_BAD_INPUT;
+            }
+            break;
+        case VT_OPT_RULES:
+            if (conf.nrules == (int)(sizeof conf.rules / sizeof conf.rules[0])) {
+                fprintf(stderr, "vramtrace: top: too many --rules\n");
+                return VT_EXIT_BAD_INPUT;
+            }
+            conf.rules[conf.nrules++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return VT_EXIT_OK;
+        default:
+            usage(stderr);
+            return VT_EXIT_BAD_INPUT;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return VT_EXIT_BAD_INPUT;
+    }
+    conf.paths = argv + optind;
+    conf.npaths = argc - optind;
+    char *text = NULL;
+    size_t len = 0;
+    if (once) {
+        int rc = render(&conf, &text, &len);
+        fwrite(text, 1, len, stdout);
+        free(text);
+        return rc;
+    }
+    struct sigaction sa = { .sa_handler = on_stop };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int interactive = isatty(STDIN_FILENO);
+    if (interactive && tcgetattr(STDIN_FILENO, &saved_tty) == 0) {
+        struct termios raw = saved_tty;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0) {
+            tty_raw = 1;
+            atexit(restore_tty);
+            fputs("\033[?25l", stdout);   /* no cursor blinking over the table */
+        }
+    }
+    while (!stop_requested) {
+        render(&conf, &text, &len);
+        /* Home and clear, then the frame: one write, no flicker of a
+         * half-drawn table. */
+        fputs("\033[H\033[2J", stdout);
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+        free(text);
+        text = NULL;
+        struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+        int waited = 0, wait_ms = (int)(interval * 1000);
+        while (!stop_requested && waited < wait_ms) {
+            int step = wait_ms - waited < 100 ? wait_ms - waited : 100;
+            if (interactive && poll(&pfd, 1, step) > 0) {
+                char ch;
+                if (read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+                    stop_requested = 1;
+            } else if (!interactive) {
+                struct timespec ts = { 0, (long)step * 1000000L };
+                nanosleep(&ts, NULL);
+            }
+            waited += step;
+        }
+    }
+    restore_tty();
+    return VT_EXIT_OK;
+}
