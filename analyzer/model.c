@@ -686,13 +686,17 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
         int judged = freeb >= d->pend_fail_size;
         if (judged && !d->pend_fail_counted) {
             d->failed_with_free++;
-            if (!d->first_failed_with_free.valid)
+            if (!d->first_failed_with_free.valid) {
                 d->first_failed_with_free = d->pend_fail_view;
+                d->gun_holes = d->pend_fail_holes;
+            }
         } else if (!judged && d->pend_fail_counted) {
             d->failed_with_free--;
             if (d->first_failed_with_free.time_ns == d->pend_fail_view.time_ns &&
-                d->first_failed_with_free.bytes == d->pend_fail_view.bytes)
+                d->first_failed_with_free.bytes == d->pend_fail_view.bytes) {
                 d->first_failed_with_free.valid = 0;
+                memset(&d->gun_holes, 0, sizeof d->gun_holes);
+            }
         }
         /* The tipping event's "free then" should be the driver's word too. */
         vt_event_view_t *tip = &m->p.tip;
@@ -737,10 +741,20 @@ static void device_failure(vt_model_t *m, int di, const vt_event_t *ev, int tag)
     d->pend_fail_counted = d->have_free && est >= (int64_t)ev->size;
     /* kept in case the after-failure sample proves memory was free */
     d->pend_fail_view = v;
+    /* Measured until the first failure with free memory is known, a bounded
+     * number of times: a retry loop can fail thousands of times. */
+    memset(&d->pend_fail_holes, 0, sizeof d->pend_fail_holes);
+    if (!d->first_failed_with_free.valid && d->fail_measures < 64) {
+        d->fail_measures++;
+        if (vt_m_frag_at_failure(m, di, &d->pend_fail_holes))
+            d->pend_fail_holes.measured = 0;
+    }
     if (d->pend_fail_counted) {
         d->failed_with_free++;
-        if (!d->first_failed_with_free.valid)
+        if (!d->first_failed_with_free.valid) {
             d->first_failed_with_free = v;
+            d->gun_holes = d->pend_fail_holes;
+        }
     }
     d->retry_active = 1;
     m->retry_dev = di;

@@ -88,6 +88,12 @@ typedef struct vt_range {
     uint8_t vmm;   /* a VMM mapping (else an allocation) */
 } vt_range_t;
 
+/* Gaps between a device's live ranges at one moment (model_frag.c). */
+typedef struct vt_holes {
+    int measured;   /* 0: not measured (no failure, or too many live ranges) */
+    uint64_t bytes, largest, ranges;
+} vt_holes_t;
+
 /* A stream-ordered pool as its last POOL_USAGE events reported it. */
 typedef struct vt_pool_usage {
     uint64_t handle, reserved, used;
@@ -134,6 +140,10 @@ typedef struct vt_dev {
     int pend_fail_active, pend_fail_counted;
     uint64_t pend_fail_size;
     vt_event_view_t pend_fail_view;
+    /* This process's holes on the device at a failed request (the pending
+     * one, and first_failed_with_free's): what a fragmentation claim needs. */
+    vt_holes_t pend_fail_holes, gun_holes;
+    uint32_t fail_measures;
     uint64_t retry_bursts, retry_freed_bytes;
     uint64_t retry_recovered;   /* failures whose same-size retry on the same thread succeeded */
     vt_event_view_t first_burst;

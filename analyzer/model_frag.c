@@ -108,6 +108,34 @@ static long undo_log(vt_range_t *v, size_t n, const vt_frag_log_t *lg)
     return rc;
 }
 
+/* The gaps between v[0..n) (sorted by address); @return the span. */
+static uint64_t holes_in(const vt_range_t *v, size_t n, uint64_t dev_total, uint64_t *holes_out, uint64_t *largest_out)
+{
+    uint64_t holes = 0, largest = 0, span = 0, start = n ? v[0].addr : 0, end = start;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].addr > end) {
+            uint64_t h = v[i].addr - end;
+            if (dev_total && h > dev_total) {
+                /* A gap larger than the card cannot be free device memory:
+                 * the driver put the next allocation in another VA region
+                 * (cudaMalloc heap vs a VMM reservation). New region. */
+                span += end - start;
+                start = v[i].addr;
+            } else {
+                holes += h;
+                if (h > largest)
+                    largest = h;
+            }
+        }
+        if (v[i].addr + v[i].size > end)
+            end = v[i].addr + v[i].size;
+    }
+    span += end - start;
+    *holes_out = holes;
+    *largest_out = largest;
+    return span;
+}
+
 /* Measures device dev: as it is now (lg NULL), or as it was at lg's point. */
 static int measure(vt_model_t *m, int dev, const vt_frag_log_t *lg)
 {
@@ -133,26 +161,7 @@ static int measure(vt_model_t *m, int dev, const vt_frag_log_t *lg)
         n = (size_t)k;
     }
     qsort(v, n, sizeof *v, cmp_range);
-    uint64_t holes = 0, largest = 0, span = 0, start = n ? v[0].addr : 0, end = start;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].addr > end) {
-            uint64_t h = v[i].addr - end;
-            if (d->total && h > d->total) {
-                /* A gap larger than the card cannot be free device memory:
-                 * the driver put the next allocation in another VA region
-                 * (cudaMalloc heap vs a VMM reservation). New region. */
-                span += end - start;
-                start = v[i].addr;
-            } else {
-                holes += h;
-                if (h > largest)
-                    largest = h;
-            }
-        }
-        if (v[i].addr + v[i].size > end)
-            end = v[i].addr + v[i].size;
-    }
-    span += end - start;
+    uint64_t holes, largest, span = holes_in(v, n, d->total, &holes, &largest);
     d->frag_computed = 1;
     d->frag_skipped = 0;
     d->frag_live_allocs = n;
@@ -165,6 +174,25 @@ static int measure(vt_model_t *m, int dev, const vt_frag_log_t *lg)
         d->nlayout = n;
         return 0;
     }
+    free(v);
+    return 0;
+}
+
+int vt_m_frag_at_failure(vt_model_t *m, int dev, vt_holes_t *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t total = live_entries(m);
+    if (total > VT_FRAG_MAX_LIVE)
+        return 0;
+    vt_range_t *v = malloc((total ? total : 1) * sizeof *v);
+    if (!v)
+        return VT_E_NOMEM;
+    size_t n = collect(m, &m->by_ptr, dev, v, total);
+    n += collect(m, &m->by_map, dev, v + n, total - n);
+    qsort(v, n, sizeof *v, cmp_range);
+    holes_in(v, n, m->p.devs[dev].total, &out->bytes, &out->largest);
+    out->ranges = n;
+    out->measured = 1;
     free(v);
     return 0;
 }

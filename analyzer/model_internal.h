@@ -140,6 +140,9 @@ static inline void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int t
  * measures what is still pending. free: the logs. Each returns 0 or
  * VT_E_NOMEM. */
 int vt_m_frag_compute(vt_model_t *m, int dev);
+/* The holes between this process's live ranges on dev now (at a failed
+ * request); out->measured stays 0 above VT_FRAG_MAX_LIVE live entries. */
+int vt_m_frag_at_failure(vt_model_t *m, int dev, vt_holes_t *out);
 int vt_m_frag_note_remove(vt_model_t *m, const live_t *e);
 int vt_m_frag_note_added(vt_model_t *m, const live_t *e);
 

@@ -270,6 +270,15 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
         vt_json_u64(j, "bytes", d->first_failed_with_free.bytes);
         int64_t fe = d->first_failed_with_free.free_est;
         vt_json_u64(j, "free_bytes", fe > 0 ? (uint64_t)fe : 0);
+        if (d->gun_holes.measured) {
+            vt_json_obj(j, "holes");
+            vt_json_u64(j, "bytes", d->gun_holes.bytes);
+            vt_json_u64(j, "largest_bytes", d->gun_holes.largest);
+            vt_json_u64(j, "live_ranges", d->gun_holes.ranges);
+            vt_json_obj_end(j);
+        } else {
+            vt_json_null(j, "holes");
+        }
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "first");

@@ -62,6 +62,29 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
 
 static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int breakdown);
 
+/* The end of a SMOKING GUN sentence: fragmentation is claimed only when the
+ * holes between this process's allocations at the first such failure were
+ * measured and none of them could take the request. */
+static void gun_holes(FILE *o, const vt_dev_t *d)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    const vt_holes_t *h = &d->gun_holes;
+    uint64_t req = d->first_failed_with_free.valid ? d->first_failed_with_free.bytes : 0;
+    if (!h->measured || !d->first_failed_with_free.valid) {
+        fprintf(o, "; where that memory was is unknown (holes not measured): fragmented, or held by another "
+                   "context.\n");
+    } else if (h->bytes && h->largest < req) {
+        fprintf(o, "; at the first, %s lay in holes between this process's %" PRIu64
+                   " allocations, the largest %s, too small for %s: fragmentation.\n",
+                vt_fmt_bytes(a, h->bytes), h->ranges, vt_fmt_bytes(b, h->largest), vt_fmt_bytes(c, req));
+    } else {
+        fprintf(o, "; at the first, the holes between this process's %" PRIu64
+                   " allocations held %s (largest %s), which does not explain it: the memory was held by another "
+                   "context or split where the trace cannot see.\n",
+                h->ranges, vt_fmt_bytes(a, h->bytes), vt_fmt_bytes(b, h->largest));
+    }
+}
+
 /* Whether the pinned site holding the most weights was tagged by a
  * llama.cpp rule: then the program is llama.cpp (or ggml under it). */
 static int host_weights_from_llama(const vt_model_t *m)
@@ -227,10 +250,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                     vt_fmt_bytes(c, v->free_est > 0 ? (uint64_t)v->free_est : 0));
         else
             fprintf(o, "\n");
-        if (d && d->failed_with_free)
-            fprintf(o, "  SMOKING GUN: the driver reported enough free memory when %s failed: the free "
-                       "memory was fragmented or held by another context.\n",
+        if (d && d->failed_with_free) {
+            fprintf(o, "  SMOKING GUN: the driver reported enough free memory when %s failed",
                     d->failed_with_free == 1 ? "the request" : "requests");
+            gun_holes(o, d);
+        }
         if (d && d->retry_bursts)
             fprintf(o, "  The allocator flushed %s of cached blocks and retried (%" PRIu64 " time%s).\n",
                     vt_fmt_bytes(a, d->retry_freed_bytes), d->retry_bursts, d->retry_bursts == 1 ? "" : "s");
@@ -347,10 +371,11 @@ static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
         fprintf(o, "    %-18s %*s in holes between %" PRIu64 " live allocations; largest hole %s\n",
                 "external at peak", W, vt_fmt_bytes(a, d->frag_holes), d->frag_live_allocs,
                 vt_fmt_bytes(b, d->frag_largest_hole));
-    if (d->failed_with_free)
-        fprintf(o, "    SMOKING GUN: %" PRIu64 " request%s failed although the driver reported enough free memory "
-                   "(fragmentation, or memory held by another context)\n",
+    if (d->failed_with_free) {
+        fprintf(o, "    SMOKING GUN: %" PRIu64 " request%s failed although the driver reported enough free memory",
                 d->failed_with_free, d->failed_with_free == 1 ? "" : "s");
+        gun_holes(o, d);
+    }
     if (d->retry_bursts)
         fprintf(o, "    SMOKING GUN: %" PRIu64 " flush-and-retry burst%s: a failure, then %s of cached blocks "
                    "freed, then the same request succeeded\n",

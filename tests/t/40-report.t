@@ -195,6 +195,8 @@ check "frag: JSON is valid" valid_json "$D/frag.json"
 F="$DV['fragmentation']"
 is "$(j "$D/frag.json" "$F['failed_with_free']['count']")" 1 "smoking gun: failed with 10 GiB free"
 is "$(j "$D/frag.json" "$F['failed_with_free']['first']['bytes']")" $((2 * GiB)) "smoking gun: request size"
+is "$(j "$D/frag.json" "$F['failed_with_free']['first']['holes']")" "{\"bytes\": $GiB, \"largest_bytes\": $GiB, \"live_ranges\": 3}" \
+    "smoking gun: the holes measured at the failure (1 GiB between the two pool blocks)"
 is "$(j "$D/frag.json" "$F['flush_retry']['count']")" 1 "flush-and-retry burst"
 is "$(j "$D/frag.json" "$F['flush_retry']['freed_bytes']")" $((2 * GiB)) "burst freed bytes"
 is "$(j "$D/frag.json" "$F['flush_retry']['first']['frees']")" 2 "burst frees"
@@ -212,6 +214,8 @@ is "$(j "$D/frag.json" "$P['spill']['kind']")" oom "frag: the failure is an oom 
 is "$(j "$D/frag.json" "$F['flush_retry']['recovered']")" 1 "retry recovered the failure"
 report frag
 check "frag: smoking guns in the text" grep -q "SMOKING GUN: 1 flush-and-retry burst" "$D/frag.out"
+check "frag: fragmentation claimed with the holes at the failure" \
+    grep -q "at the first, 1.00 GiB lay in holes between this process's 3 allocations, the largest 1.00 GiB, too small for 2.00 GiB: fragmentation" "$D/frag.out"
 check "frag: a recovered failure is a near spill" grep -q "^VERDICT: NEAR SPILL. A device request failed on GPU 0" "$D/frag.out"
 
 # -- 5. a directory: ollama server + runner on one GPU (matched by UUID) ----
@@ -262,6 +266,24 @@ is "$(j "$D/dir2.json" 'd["gpus"][0]["peak"]["tracked_bytes"]')" $((15 * GiB)) "
 is "$(j "$D/dir2.json" 'd["gpus"][0]["peak"]["time_ns"]')" 4000 "dir2: combined peak time"
 is "$(j "$D/dir2.json" '[p["bytes_at_gpu_peak"] for p in d["gpus"][0]["processes"]]')" "[$((7 * GiB)), $((8 * GiB))]" "dir2: each process at the combined peak"
 is "$(j "$D/dir2.json" 'd["processes"][0]["devices"][0]["peak"]["tracked_bytes"]')" $((10 * GiB)) "dir2: the first process's own peak"
+
+# A request fails with 10 GiB reported free and no hole between this
+# process's allocations: the trace shows no fragmentation, so none is claimed.
+{
+    header 557 /opt/llama.cpp/bin/llama-cli 16GiB 15GiB 33333333333333333333333333333333
+    echo 'event t=2000 api=cudaMalloc dev=0 ptr=0x20000000000 size=1GiB stack=25 tid=9'
+    echo 'event t=2100 api=cudaMalloc dev=0 ptr=0x20040000000 size=1GiB stack=25 tid=9'
+    echo 'event t=3000 api=cudaMalloc dev=0 size=2GiB result=2 stack=25 tid=9'
+    echo 'event t=3050 api=cuMemGetInfo_v2 dev=0 size=10GiB aux=16GiB flags=sample|after_failure'
+} >"$D/nohole.vt"
+gen nohole
+json nohole
+report nohole --color never
+is "$(j "$D/nohole.json" "$DV['fragmentation']['failed_with_free']['first']['holes']")" '{"bytes": 0, "largest_bytes": 0, "live_ranges": 2}' \
+    "failed with free memory, no holes: measured as none"
+check "failed with free memory, no holes: no fragmentation claimed" sh -c "! grep -q 'fragmentation\.\|was fragmented' '$D/nohole.out'"
+check "failed with free memory, no holes: says the holes do not explain it" \
+    grep -q "SMOKING GUN: the driver reported enough free memory when the request failed; at the first, the holes between this process's 2 allocations held 0 B (largest 0 B), which does not explain it" "$D/nohole.out"
 
 # -- 6. truncated, corrupt, not a trace --------------------------------------
 {
