@@ -15,6 +15,8 @@
  *  - fork: the child forgets the parent's ring and file and starts its own
  *    trace lazily, on its own first CUDA call.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +226,26 @@ size_t vt_ring_drain(vt_event_t *out, size_t max)
     return n;
 }
 
+/* At stop: a slot claimed but never published (a free still blocked in the
+ * driver, or its thread cancelled inside it) hid every event behind it,
+ * uncounted. It is counted as dropped and passed over; the slot itself is
+ * left as it is, so a late publish writes only into a slot nobody reads. */
+size_t vt_ring_drain_final(vt_event_t *out, size_t max)
+{
+    size_t n = vt_ring_drain(out, max);
+    uint64_t tail = atomic_load_explicit(&ring_tail, memory_order_acquire);
+    while (n < max && ring_head < tail) {
+        vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == ring_head + 1) {
+            n += vt_ring_drain(out + n, max - n);
+            continue;
+        }
+        atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+        ring_head++;
+    }
+    return n;
+}
+
 uint64_t vt_ring_dropped(void)
 {
     return atomic_load_explicit(&ring_dropped, memory_order_relaxed);
@@ -279,7 +301,43 @@ static void init_api_flags(void);
 /* VRAMTRACE_SAMPLE_MS in ns, 0 for none; set at start. */
 static uint64_t sample_interval_ns;
 
+/* Closed standard fds are held on /dev/null while the shim starts: what it,
+ * and libunwind for good (its memory-validation pipe), open then must
+ * never become the program's stdin, stdout or stderr (the program read
+ * its own stdout back). Returns the fds held. */
+static unsigned hold_std_fds(void)
+{
+    unsigned held = 0;
+    for (int i = 0; i < 3; i++) {
+        if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int f = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (f == i)
+            held |= 1u << i;
+        else if (f >= 0)
+            close(f);
+    }
+    return held;
+}
+
+static void release_std_fds(unsigned held)
+{
+    for (int i = 0; i < 3; i++)
+        if (held >> i & 1)
+            close(i);
+}
+
+static int start_held(void);
+
 static int start(void)
+{
+    unsigned held = hold_std_fds();
+    int rc = start_held();
+    release_std_fds(held);
+    return rc;
+}
+
+static int start_held(void)
 {
     static int atfork_done;
     vt_options_load();

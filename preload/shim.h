@@ -95,6 +95,9 @@ void vt_ring_publish(vt_ring_slot_t *slot);
 /* Writer side: copies up to max published events in order; stops at the
  * first claimed-but-unpublished slot. */
 size_t vt_ring_drain(vt_event_t *out, size_t max);
+/* The same at stop, passing over (and counting as dropped) slots claimed
+ * but never published. */
+size_t vt_ring_drain_final(vt_event_t *out, size_t max);
 uint64_t vt_ring_dropped(void);
 
 /* Per-device facts captured on first use, published for the writer. */

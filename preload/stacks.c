@@ -109,6 +109,11 @@ int vt_stacks_init(void)
             if (set_policy && as && *as)
                 set_policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
             unw_backtrace_ptr = fn;
+            /* libunwind opens its memory-validation pipe on its first
+             * unwind: here, while record.c holds any closed fd 0-2. */
+            void *first[2];
+            if (fn)
+                fn(first, 2);
         }
     }
     return 0;

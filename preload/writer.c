@@ -20,6 +20,9 @@
  *  - libzstd is loaded with dlopen on first use, like libunwind.
  *  - fork waits (bounded) until the thread is between chunks, so the child
  *    never inherits a lock the thread held inside malloc or libzstd.
+ *  - At stop everything still in the ring is written; a slot claimed by a
+ *    release that never returned (blocked or cancelled in the driver) is
+ *    counted as dropped, so trace + dropped = the program's calls.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -408,15 +411,16 @@ static void emit_counts(int force)
     emit(VT_REC_DROPPED, buf, (size_t)(p - buf));
 }
 
-/* Drains the ring into the chunk buffer; returns how many events it took.
- * The chunk goes out when it is full, or with finish_chunk(). */
-static uint64_t drain(void)
+/* Drains the ring into the chunk buffer with take (vt_ring_drain, or
+ * vt_ring_drain_final at stop); returns how many events it took. The chunk
+ * goes out when it is full, or with finish_chunk(). */
+static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
 {
     static vt_event_t batch[BATCH];
     size_t n;
     uint64_t taken = 0;
     do {
-        n = vt_ring_drain(batch, BATCH);
+        n = take(batch, BATCH);
         taken += n;
         if (write_failed) {
             events_lost += n;
@@ -433,18 +437,17 @@ static uint64_t drain(void)
     return taken;
 }
 
+static uint64_t drain(void)
+{
+    return drain_with(vt_ring_drain);
+}
+
 static void finish_chunk(void)
 {
     if (!write_failed) {
         emit_counts(0);
         flush_chunk();
     }
-}
-
-static void drain_and_flush(void)
-{
-    drain();
-    finish_chunk();
 }
 
 /* How long the thread sleeps before it next drains the ring, given how many
@@ -755,7 +758,10 @@ void vt_writer_stop(void)
     thread_running = 0;
 
     vt_tls.guard++;
-    drain_and_flush();
+    /* Everything left in the ring; slots claimed but never published are
+     * counted as dropped, not left to hide the events behind them. */
+    drain_with(vt_ring_drain_final);
+    finish_chunk();
     if (!write_failed) {
         uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
         emit_counts(1);

@@ -40,6 +40,12 @@
  *                   counts, and VmRSS/VmHWM to stderr ("rss KB hwm KB")
  *   churn R [T]     R rounds of T threads (default 8) that make 4 pairs
  *                   each and exit; prints the counts, and VmRSS/VmHWM
+ *   slowfree N [cancel]  a thread blocks in cuMemFree (run with
+ *                   VTSIM_SLOW_FREE_MS) while the main thread makes N
+ *                   pairs and exits; "cancel" cancels it inside the driver
+ *                   first; prints the counts
+ *   stdfds          run with fds 0-2 closed: a pair, then writes how many
+ *                   of fds 0-2 are open to the file $FAULTPROG_OUT
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -49,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -542,6 +549,56 @@ static int mode_churn(long rounds, int t)
     return x != 0;
 }
 
+/* ---- attacks on the shim's own machinery ---- */
+
+static void *slowfree_main(void *arg)
+{
+    (void)arg;
+    cuMemFree(0); /* sleeps VTSIM_SLOW_FREE_MS in the driver */
+    return NULL;
+}
+
+/* One thread blocked in cuMemFree (as cudaFree waits behind a long kernel)
+ * while this one makes n pairs; then the process exits with the free still
+ * blocked, or after cancelling it inside the driver. */
+static int mode_slowfree(long n, int cancel)
+{
+    pthread_t th;
+    long allocs = 0, frees = 0;
+    void *p;
+    if (cudaFree(0) != cudaSuccess)
+        die("cudaFree(0)"); /* the context, before the blocked free */
+    if (pthread_create(&th, NULL, slowfree_main, NULL) != 0)
+        die("pthread_create");
+    struct timespec settle = { 0, 50000000 };
+    nanosleep(&settle, NULL);
+    if (cancel) {
+        pthread_cancel(th);
+        pthread_join(th, NULL);
+    }
+    for (long i = 0; i < n; i++)
+        if (cudaMalloc(&p, 4096) == cudaSuccess && ++allocs && cudaFree(p) == cudaSuccess)
+            frees++;
+    printf("slowfree allocs=%ld frees=%ld\n", allocs, frees);
+    exit(0); /* the blocked thread never returns first */
+}
+
+static int mode_stdfds(void)
+{
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess)
+        die("cudaMalloc");
+    int open_std = 0;
+    for (int i = 0; i < 3; i++)
+        open_std += fcntl(i, F_GETFD) >= 0;
+    /* stdout may be closed: the answer goes to a file the test names */
+    FILE *f = fopen(getenv("FAULTPROG_OUT"), "w");
+    if (!f)
+        die("fopen");
+    fprintf(f, "stdfds open=%d\n", open_std);
+    return fclose(f) != 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -582,6 +639,10 @@ int main(int argc, char **argv)
         return mode_soak(n, t > 0 ? t : 16);
     if (!strcmp(mode, "churn"))
         return mode_churn(n, t > 0 ? t : 8);
+    if (!strcmp(mode, "stdfds"))
+        return mode_stdfds();
+    if (!strcmp(mode, "slowfree"))
+        return mode_slowfree(n, argc > 3 && !strcmp(argv[3], "cancel"));
     fprintf(stderr, "faultprog: unknown mode '%s'\n", mode);
     return 2;
 }

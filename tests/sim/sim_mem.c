@@ -7,7 +7,8 @@
  *  - cuMemAllocPitch_v2: pitch = WidthInBytes rounded up to 512 bytes, and
  *    the block is pitch * Height bytes. ElementSizeBytes must be 4, 8 or 16.
  *  - cuMemFree_v2 frees plain, pool and managed allocations; the address
- *    must be the exact start of a live allocation.
+ *    must be the exact start of a live allocation. With
+ *    VTSIM_SLOW_FREE_MS, cuMemFree_v2(0) sleeps that long first.
  *  - The 32-bit legacy cuMemAlloc/cuMemFree/cuMemGetInfo work on a 512 MiB
  *    window below 4 GiB per device (devices 0-6), charged like any other
  *    device memory; cuMemGetInfo clamps to UINT_MAX.
@@ -84,6 +85,15 @@ static CUresult free_locked(CUdeviceptr dptr)
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    /* VTSIM_SLOW_FREE_MS: a free of NULL waits that long first, outside the
+     * driver's lock, as a real cudaFree waits behind a long kernel; a
+     * thread can be cancelled there (nanosleep is a cancellation point). */
+    const char *slow = dptr ? NULL : getenv("VTSIM_SLOW_FREE_MS");
+    if (slow && *slow) {
+        long ms = atol(slow);
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     SIM_ENTER();
     SIM_LEAVE(free_locked(dptr));
 }
