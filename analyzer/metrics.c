@@ -147,6 +147,27 @@ static uint64_t min_free(const vt_dev_t *d, int tag, int *have) { (void)tag; *ha
 static uint64_t failures(const vt_dev_t *d, int tag, int *have) { (void)tag; (void)have; return d->failures; }
 static uint64_t below_margin(const vt_dev_t *d, int tag, int *have) { (void)tag; (void)have; return d->below_margin.valid; }
 
+/* The per process-device families, in exposition order (a counter's
+ * samples get OpenMetrics' _total suffix). */
+typedef struct dev_family {
+    const char *name, *type, *help;
+    dev_value_fn value;
+    int per_tag;
+} dev_family_t;
+
+static const dev_family_t dev_families[] = {
+    { "vramtrace_device_bytes", "gauge", "device memory live now, by tag", live_by_tag, 1 },
+    { "vramtrace_device_peak_bytes", "gauge", "device memory at the process's peak on this GPU, by tag", peak_by_tag, 1 },
+    { "vramtrace_device_total_bytes", "gauge", "the card's memory as the driver reported it", total, 0 },
+    { "vramtrace_device_free_bytes", "gauge", "free memory at the driver's last report in the trace", last_free, 0 },
+    { "vramtrace_device_min_free_bytes", "gauge", "the least free memory seen or estimated", min_free, 0 },
+    { "vramtrace_context_reserve_bytes", "gauge", "memory in use before the process's first allocation", reserve, 0 },
+    { "vramtrace_untracked_bytes", "gauge", "memory in use by nobody traced (other processes, libraries' own)",
+      untracked, 0 },
+    { "vramtrace_below_margin", "gauge", "1 once free memory went below the margin", below_margin, 0 },
+    { "vramtrace_alloc_failures", "counter", "failed device allocations", failures, 0 },
+};
+
 static void proc_counter(FILE *o, const vt_report_t *r, const char *sample, size_t offset)
 {
     for (int i = 0; i < r->nin; i++) {
@@ -182,24 +203,13 @@ static void exposition(FILE *o, const vt_report_t *r)
     family(o, "vramtrace_processes", "gauge", "traced processes (one trace each)");
     fprintf(o, "vramtrace_processes %d\n", r->nin);
 
-    family(o, "vramtrace_device_bytes", "gauge", "device memory live now, by tag");
-    dev_samples(o, r, "vramtrace_device_bytes", live_by_tag, 1);
-    family(o, "vramtrace_device_peak_bytes", "gauge", "device memory at the process's peak on this GPU, by tag");
-    dev_samples(o, r, "vramtrace_device_peak_bytes", peak_by_tag, 1);
-    family(o, "vramtrace_device_total_bytes", "gauge", "the card's memory as the driver reported it");
-    dev_samples(o, r, "vramtrace_device_total_bytes", total, 0);
-    family(o, "vramtrace_device_free_bytes", "gauge", "free memory at the driver's last report in the trace");
-    dev_samples(o, r, "vramtrace_device_free_bytes", last_free, 0);
-    family(o, "vramtrace_device_min_free_bytes", "gauge", "the least free memory seen or estimated");
-    dev_samples(o, r, "vramtrace_device_min_free_bytes", min_free, 0);
-    family(o, "vramtrace_context_reserve_bytes", "gauge", "memory in use before the process's first allocation");
-    dev_samples(o, r, "vramtrace_context_reserve_bytes", reserve, 0);
-    family(o, "vramtrace_untracked_bytes", "gauge", "memory in use by nobody traced (other processes, libraries' own)");
-    dev_samples(o, r, "vramtrace_untracked_bytes", untracked, 0);
-    family(o, "vramtrace_below_margin", "gauge", "1 once free memory went below the margin");
-    dev_samples(o, r, "vramtrace_below_margin", below_margin, 0);
-    family(o, "vramtrace_alloc_failures", "counter", "failed device allocations");
-    dev_samples(o, r, "vramtrace_alloc_failures_total", failures, 0);
+    for (size_t i = 0; i < sizeof dev_families / sizeof dev_families[0]; i++) {
+        const dev_family_t *f = &dev_families[i];
+        char sample[96];
+        snprintf(sample, sizeof sample, "%s%s", f->name, strcmp(f->type, "counter") ? "" : "_total");
+        family(o, f->name, f->type, f->help);
+        dev_samples(o, r, sample, f->value, f->per_tag);
+    }
 
     family(o, "vramtrace_host_pinned_bytes", "gauge", "pinned host memory live now, by tag");
     host_samples(o, r, "vramtrace_host_pinned_bytes", 0);
