@@ -1,5 +1,6 @@
 // Loads a GGUF with node-llama-cpp's prebuilt CUDA llama.cpp and, if asked,
-// evaluates 32 tokens once; llama.cpp's own log goes to stderr. A load or a
+// evaluates 32 tokens once; llama.cpp's own log goes to stderr, the model
+// load's wall time to stdout ("load_ms N", for make bench). A load or a
 // context that fails is a scenario too: it prints "failed: ..." and exits 3.
 // usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto CONTEXT EVAL(0|1) MMAP(0|1)
 import path from "node:path";
@@ -20,10 +21,12 @@ try {
     // meet the full card. With "auto" node-llama-cpp's own estimate decides
     // (and with the checks off it loads in a simulation mode that hides
     // llama.cpp's log).
+    const loadStart = performance.now();
     const model = await llama.loadModel({
         modelPath, useMmap: mmap === "1", ignoreMemorySafetyChecks: layers !== "auto",
         gpuLayers: layers === "auto" ? "auto" : Number(layers),
     });
+    console.log("load_ms " + (performance.now() - loadStart).toFixed(1));
     const ctx = await model.createContext({contextSize: Number(context), ignoreMemorySafetyChecks: true});
     if (evaluate === "1")
         await ctx.getSequence().evaluateWithoutGeneratingNewTokens(Array.from({length: 32}, (_, i) => 3 + i));
