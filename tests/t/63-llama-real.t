@@ -19,24 +19,28 @@ SHIPPED=$CACHE/shipped/node_modules
 STRIPPED=$CACHE/stripped/node_modules
 BINS=@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
 
-# Each tree is built aside and renamed into place, so a run killed half way
-# leaves no tree that looks finished.
+# Each tree is built in a directory of its own and renamed into place, so a
+# run killed half way leaves no tree that looks finished, and two runs at
+# once (worktrees sharing the cache) never write into the same one.
+# publish NEW NAME: NEW becomes $CACHE/NAME unless another run got there first.
+publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
 if [ ! -e "$SHIPPED/$BINS/libggml-cuda.so" ]; then
-    mkdir -p "$CACHE" && rm -rf "$CACHE/shipped.new" && mkdir "$CACHE/shipped.new" || exit 1
-    if ! (cd "$CACHE/shipped.new" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
+    mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
+    if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
             --no-save node-llama-cpp@$VERSION @node-llama-cpp/linux-x64-cuda@$VERSION) \
             >"$CACHE/npm.log" 2>&1; then
+        rm -rf "$NEW"
         echo "1..0 # SKIP npm install node-llama-cpp@$VERSION failed (registry unreachable?): see $CACHE/npm.log"
         exit 0
     fi
-    rm -rf "$CACHE/shipped" && mv "$CACHE/shipped.new" "$CACHE/shipped"
+    publish "$NEW" shipped
 fi
 if [ ! -e "$STRIPPED/$BINS/libggml-cuda.so" ]; then
     # Only the two packages that hold code llama.cpp runs are copied; the
     # rest are links. node-llama-cpp finds its binaries next to itself, so
     # it is copied too.
-    rm -rf "$CACHE/stripped.new" && mkdir -p "$CACHE/stripped.new/node_modules/@node-llama-cpp" || exit 1
-    N=$CACHE/stripped.new/node_modules
+    NEW=$(mktemp -d "$CACHE/stripped.XXXXXX") && mkdir -p "$NEW/node_modules/@node-llama-cpp" || exit 1
+    N=$NEW/node_modules
     for e in "$SHIPPED"/* "$SHIPPED"/.bin "$SHIPPED"/@node-llama-cpp/*; do
         rel=${e#$SHIPPED/}
         case $rel in
@@ -46,7 +50,7 @@ if [ ! -e "$STRIPPED/$BINS/libggml-cuda.so" ]; then
         esac
     done
     for f in "$N/$BINS"/*.so "$N/$BINS"/*.node; do strip "$f" || exit 1; done
-    rm -rf "$CACHE/stripped" && mv "$CACHE/stripped.new" "$CACHE/stripped"
+    publish "$NEW" stripped
 fi
 
 TMP=$(tmpdir)
