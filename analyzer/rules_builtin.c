@@ -8,6 +8,14 @@ const vt_builtin_rule_t vt_builtin_rules[] = {
      * through ggml_backend_alloc_ctx_tensors_from_buft ->
      * ggml_backend_cuda_buffer_type_alloc_buffer, which deliberately have no
      * rule: the outer frame decides. */
+    /* Checked against the llama.cpp node-llama-cpp 3.21.1 ships
+     * (its llama.cpp.info.json: ggml-org/llama.cpp tag v0.4.0)
+     * (tests/t/63-llama-real.t): weights are loaded in
+     * llama_model_base::load_tensors, per architecture in
+     * llama_model_<arch>::load_arch_tensors; both are in .dynsym, so they
+     * survive strip. The older names stay for older builds. */
+    { "builtin:llama.cpp", "weights", "llama_model_base::load_tensors" },
+    { "builtin:llama.cpp", "weights", "llama_model_*::load_arch_tensors" },
     { "builtin:llama.cpp", "weights", "llama_model::load_tensors" },
     { "builtin:llama.cpp", "weights", "llm_load_tensors" },
     { "builtin:llama.cpp", "weights", "llama_model_load" },
@@ -25,6 +33,19 @@ const vt_builtin_rule_t vt_builtin_rules[] = {
     { "builtin:llama.cpp", "scratch", "llama_context::graph_reserve" },
     { "builtin:llama.cpp", "scratch", "ggml_cuda_pool_leg::alloc" },
     { "builtin:llama.cpp", "scratch", "ggml_cuda_pool_vmm::alloc" },
+    /* cuBLAS workspace: ggml_cuda_mul_mat_cublas allocates it with
+     * cudaMalloc on first use and hands it to cublasSetWorkspace_v2 (the
+     * accessor is inlined); llama.cpp v0.4.0 as in node-llama-cpp 3.21.1. */
+    { "builtin:llama.cpp", "scratch", "ggml_cuda_mul_mat_cublas" },
+    /* Anything a backend allocates while it computes a graph is working
+     * memory of that computation (pools, library workspaces): weights and
+     * KV are allocated before any graph runs. These ggml-base frames are
+     * exported, so they decide when strip has hidden the backend's own
+     * frames (llama.cpp v0.4.0, node-llama-cpp 3.21.1). */
+    { "builtin:llama.cpp", "scratch", "ggml_backend_sched_graph_compute_async" },
+    { "builtin:llama.cpp", "scratch", "ggml_backend_sched_graph_compute" },
+    { "builtin:llama.cpp", "scratch", "ggml_backend_graph_compute_async" },
+    { "builtin:llama.cpp", "scratch", "ggml_backend_graph_compute" },
     /* Pinned staging buffers for async weight upload: inside load_tensors,
      * but not weights. Innermost-wins picks this first. */
     { "builtin:llama.cpp", "scratch", "llama_model_loader::load_all_data" },

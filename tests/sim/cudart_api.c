@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <stdio.h>
 
 static __thread cudaError_t last_error;
 
@@ -480,4 +481,263 @@ RT_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
                                                             enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, cudaEnablePerThreadDefaultStream);
+}
+
+/* What libggml-cuda.so imports beyond memory: kernels, copies, events and
+ * graphs. Nothing executes on the simulated GPU, so launches and copies
+ * succeed without touching memory; a device-to-host copy zero-fills its
+ * destination so the host never reads uninitialised bytes. Graph capture is
+ * refused (ggml then launches kernels one by one). */
+
+RT_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
+{
+    static void *handle;
+    handle = fatCubin;
+    return &handle;
+}
+RT_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) { (void)fatCubinHandle; }
+RT_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) { (void)fatCubinHandle; }
+RT_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                      const char *deviceName, int thread_limit, void *tid, void *bid,
+                                      void *bDim, void *gDim, int *wSize)
+{
+    (void)fatCubinHandle, (void)hostFun, (void)deviceFun, (void)deviceName, (void)thread_limit;
+    (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+}
+RT_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                                 const char *deviceName, int ext, size_t size, int constant, int global)
+{
+    (void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
+    (void)ext, (void)size, (void)constant, (void)global;
+}
+RT_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void *stream)
+{
+    (void)gridDim, (void)blockDim, (void)sharedMem, (void)stream;
+    return 0;
+}
+RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream)
+{
+    if (gridDim)
+        *gridDim = (dim3){1, 1, 1};
+    if (blockDim)
+        *blockDim = (dim3){1, 1, 1};
+    if (sharedMem)
+        *sharedMem = 0;
+    if (stream)
+        *(cudaStream_t *)stream = NULL;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t __cudaGetKernel(void **kernel, const void *func)
+{
+    if (kernel)
+        *kernel = (void *)func;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                         size_t sharedMem, cudaStream_t stream)
+{
+    (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    (void)config, (void)func, (void)args;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                                  size_t sharedMem, cudaStream_t stream)
+{
+    (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr_out, const void *func)
+{
+    (void)func;
+    if (!attr_out)
+        return ret(cudaErrorInvalidValue);
+    memset(attr_out, 0, sizeof *attr_out);
+    attr_out->maxThreadsPerBlock = 1024;
+    attr_out->numRegs = 32;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute a, int value)
+{
+    (void)func, (void)a, (void)value;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
+                                                                            int blockSize, size_t smem,
+                                                                            unsigned int flags)
+{
+    (void)func, (void)blockSize, (void)smem, (void)flags;
+    if (!numBlocks)
+        return ret(cudaErrorInvalidValue);
+    *numBlocks = 1;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a, int device)
+{
+    cudaError_t e = rt_init();
+    if (e)
+        return ret(e);
+    if (!value || device < 0 || device >= rt_ndev)
+        return ret(cudaErrorInvalidValue);
+    /* The runtime's attribute numbers are the driver's for every attribute
+     * ggml asks for (compute capability, SM count, shared memory). */
+    *value = attr((CUdevice_attribute)a, device);
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    if (!pciBusId || len <= 0 || device < 0)
+        return ret(cudaErrorInvalidValue);
+    snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", device + 1);
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    (void)flags;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+{
+    (void)device, (void)peerDevice;
+    if (!canAccessPeer)
+        return ret(cudaErrorInvalidValue);
+    *canAccessPeer = 0;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+{
+    (void)peerDevice, (void)flags;
+    return ret(cudaErrorPeerAccessUnsupported);
+}
+RT_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+    (void)flags;
+    if (!pDevice)
+        return ret(cudaErrorInvalidValue);
+    *pDevice = pHost;
+    return cudaSuccess;
+}
+
+static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyHostToHost)
+        memmove(dst, src, count);
+    else if (kind == cudaMemcpyDeviceToHost)
+        memset(dst, 0, count);
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                      cudaStream_t stream)
+{
+    (void)stream;
+    return copy(dst, src, count, kind);
+}
+RT_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    (void)stream;
+    for (size_t row = 0; row < height; row++)
+        copy((char *)dst + row * dpitch, (const char *)src + row * spitch, width, kind);
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                          cudaStream_t stream)
+{
+    (void)dst, (void)dstDevice, (void)src, (void)srcDevice, (void)count, (void)stream;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+    (void)devPtr, (void)value, (void)count;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    (void)devPtr, (void)value, (void)count, (void)stream;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    NEED_CTX();
+    return drv(rt_drv.streamCreate(pStream, flags));
+}
+RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    (void)stream, (void)event, (void)flags;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
+{
+    (void)stream;
+    if (!status)
+        return ret(cudaErrorInvalidValue);
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    (void)stream, (void)mode;
+    return ret(cudaErrorNotSupported);
+}
+RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+    (void)stream, (void)graph;
+    return ret(cudaErrorNotSupported);
+}
+RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
+{
+    (void)exec, (void)graph, (void)flags;
+    return ret(cudaErrorNotSupported);
+}
+RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                          cudaGraphExecUpdateResultInfo *info)
+{
+    (void)exec, (void)graph, (void)info;
+    return ret(cudaErrorNotSupported);
+}
+RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    (void)exec, (void)stream;
+    return ret(cudaErrorNotSupported);
+}
+RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    (void)exec;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    (void)graph;
+    return cudaSuccess;
+}
+
+/* Events carry no time on a GPU that runs nothing: one static handle. */
+static char event_handle;
+RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    (void)flags;
+    if (!event)
+        return ret(cudaErrorInvalidValue);
+    *event = (cudaEvent_t)&event_handle;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    (void)event;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    (void)event, (void)stream;
+    return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    (void)event;
+    return cudaSuccess;
 }

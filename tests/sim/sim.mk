@@ -1,6 +1,8 @@
 # tests/sim: the simulated GPU every test runs against (no GPU needed).
 #   $(B)/sim/libcuda.so.1       simulated driver (+ libcuda.so symlink)
 #   $(B)/sim/libcudart.so.13    runtime that reaches it via cuGetProcAddress
+#                               (symbols under the libcudart.so.13 version node)
+#   $(B)/sim/libcublas.so.13    cuBLAS stub: what libggml-cuda.so imports
 #   $(B)/sim-nov2/libcuda.so.1  the same driver without cuGetProcAddress_v2
 #                               and cuMemAllocFromPoolAsync_ptsz (pre-12.0)
 #   $(B)/sim/test_sim           its TAP test (tests/t/10-sim.t)
@@ -20,7 +22,7 @@ SIM_CFLAGS := $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -pth
 SIM_SOFLAGS := $(LDFLAGS_COMMON) -shared -pthread -Wl,-Bsymbolic-functions
 
 SIM_LIBS := $(B)/sim/libcuda.so.1 $(B)/sim/libcuda.so $(B)/sim/libcudart.so.13 \
-	$(B)/sim/libcudart.so $(B)/sim-nov2/libcuda.so.1 $(B)/sim-nov2/libcuda.so
+	$(B)/sim/libcudart.so $(B)/sim/libcublas.so.13 $(B)/sim-nov2/libcuda.so.1 $(B)/sim-nov2/libcuda.so
 TEST_BINS += $(SIM_LIBS) $(B)/sim/test_sim
 
 $(B)/obj/sim/%.o: tests/sim/%.c
@@ -40,9 +42,15 @@ $(B)/sim-nov2/libcuda.so.1: $(SIM_NOV2_OBJS)
 	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $^
 
 # The runtime links no driver: it finds it with dlopen, as libcudart does.
-$(B)/sim/libcudart.so.13: $(SIM_RT_OBJS)
+$(B)/sim/libcudart.so.13: $(SIM_RT_OBJS) tests/sim/cudart.map
 	@mkdir -p $(@D)
-	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcudart.so.13 -o $@ $^ -ldl
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/sim/cudart.map \
+		-o $@ $(SIM_RT_OBJS) -ldl
+
+$(B)/sim/libcublas.so.13: $(B)/obj/sim/cublas.o tests/sim/cublas.map
+	@mkdir -p $(@D)
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcublas.so.13 -Wl,--version-script=tests/sim/cublas.map \
+		-o $@ $(B)/obj/sim/cublas.o
 
 $(B)/sim/libcuda.so $(B)/sim-nov2/libcuda.so: %/libcuda.so: %/libcuda.so.1
 	ln -sf libcuda.so.1 $@

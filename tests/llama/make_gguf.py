@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Writes a llama-architecture GGUF (v3) whose weights are all zero, as a
+sparse file, for running the real llama.cpp on the simulated GPU.
+
+usage: make_gguf.py OUT [N_LAYER]
+
+Shapes (n_embd 2048, n_ff 5632, 16 heads, 4 KV heads, F16 weights) are those
+of a TinyLlama-1.1B block, so each layer is 82 MiB; the vocabulary is the 3
+SentencePiece specials and the 256 byte tokens, which is the least llama.cpp's
+SPM tokenizer accepts (it looks up <0x0A> for the newline).
+"""
+import struct
+import sys
+
+F32, F16 = 0, 1
+ALIGN = 32
+N_EMBD, N_FF, N_HEAD, N_HEAD_KV, N_CTX = 2048, 5632, 16, 4, 4096
+
+
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, vtype, payload):
+    return gguf_str(key) + struct.pack("<I", vtype) + payload
+
+
+def kv_u32(key, v):
+    return kv(key, 4, struct.pack("<I", v))
+
+
+def kv_f32(key, v):
+    return kv(key, 6, struct.pack("<f", v))
+
+
+def kv_string(key, v):
+    return kv(key, 8, gguf_str(v))
+
+
+def kv_array(key, etype, items, fmt=None):
+    body = struct.pack("<IQ", etype, len(items))
+    body += b"".join(gguf_str(i) if fmt is None else struct.pack(fmt, i) for i in items)
+    return kv(key, 9, body)
+
+
+def main():
+    out = sys.argv[1]
+    n_layer = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    n_vocab = len(tokens)
+    kvs = [
+        kv_string("general.architecture", "llama"),
+        kv_string("general.name", "vramtrace-zero-llama"),
+        kv_u32("general.alignment", ALIGN),
+        kv_u32("llama.context_length", N_CTX),
+        kv_u32("llama.embedding_length", N_EMBD),
+        kv_u32("llama.block_count", n_layer),
+        kv_u32("llama.feed_forward_length", N_FF),
+        kv_u32("llama.attention.head_count", N_HEAD),
+        kv_u32("llama.attention.head_count_kv", N_HEAD_KV),
+        kv_u32("llama.rope.dimension_count", N_EMBD // N_HEAD),
+        kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5),
+        kv_u32("general.file_type", 1),
+        kv_string("tokenizer.ggml.model", "llama"),
+        kv_array("tokenizer.ggml.tokens", 8, tokens),
+        kv_array("tokenizer.ggml.scores", 6, [0.0] * n_vocab, "<f"),
+        kv_array("tokenizer.ggml.token_type", 5, types, "<i"),
+        kv_u32("tokenizer.ggml.unknown_token_id", 0),
+        kv_u32("tokenizer.ggml.bos_token_id", 1),
+        kv_u32("tokenizer.ggml.eos_token_id", 2),
+    ]
+    n_kv_embd = N_EMBD // N_HEAD * N_HEAD_KV
+    tensors = [("token_embd.weight", F16, [N_EMBD, n_vocab])]
+    for i in range(n_layer):
+        p = "blk.%d." % i
+        tensors += [
+            (p + "attn_norm.weight", F32, [N_EMBD]),
+            (p + "attn_q.weight", F16, [N_EMBD, N_EMBD]),
+            (p + "attn_k.weight", F16, [N_EMBD, n_kv_embd]),
+            (p + "attn_v.weight", F16, [N_EMBD, n_kv_embd]),
+            (p + "attn_output.weight", F16, [N_EMBD, N_EMBD]),
+            (p + "ffn_norm.weight", F32, [N_EMBD]),
+            (p + "ffn_gate.weight", F16, [N_EMBD, N_FF]),
+            (p + "ffn_down.weight", F16, [N_FF, N_EMBD]),
+            (p + "ffn_up.weight", F16, [N_EMBD, N_FF]),
+        ]
+    tensors += [("output_norm.weight", F32, [N_EMBD]), ("output.weight", F16, [N_EMBD, n_vocab])]
+
+    infos, offset = [], 0
+    for name, ttype, dims in tensors:
+        nbytes = (4 if ttype == F32 else 2)
+        for d in dims:
+            nbytes *= d
+        infos.append(gguf_str(name) + struct.pack("<I", len(dims)) +
+                     b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", ttype, offset))
+        offset += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos)
+    head += b"\0" * (-len(head) % ALIGN)
+    with open(out, "wb") as f:
+        f.write(head)
+        f.truncate(len(head) + offset)
+
+
+if __name__ == "__main__":
+    main()

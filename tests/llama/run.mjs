@@ -1,0 +1,43 @@
+// Loads a GGUF with node-llama-cpp's prebuilt CUDA llama.cpp and, if asked,
+// evaluates 32 tokens once; llama.cpp's own log goes to stderr, the model
+// load's wall time to stdout ("load_ms N", for make bench). A load or a
+// context that fails is a scenario too: it prints "failed: ..." and exits 3.
+// usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto CONTEXT EVAL(0|1) MMAP(0|1)
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+
+const [modules, modelPath, layers, context, evaluate, mmap] = process.argv.slice(2);
+const {getLlama, LlamaLogLevel} = await import(
+    pathToFileURL(path.join(modules, "node-llama-cpp", "dist", "index.js")).href);
+
+const llama = await getLlama({
+    gpu: "cuda", build: "never", progressLogs: false, vramPadding: 0,
+    logLevel: LlamaLogLevel.debug,
+    logger: (level, message) => process.stderr.write(message.endsWith("\n") ? message : message + "\n"),
+});
+let rc = 0;
+try {
+    // Memory checks off where the layers are given: llama.cpp itself must
+    // meet the full card. With "auto" node-llama-cpp's own estimate decides
+    // (and with the checks off it loads in a simulation mode that hides
+    // llama.cpp's log).
+    const loadStart = performance.now();
+    const model = await llama.loadModel({
+        modelPath, useMmap: mmap === "1", ignoreMemorySafetyChecks: layers !== "auto",
+        gpuLayers: layers === "auto" ? "auto" : Number(layers),
+    });
+    console.log("load_ms " + (performance.now() - loadStart).toFixed(1));
+    const ctx = await model.createContext({contextSize: Number(context), ignoreMemorySafetyChecks: true});
+    if (evaluate === "1")
+        await ctx.getSequence().evaluateWithoutGeneratingNewTokens(Array.from({length: 32}, (_, i) => 3 + i));
+    await ctx.dispose();
+    await model.dispose();
+    console.log("done");
+} catch (e) {
+    console.log("failed: " + e.message);
+    rc = 3;
+}
+// llama.cpp's log reaches JavaScript asynchronously: let it drain.
+await new Promise((resolve) => setTimeout(resolve, 200));
+await llama.dispose();
+process.exit(rc);

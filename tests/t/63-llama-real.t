@@ -1,0 +1,168 @@
+#!/bin/sh
+# The real llama.cpp (node-llama-cpp 3.21.1's prebuilt CUDA 13 build,
+# unmodified) on the simulated GPU, as shipped and after `strip` (as ollama
+# installs ggml): per-tag bytes against llama.cpp's own buffer-size log
+# lines within 1%, exact bytes where the scenario defines them, and nothing
+# unknown. The npm packages (about 730 MB) are installed once into
+# $VT_LLAMA_CACHE (default ~/.cache/vramtrace/llama-3.21.1), never into the
+# tree; without npm or the registry the suite skips, saying why.
+. tests/t/lib.sh
+for f in "$SHIM" "$VT" "$SIM/libcudart.so.13" "$SIM/libcublas.so.13"; do
+    [ -e "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
+done
+for c in node npm python3 strip; do
+    command -v $c >/dev/null || { echo "1..0 # SKIP $c not installed"; exit 0; }
+done
+VERSION=3.21.1
+CACHE=${VT_LLAMA_CACHE:-${HOME:-/tmp}/.cache/vramtrace/llama-$VERSION}
+SHIPPED=$CACHE/shipped/node_modules
+STRIPPED=$CACHE/stripped/node_modules
+BINS=@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
+
+# Each tree is built in a directory of its own and renamed into place, so a
+# run killed half way leaves no tree that looks finished, and two runs at
+# once (worktrees sharing the cache) never write into the same one.
+# publish NEW NAME: NEW becomes $CACHE/NAME unless another run got there first.
+publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
+if [ ! -e "$SHIPPED/$BINS/libggml-cuda.so" ]; then
+    mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
+    if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
+            --no-save node-llama-cpp@$VERSION @node-llama-cpp/linux-x64-cuda@$VERSION) \
+            >"$CACHE/npm.log" 2>&1; then
+        rm -rf "$NEW"
+        echo "1..0 # SKIP npm install node-llama-cpp@$VERSION failed (registry unreachable?): see $CACHE/npm.log"
+        exit 0
+    fi
+    publish "$NEW" shipped
+fi
+if [ ! -e "$STRIPPED/$BINS/libggml-cuda.so" ]; then
+    # Only the two packages that hold code llama.cpp runs are copied; the
+    # rest are links. node-llama-cpp finds its binaries next to itself, so
+    # it is copied too.
+    NEW=$(mktemp -d "$CACHE/stripped.XXXXXX") && mkdir -p "$NEW/node_modules/@node-llama-cpp" || exit 1
+    N=$NEW/node_modules
+    for e in "$SHIPPED"/* "$SHIPPED"/.bin "$SHIPPED"/@node-llama-cpp/*; do
+        rel=${e#$SHIPPED/}
+        case $rel in
+            node-llama-cpp|@node-llama-cpp/linux-x64-cuda) cp -r "$e" "$N/$rel" ;;
+            @node-llama-cpp) ;;
+            *) ln -s "$e" "$N/$rel" ;;
+        esac
+    done
+    for f in "$N/$BINS"/*.so "$N/$BINS"/*.node; do strip "$f" || exit 1; done
+    publish "$NEW" stripped
+fi
+
+TMP=$(tmpdir)
+trap 'rm -rf "$TMP"' EXIT
+MODEL=$TMP/zero-llama.gguf
+python3 tests/llama/make_gguf.py "$MODEL" 4
+MiB=1048576
+
+# mib_bytes LOG PATTERN: the last "PATTERN = X MiB" llama.cpp logged, in bytes.
+mib_bytes() {
+    awk -v pat="$2 =" 'index($0, pat) { sub(/.*= */, ""); v = $1 } END { if (v != "") printf "%.0f\n", v * 1048576 }' "$1"
+}
+# near GOT WANT DESC: GOT within 1% of WANT (both bytes, WANT not empty).
+near() {
+    if [ -n "$2" ] && [ -n "$1" ] && awk -v g="$1" -v w="$2" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= w / 100) }'; then
+        ok "$3"
+    else
+        nok "$3"; echo "#   got '$1', want '$2' within 1%"
+    fi
+}
+# val BYTES KEY: one value from tests/llama/tag_bytes.py's output (0 if absent).
+val() { awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' "$1"; }
+
+# scenario NAME CARD LAYERS CONTEXT EVAL MMAP: runs it on both trees, then
+# checks it with check_NAME FLAVOUR DIR.
+scenario() {
+    name=$1 card=$2; shift 2
+    for flavour in shipped stripped; do
+        modules=$CACHE/$flavour/node_modules
+        d=$TMP/$flavour-$name
+        mkdir -p "$d"
+        env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
+            VTSIM_DEVICES=$card GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$d LD_LIBRARY_PATH=$SIM \
+            LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run.mjs "$modules" "$MODEL" "$@" >"$d.out" 2>"$d.log"
+        echo $? >"$d.rc"
+        "$VT" report --json "$d" >"$d.json" 2>"$d.rerr"
+        python3 tests/llama/tag_bytes.py "$d.json" >"$d.bytes" 2>&1
+        check_$name "$flavour" "$d"
+        is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
+    done
+}
+# What every scenario that loads the model compares with llama.cpp's log.
+check_loaded() {
+    near "$(val "$2.bytes" weights.device)" "$(mib_bytes "$2.log" "CUDA0 model buffer size")" \
+        "$1 $name: GPU weights = llama.cpp's CUDA0 model buffer"
+    want=$(mib_bytes "$2.log" "CUDA_Host model buffer size")
+    if [ -n "$want" ]; then
+        near "$(val "$2.bytes" weights.pinned)" "$want" "$1 $name: pinned weights = llama.cpp's CUDA_Host model buffer"
+    else
+        is "$(val "$2.bytes" weights.pinned)" 0 "$1 $name: no pinned weights (llama.cpp logged no CUDA_Host model buffer)"
+    fi
+}
+check_context() {
+    want=$(mib_bytes "$2.log" "CUDA0 KV buffer size")
+    if [ -n "$want" ]; then
+        near "$(val "$2.bytes" kv.device)" "$want" "$1 $name: GPU KV = llama.cpp's CUDA0 KV buffer"
+    else
+        is "$(val "$2.bytes" kv.device)" 0 "$1 $name: no GPU KV (llama.cpp logged no CUDA0 KV buffer)"
+    fi
+    near "$(val "$2.bytes" compute.device)" "$(mib_bytes "$2.log" "CUDA0 compute buffer size")" \
+        "$1 $name: GPU compute scratch = llama.cpp's CUDA0 compute buffer"
+    near "$(val "$2.bytes" compute.pinned)" "$(mib_bytes "$2.log" "CUDA_Host compute buffer size")" \
+        "$1 $name: pinned compute scratch = llama.cpp's CUDA_Host compute buffer"
+}
+# One evaluation adds the cuBLAS workspace (4 MiB, ggml's cudaMalloc) and
+# one 2 MiB granule of ggml's VMM pool to the GPU's scratch.
+check_evaluated() {
+    is "$(( $(val "$2.bytes" scratch.device) - $(val "$2.bytes" compute.device) ))" $((6 * MiB)) \
+        "$1 $name: GPU scratch beyond the compute buffer = 4 MiB cuBLAS workspace + 2 MiB VMM pool"
+}
+
+check_fits() {
+    is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads and evaluates"
+    check_loaded "$@"; check_context "$@"; check_evaluated "$@"
+}
+scenario fits 24GiB 99 512 1 0
+
+# 600 MiB less the simulator's 448 MiB context reserve: the 345 MiB of
+# weights do not fit. The failed allocation is the one llama.cpp names.
+check_full_offload_fails() {
+    is "$(cat "$2.rc")" 3 "$1 $name: llama.cpp fails to load"
+    is "$(val "$2.bytes" failed.weights)" "$(awk '/failed to allocate CUDA0 buffer of size/ { v = $NF } END { print v }' "$2.log")" \
+        "$1 $name: the failed allocation is weights, of the size llama.cpp reports"
+    is "$(val "$2.bytes" weights.device)" 0 "$1 $name: no GPU weights held"
+}
+scenario full_offload_fails 600MiB 99 512 0 0
+
+# node-llama-cpp picks the layers: on this card the output layer only
+# (output.weight 259 x 2048 f16 + output_norm, 1069056 bytes) goes to the
+# GPU, the embeddings and the 4 blocks (1060864 + 4 x 90193920 bytes) to
+# llama.cpp's CUDA_Host model buffer. node-llama-cpp does not pass on
+# llama.cpp's log of this load, so the bytes are the model's own.
+check_auto_layers() {
+    is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads"
+    is "$(val "$2.bytes" weights.device)" 1069056 "$1 $name: GPU weights = the output layer"
+    is "$(val "$2.bytes" weights.pinned)" $((1060864 + 4 * 90193920)) "$1 $name: pinned weights = embeddings + 4 blocks"
+    check_context "$@"
+}
+scenario auto_layers 600MiB auto 512 0 0
+
+# The weights fit; a 32768-token KV cache (4 layers x K,V x 512 x f16 =
+# 8 KiB a token, 256 MiB) does not.
+check_kv_does_not_fit() {
+    is "$(cat "$2.rc")" 3 "$1 $name: llama.cpp fails to create the context"
+    check_loaded "$@"
+    is "$(val "$2.bytes" failed.kv)" $((256 * MiB)) "$1 $name: the failed allocation is the 256 MiB KV cache"
+}
+scenario kv_does_not_fit 800MiB 99 32768 0 0
+
+check_mmap_eval() {
+    is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads (mmap) and evaluates"
+    check_loaded "$@"; check_context "$@"; check_evaluated "$@"
+}
+scenario mmap_eval 24GiB 99 512 1 1
+done_testing
