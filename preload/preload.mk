@@ -7,8 +7,10 @@ PRELOAD_CFLAGS := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial
 all: $(B)/libvramtrace.so
 
 # Header dependencies come from the compiler (-MMD), not from a list kept by
-# hand: a hand list once missed loader_lock.h, the fork-sensitive one.
-$(B)/obj/preload/%.o: preload/%.c | $(B)/.deps-ok
+# hand: a hand list once missed loader_lock.h, the fork-sensitive one. The
+# fragment itself is a prerequisite: objects built with other flags (or
+# before there were .d files) must not survive a change of it.
+$(B)/obj/preload/%.o: preload/%.c preload/preload.mk | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_COMMON) $(PRELOAD_CFLAGS) -c $< -o $@
 
