@@ -169,6 +169,11 @@ report $D
 is "$(q $D.json '(s["kind"], s["event"]["api"], s["event"]["bytes"])')" "('oom', 'cudaMalloc', 8589934592)" "4: the 8 GiB request failed"
 F='d0["fragmentation"]'
 is "$(q $D.json "($F['failed_with_free']['count'], $F['failed_with_free']['first']['free_bytes'])")" "(1, 9193914368)" "4: it failed with 8768 MiB free"
+# At the failure: text encoder, LoRA and the 6144 MiB cached segment live;
+# the freed 4096 MiB staging block lies between them, the rest of the free
+# memory beyond the highest one (not a hole the trace can see).
+is "$(q $D.json "tuple($F['failed_with_free']['first']['holes'][k] // M for k in ('bytes', 'largest_bytes')), $F['failed_with_free']['first']['holes']['live_ranges']")" \
+    "((4096, 4096), 3)" "4: holes at the failure: the 4096 MiB staging block's, between 3 live allocations"
 is "$(q $D.json "($F['flush_retry']['count'], $F['flush_retry']['freed_bytes'])")" "(1, 6442450944)" "4: flush of the 6 GiB cached segment, then retry"
 is "$(q $D.json '(d0["peak"]["tracked_bytes"] // M, d0["headroom"]["min_free_bytes"] // M)')" "(19456, 4672)" "4: peak 19456 MiB, least free 4672 MiB"
 
