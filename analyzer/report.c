@@ -45,6 +45,8 @@ static void usage(FILE *f)
             "  --top N           allocation sites shown per process (default 10, 0 = all)\n"
             "  --no-source       stacks without file:line (by default read from the DWARF of\n"
             "                    binaries on this machine whose build id matches the trace)\n"
+            "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
+            "                    by default control characters and invalid UTF-8 print as \\xNN\n"
             "\n"
             "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input.\n");
 }
@@ -515,6 +517,7 @@ int vt_cmd_report(int argc, char **argv)
         { "top", required_argument, NULL, 't' },
         { "color", required_argument, NULL, 'c' },
         { "no-source", no_argument, NULL, 'S' },
+        { "raw-strings", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -540,6 +543,9 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'S':
             r->opts.no_source = 1;
+            break;
+        case 'R':
+            r->opts.raw_strings = 1;
             break;
         case 'c':
             if ((rc = vt_report_color_opt(r, "report", optarg)))

@@ -28,6 +28,7 @@ typedef struct vt_report_opts {
     double margin_pct;
     int top;   /* sites shown per process */
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
+    int raw_strings; /* --raw-strings: text prints trace strings unescaped */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
@@ -147,5 +148,12 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
 const char *vt_api_name(unsigned api);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
+/* s as a terminal may show it: every control byte, C1 or bidi control and
+ * invalid UTF-8 byte as \xNN (a trace can hold escape sequences and
+ * newlines that would forge report lines). Returns s itself when nothing
+ * needs escaping, else one of a few static buffers reused in turn: valid
+ * until 8 more calls. vt_text_raw (--raw-strings) returns s unchanged. */
+const char *vt_text(const char *s);
+extern int vt_text_raw;
 
 #endif
