@@ -6,7 +6,8 @@
  * spilled; 2 unusable input (not a trace, corrupt, newer version, bad rules
  * file, bad usage). A trace cut short (VT_E_TRUNCATED) is not unusable: it
  * is reported up to its last complete chunk and the report says where it
- * stopped.
+ * stopped. Among several traces a bad one costs only its own section
+ * (keep_going, report.h): the rest are reported, then the exit status is 2.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,7 +49,8 @@ static void usage(FILE *f)
             "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
             "                    by default control characters and invalid UTF-8 print as \\xNN\n"
             "\n"
-            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input.\n");
+            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
+            "usable traces are still reported).\n");
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -62,8 +64,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Appends path, or every *.vtrace of a directory in name order. */
-static int add_path(char ***paths, int *n, const char *path)
+/* Appends path, or every *.vtrace of a directory in name order (those
+ * marked in *from_dir). */
+static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -106,12 +109,18 @@ static int add_path(char ***paths, int *n, const char *path)
         nl = 1;
     }
     char **all = realloc(*paths, (size_t)(*n + nl) * sizeof *all);
-    if (!all) {
+    unsigned char *dir = all ? realloc(*from_dir, (size_t)(*n + nl)) : NULL;
+    if (all)
+        *paths = all;
+    if (!dir) {
+        for (int k = 0; k < nl; k++)
+            free(list[k]);
         free(list);
         return VT_E_NOMEM;
     }
+    *from_dir = dir;
+    memset(dir + *n, S_ISDIR(st.st_mode), (size_t)nl);
     memcpy(all + *n, list, (size_t)nl * sizeof *list);
-    *paths = all;
     *n += nl;
     free(list);
     return 0;
@@ -236,6 +245,12 @@ static int fill(vt_report_input_t *in)
             return 0;
         }
         vt_error_print(&err);
+        if (in->tolerant) {
+            in->damaged = 1;
+            in->stop_offset = err.offset;
+            snprintf(in->stop_reason, sizeof in->stop_reason, "%s: %s", vt_error_message(rc), err.detail);
+            return 0;
+        }
         return VT_EXIT_BAD_INPUT;
     }
     return 0;
@@ -364,6 +379,9 @@ void vt_report_free(vt_report_t *r)
         free(r->in[i].path);
     }
     free(r->in);
+    for (int i = 0; i < r->nbad; i++)
+        free(r->bad[i].path);
+    free(r->bad);
     vt_rules_free(r->rules);
     free(r);
 }
@@ -422,35 +440,46 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         }
     }
     char **paths = NULL;
-    int npaths = 0;
-    for (int i = 0; i < nargs; i++)
-        if (add_path(&paths, &npaths, args[i])) {
-            for (int k = 0; k < npaths; k++)
-                free(paths[k]);
-            free(paths);
-            return VT_EXIT_BAD_INPUT;
-        }
-    r->in = calloc((size_t)npaths, sizeof *r->in);
-    if (!r->in) {
+    unsigned char *from_dir = NULL;
+    int npaths = 0, rc = 0;
+    for (int i = 0; i < nargs && !rc; i++)
+        rc = add_path(&paths, &from_dir, &npaths, args[i]);
+    r->in = rc ? NULL : calloc((size_t)npaths, sizeof *r->in);
+    r->bad = rc || !r->keep_going ? NULL : calloc((size_t)npaths, sizeof *r->bad);
+    if (!r->in || (r->keep_going && !r->bad)) {
         for (int k = 0; k < npaths; k++)
             free(paths[k]);
         free(paths);
+        free(from_dir);
         return VT_EXIT_BAD_INPUT;
     }
     for (int i = 0; i < npaths; i++) {
         r->in[i].path = paths[i];
+        r->in[i].from_dir = from_dir[i];
+        r->in[i].tolerant = r->keep_going;
         r->nin = i + 1;
     }
     free(paths);
+    free(from_dir);
     uint64_t grain = 0;
     for (int i = 0; i < r->nin; i++) {
         vt_report_input_t *in = &r->in[i];
         vt_error_t e = { 0 };
-        if (vt_reader_open(in->path, &in->reader, &e)) {
+        if (vt_reader_open_flags(in->path, in->from_dir ? VT_READER_REGULAR_ONLY : 0, &in->reader, &e)) {
             snprintf(e.path, sizeof e.path, "%s", in->path);
             vt_error_print(&e);
             in->reader = NULL;
-            return VT_EXIT_BAD_INPUT;
+            if (!r->keep_going)
+                return VT_EXIT_BAD_INPUT;
+            /* Left out: the inputs after it move down one. */
+            vt_report_bad_t *b = &r->bad[r->nbad++];
+            b->path = in->path;
+            b->offset = e.offset;
+            snprintf(b->reason, sizeof b->reason, "%s: %s", vt_error_message(e.code), e.detail);
+            memmove(in, in + 1, (size_t)(r->nin - i - 1) * sizeof *in);
+            memset(&r->in[--r->nin], 0, sizeof *in);
+            i--;
+            continue;
         }
         in->model = vt_model_new(r->rules, r->opts.margin_pct);
         if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
@@ -468,8 +497,10 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         if (proc->time_res_ns > grain)
             grain = proc->time_res_ns;
     }
+    if (!r->nin)
+        return VT_EXIT_BAD_INPUT;   /* every trace was bad, each said why */
     vt_fmt_set_time_grain(grain);
-    int rc = replay(r);
+    rc = replay(r);
     if (rc)
         return rc;
     for (int i = 0; i < r->nin; i++) {
@@ -525,6 +556,7 @@ int vt_cmd_report(int argc, char **argv)
     if (!r)
         return VT_EXIT_BAD_INPUT;
     r->opts.color = -1;
+    r->keep_going = 1;
     const char *html = NULL;
     int rc = VT_EXIT_OK, c;
     optind = 1;
@@ -611,6 +643,11 @@ int vt_cmd_report(int argc, char **argv)
     fflush(stdout);
     if (spilled && r->opts.fail_on_spill)
         rc = 1;
+    for (int i = 0; i < r->nin; i++)
+        if (r->in[i].damaged)
+            rc = VT_EXIT_BAD_INPUT;
+    if (r->nbad)
+        rc = VT_EXIT_BAD_INPUT;
 out:
     vt_report_free(r);
     return rc;

@@ -375,13 +375,16 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
     vt_json_obj(j, "trace");
     vt_json_str(j, "path", in->path);
-    vt_json_bool(j, "complete", p->ended && !in->truncated);
+    vt_json_bool(j, "complete", p->ended && !in->truncated && !in->damaged);
     vt_json_bool(j, "ended", p->ended);
     vt_json_bool(j, "truncated", in->truncated);
-    if (in->truncated)
+    vt_json_bool(j, "damaged", in->damaged);
+    if (in->truncated || in->damaged)
         vt_json_u64(j, "stopped_at_offset", in->stop_offset);
     else
         vt_json_null(j, "stopped_at_offset");
+    if (in->damaged)
+        vt_json_str(j, "damage", in->stop_reason);
     vt_json_u64(j, "duration_ns", p->ended ? p->end_time_ns
                                            : (p->last_time_ns > p->mono_start_ns ? p->last_time_ns - p->mono_start_ns : 0));
     vt_json_obj_end(j);
@@ -463,6 +466,15 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_arr(&j, "processes");
     for (int i = 0; i < r->nin; i++)
         process(&j, &r->in[i]);
+    vt_json_arr_end(&j);
+    vt_json_arr(&j, "not_reported");
+    for (int i = 0; i < r->nbad; i++) {
+        vt_json_obj(&j, NULL);
+        vt_json_str(&j, "path", r->bad[i].path);
+        vt_json_u64(&j, "offset", r->bad[i].offset);
+        vt_json_str(&j, "error", r->bad[i].reason);
+        vt_json_obj_end(&j);
+    }
     vt_json_arr_end(&j);
     vt_json_arr(&j, "gpus");
     for (int g = 0; g < r->ngpus; g++) {

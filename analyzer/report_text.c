@@ -274,6 +274,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, "NOTE: the trace stops at offset %" PRIu64 " (%s): the process was killed or is still "
                    "running; everything before that is reported.\n",
                 in->stop_offset, vt_text(in->stop_reason));
+    else if (in->damaged)
+        fprintf(o, "NOTE: the trace is damaged at offset %" PRIu64 " (%s): everything before that is reported, "
+                   "nothing after it.\n",
+                in->stop_offset, vt_text(in->stop_reason));
     else if (!p->ended)
         fprintf(o, "NOTE: no clean exit recorded: the process died or was still running when the trace was read.\n");
     if (p->events.dropped)
@@ -360,6 +364,9 @@ void vt_report_text(const vt_report_t *r, FILE *o)
             fprintf(o, "\n");
         process_section(o, r, &r->in[i]);
     }
+    for (int i = 0; i < r->nbad; i++)
+        fprintf(o, "\n== %s: NOT REPORTED: offset %" PRIu64 ": %s\n", vt_text(r->bad[i].path), r->bad[i].offset,
+                vt_text(r->bad[i].reason));
     if (r->nin < 2 || !r->ngpus)
         return;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF], uuid[48];

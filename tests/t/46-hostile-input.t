@@ -47,4 +47,55 @@ is "$(grep -c '<img src=x' $TMP/esc.html)" 0 "html: a function name's markup is 
 is "$(grep -o '</script' $TMP/esc.html | wc -l)" "$(grep -o '<script' $TMP/esc.html | wc -l)" "html: no script closed by a trace string"
 check "html: the name is shown escaped" grep -qF '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' $TMP/esc.html
 
+# A trace directory anyone could write to: a FIFO named *.vtrace (opening it
+# blocked `report DIR` forever), a symlink, garbage, a trace damaged in its
+# second chunk; one good trace. Each bad one costs only its own section.
+D=$TMP/dir; mkdir $D
+cat >$TMP/good.vt <<'VT'
+process pid=11 exe=/bin/good
+device 0 total=8GiB free=8GiB name=G uuid=00000000000000000000000000000001
+event t=1000 api=cudaMalloc dev=0 ptr=0x7000000000 size=3GiB
+end t=2000 events=1 dropped=0
+VT
+cat >$TMP/damaged.vt <<'VT'
+process pid=12 exe=/bin/damaged
+device 0 total=8GiB free=8GiB name=G uuid=00000000000000000000000000000002
+event t=1000 api=cudaMalloc dev=0 ptr=0x7000000000 size=1GiB
+chunk
+event t=2000 api=cudaMalloc dev=0 ptr=0x7100000000 size=2GiB
+chunk magic=0x12345678
+end t=3000 events=2 dropped=0
+VT
+"$GEN" $TMP/good.vt -o $D/b-good.vtrace && "$GEN" $TMP/damaged.vt -o $D/c-damaged.vtrace || nok "vtgen dir"
+mkfifo $D/a-fifo.vtrace
+head -c 5000 /dev/urandom | sed 's/^/junk/' >$D/d-junk.vtrace
+ln -s $D/b-good.vtrace $D/e-link.vtrace
+timeout 20 $VT report --color never $D >$TMP/dir.txt 2>$TMP/dir.err
+is "$?" 2 "dir: a FIFO does not block, and bad traces make the exit status 2"
+is "$(grep -c '^== ' $TMP/dir.txt)" 6 "dir: two sections, three files named as not reported, the GPUs"
+check "dir: the good trace is reported" grep -q '^== good (pid 11)' $TMP/dir.txt
+check "dir: the FIFO is named, not read" grep -qF "== $D/a-fifo.vtrace: NOT REPORTED: offset 0: cannot read file: not a regular file (a FIFO): not read" $TMP/dir.txt
+check "dir: the symlink is named, not followed" grep -qF "== $D/e-link.vtrace: NOT REPORTED: offset 0: cannot read file: a symbolic link: not read in a directory" $TMP/dir.txt
+check "dir: the junk is named" grep -qF "== $D/d-junk.vtrace: NOT REPORTED: offset 0: not a vramtrace trace (bad magic)" $TMP/dir.txt
+check "dir: the damaged trace is reported up to the damage" grep -qF 'NOTE: the trace is damaged at offset 141 (corrupt trace: bad chunk magic 0x12345678' $TMP/dir.txt
+is "$(grep -c "vramtrace: $D/[a-e]-.*: offset" $TMP/dir.err)" 4 "dir: stderr names each bad file and offset"
+timeout 20 $VT report --json $D >$TMP/dir.json 2>/dev/null
+is "$?" 2 "dir --json: exit status 2"
+is "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print([p["pid"] for p in d["processes"]], [p["trace"]["damaged"] for p in d["processes"]],
+      d["processes"][1]["trace"]["stopped_at_offset"], [(b["path"].rsplit("/", 1)[1], b["offset"]) for b in d["not_reported"]])' $TMP/dir.json)" \
+    "[11, 12] [False, True] 141 [('a-fifo.vtrace', 0), ('d-junk.vtrace', 0), ('e-link.vtrace', 0)]" \
+    "dir --json: both traces, the damaged one flagged, three not reported"
+timeout 20 $VT report --html $TMP/dir.html $D 2>/dev/null
+is "$?" 2 "dir --html: exit status 2"
+is "$(grep -c 'not reported: offset 0' $TMP/dir.html)" 3 "dir --html: the three files are listed"
+# Named on the command line, a FIFO is the user's choice and still read.
+timeout 20 $VT report --color never $D/b-good.vtrace >/dev/null 2>&1
+is "$?" 0 "one good trace: exit 0"
+timeout 20 $VT report $D/d-junk.vtrace >$TMP/junk.txt 2>&1
+is "$?" 2 "only bad traces: exit 2"
+is "$(grep -c 'VERDICT' $TMP/junk.txt)" 0 "only bad traces: no report"
+
 done_testing
