@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "one report, per process and per GPU.\n"
             "\n"
             "options:\n"
-            "  --json            machine-readable output, schema vramtrace-report/1 (docs/report.md)\n"
+            "  --json            machine-readable output, schema vramtrace-report/2 (docs/report.md)\n"
             "  --html FILE       one self-contained page (charts, sites, address space) into FILE\n"
             "  --color WHEN      auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
             "                    always or never; --json and --html are never coloured\n"
@@ -248,7 +248,7 @@ static int fill(vt_report_input_t *in)
         if (in->tolerant) {
             in->damaged = 1;
             in->stop_offset = err.offset;
-            snprintf(in->stop_reason, sizeof in->stop_reason, "%s: %s", vt_error_message(rc), err.detail);
+            snprintf(in->stop_reason, sizeof in->stop_reason, "%s: %.200s", vt_error_message(rc), err.detail);
             return 0;
         }
         return VT_EXIT_BAD_INPUT;
@@ -475,7 +475,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             vt_report_bad_t *b = &r->bad[r->nbad++];
             b->path = in->path;
             b->offset = e.offset;
-            snprintf(b->reason, sizeof b->reason, "%s: %s", vt_error_message(e.code), e.detail);
+            snprintf(b->reason, sizeof b->reason, "%s: %.200s", vt_error_message(e.code), e.detail);
             memmove(in, in + 1, (size_t)(r->nin - i - 1) * sizeof *in);
             memset(&r->in[--r->nin], 0, sizeof *in);
             i--;
