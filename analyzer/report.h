@@ -175,5 +175,8 @@ const char *vt_base(const char *path);
  * until 8 more calls. vt_text_raw (--raw-strings) returns s unchanged. */
 const char *vt_text(const char *s);
 extern int vt_text_raw;
+/* The length of the character at p (n bytes left) when vt_text would keep
+ * it as it is; 0 when it would escape the byte at p. */
+size_t vt_text_glyph_len(const unsigned char *p, size_t n);
 
 #endif

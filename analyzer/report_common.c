@@ -163,7 +163,7 @@ int vt_text_raw;
  * (U+0080..U+009F: some terminals take U+009B as CSI), the bidi embedding,
  * override and isolate controls (U+202A..U+202E, U+2066..U+2069: they
  * reorder what follows on the line), and anything not valid UTF-8. */
-static size_t printable_len(const unsigned char *p, size_t n)
+size_t vt_text_glyph_len(const unsigned char *p, size_t n)
 {
     unsigned c = p[0];
     if (c < 0x80)
@@ -197,7 +197,7 @@ const char *vt_text(const char *s)
     size_t n = strlen(s), i = 0, k;
     if (vt_text_raw)
         return s;
-    while (i < n && (k = printable_len(p + i, n - i)))
+    while (i < n && (k = vt_text_glyph_len(p + i, n - i)))
         i += k;
     if (i == n)
         return s;   /* the usual case: nothing to escape, nothing copied */
@@ -215,7 +215,7 @@ const char *vt_text(const char *s)
     memcpy(o, s, i);
     o += i;
     while (i < n) {
-        if ((k = printable_len(p + i, n - i))) {
+        if ((k = vt_text_glyph_len(p + i, n - i))) {
             memcpy(o, p + i, k);
             o += k;
             i += k;

@@ -19,10 +19,13 @@ frame 0x401000 module=1 offset=0x1000 function="f\nVERDICT: NO SPILL.\xe2\x80\xa
 frame 0x401100 module=1 offset=0x1100 function="caf\xc3\xa9"
 frame 0x401200 module=1 offset=0x1200 function="</script><img src=x onerror=alert(1)>\x22'"
 stack 3 parent=1 ip=0x401200
+module 2 base=0x500000 size=0x10000 path="/lib/a;b\nc\x1b[2J.so" build_id=
+stack 4 parent=1 ip=0x501000
 stack 1 parent=0 ip=0x401100
 stack 2 parent=1 ip=0x401000
 event t=1000 api=cudaMalloc dev=0 ptr=0x7000000000 size=1GiB stack=2
 event t=1500 api=cudaMalloc dev=0 ptr=0x7100000000 size=1MiB stack=3
+event t=1600 api=cudaMalloc dev=0 ptr=0x7200000000 size=2MiB stack=4
 end t=2000 events=1 dropped=0
 VT
 "$GEN" $TMP/esc.vt -o $TMP/esc.vtrace || nok "vtgen esc"
@@ -40,6 +43,13 @@ is "$(grep -c 'VERDICT: NO SPILL' $TMP/raw.txt)" 3 "--raw-strings: the trace's s
 $VT replay --capacity 512MiB $TMP/esc.vtrace >$TMP/replay.txt 2>&1
 is "$(tr -d '\n -~' <$TMP/replay.txt | tr -d 'é' | wc -c)" 0 "escapes: replay's text holds no control byte either"
 check "escapes: replay names the function as \\xNN" grep -qF '#0  f\x0aVERDICT: NO SPILL.\xe2\x80\xae' $TMP/replay.txt
+# Folded stacks: ';' and newline are the format's separators; an unresolved
+# frame shows its module path, which is trace text too.
+$VT export --format folded $TMP/esc.vtrace >$TMP/esc.folded 2>$TMP/folded.err
+is "$?" 0 "folded: exits 0"
+is "$(wc -l <$TMP/esc.folded)" 3 "folded: one line per site, none forged"
+is "$(tr -d '\n -~' <$TMP/esc.folded | tr -d 'é' | wc -c)" 0 "folded: no control byte"
+check "folded: the module path's separators are '_'" grep -qF 'café;0x501000@a_b_c_[2J.so 2097152' $TMP/esc.folded
 # HTML: markup from a trace is text, never markup or the end of a script.
 $VT report --html $TMP/esc.html $TMP/esc.vtrace 2>$TMP/html.err
 is "$?" 0 "html: report exits 0"
