@@ -507,7 +507,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         vt_model_finish(r->in[i].model);
         if (r->in[i].truncated)
             fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
-                    r->in[i].path, (unsigned long long)r->in[i].stop_offset);
+                    vt_text(r->in[i].path), (unsigned long long)r->in[i].stop_offset);
     }
     vt_gpus_finish(r);
     return 0;

@@ -168,15 +168,5 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
 const char *vt_api_name(unsigned api);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
-/* s as a terminal may show it: every control byte, C1 or bidi control and
- * invalid UTF-8 byte as \xNN (a trace can hold escape sequences and
- * newlines that would forge report lines). Returns s itself when nothing
- * needs escaping, else one of a few static buffers reused in turn: valid
- * until 8 more calls. vt_text_raw (--raw-strings) returns s unchanged. */
-const char *vt_text(const char *s);
-extern int vt_text_raw;
-/* The length of the character at p (n bytes left) when vt_text would keep
- * it as it is; 0 when it would escape the byte at p. */
-size_t vt_text_glyph_len(const unsigned char *p, size_t n);
 
 #endif

@@ -80,15 +80,20 @@ VT
 mkfifo $D/a-fifo.vtrace
 head -c 5000 /dev/urandom | sed 's/^/junk/' >$D/d-junk.vtrace
 ln -s $D/b-good.vtrace $D/e-link.vtrace
+# A name is trace text too: it reaches stderr in the error message.
+echo junk >"$D/$(printf 'f-\033]0;owned\007').vtrace"
 timeout 20 $VT report --color never $D >$TMP/dir.txt 2>$TMP/dir.err
 is "$?" 2 "dir: a FIFO does not block, and bad traces make the exit status 2"
-is "$(grep -c '^== ' $TMP/dir.txt)" 6 "dir: two sections, three files named as not reported, the GPUs"
+is "$(grep -c '^== ' $TMP/dir.txt)" 7 "dir: two sections, four files named as not reported, the GPUs"
 check "dir: the good trace is reported" grep -q '^== good (pid 11)' $TMP/dir.txt
 check "dir: the FIFO is named, not read" grep -qF "== $D/a-fifo.vtrace: NOT REPORTED: offset 0: cannot read file: not a regular file (a FIFO): not read" $TMP/dir.txt
 check "dir: the symlink is named, not followed" grep -qF "== $D/e-link.vtrace: NOT REPORTED: offset 0: cannot read file: a symbolic link: not read in a directory" $TMP/dir.txt
 check "dir: the junk is named" grep -qF "== $D/d-junk.vtrace: NOT REPORTED: offset 0: not a vramtrace trace (bad magic)" $TMP/dir.txt
 check "dir: the damaged trace is reported up to the damage" grep -qF 'NOTE: the trace is damaged at offset 141 (corrupt trace: bad chunk magic 0x12345678' $TMP/dir.txt
-is "$(grep -c "vramtrace: $D/[a-e]-.*: offset" $TMP/dir.err)" 4 "dir: stderr names each bad file and offset"
+is "$(grep -c "vramtrace: $D/[a-f]-.*: offset" $TMP/dir.err)" 5 "dir: stderr names each bad file and offset"
+is "$(tr -d '\n -~' <$TMP/dir.err | wc -c)" 0 "dir: no control byte from a file name reaches stderr"
+check "dir: the name is escaped on stderr" grep -qF 'f-\x1b]0;owned\x07.vtrace: offset 0' $TMP/dir.err
+check "dir: and in the report" grep -qF 'f-\x1b]0;owned\x07.vtrace: NOT REPORTED' $TMP/dir.txt
 timeout 20 $VT report --json $D >$TMP/dir.json 2>/dev/null
 is "$?" 2 "dir --json: exit status 2"
 is "$(python3 -c '
@@ -96,11 +101,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print([p["pid"] for p in d["processes"]], [p["trace"]["damaged"] for p in d["processes"]],
       d["processes"][1]["trace"]["stopped_at_offset"], [(b["path"].rsplit("/", 1)[1], b["offset"]) for b in d["not_reported"]])' $TMP/dir.json)" \
-    "[11, 12] [False, True] 141 [('a-fifo.vtrace', 0), ('d-junk.vtrace', 0), ('e-link.vtrace', 0)]" \
-    "dir --json: both traces, the damaged one flagged, three not reported"
+    "[11, 12] [False, True] 141 [('a-fifo.vtrace', 0), ('d-junk.vtrace', 0), ('e-link.vtrace', 0), ('f-\\x1b]0;owned\\x07.vtrace', 0)]" \
+    "dir --json: both traces, the damaged one flagged, four not reported"
 timeout 20 $VT report --html $TMP/dir.html $D 2>/dev/null
 is "$?" 2 "dir --html: exit status 2"
-is "$(grep -c 'not reported: offset 0' $TMP/dir.html)" 3 "dir --html: the three files are listed"
+is "$(grep -c 'not reported: offset 0' $TMP/dir.html)" 4 "dir --html: the four files are listed"
 # Named on the command line, a FIFO is the user's choice and still read.
 timeout 20 $VT report --color never $D/b-good.vtrace >/dev/null 2>&1
 is "$?" 0 "one good trace: exit 0"
