@@ -6,6 +6,7 @@
 #ifndef VT_ANALYZER_ERRORS_H
 #define VT_ANALYZER_ERRORS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define VT_ERROR_LIST(X)                                                   \
@@ -42,5 +43,16 @@ int vt_error_set(vt_error_t *err, int code, uint64_t offset, const char *fmt, ..
 
 /* Prints "vramtrace: PATH: offset N: message: detail" on stderr. */
 void vt_error_print(const vt_error_t *err);
+
+/* s as a terminal may show it: every control byte, C1 or bidi control and
+ * invalid UTF-8 byte as \xNN (a trace can hold escape sequences and
+ * newlines that would forge report lines). Returns s itself when nothing
+ * needs escaping, else one of a few static buffers reused in turn: valid
+ * until 8 more calls. vt_text_raw (--raw-strings) returns s unchanged. */
+const char *vt_text(const char *s);
+extern int vt_text_raw;
+/* The length of the character at p (n bytes left) when vt_text would keep
+ * it as it is; 0 when it would escape the byte at p. */
+size_t vt_text_glyph_len(const unsigned char *p, size_t n);
 
 #endif

@@ -1,20 +1,37 @@
 /* Folded stacks (the format of flamegraph.pl's stackcollapse, read by
  * inferno and speedscope): `frame;frame;frame weight`, outermost first.
  * Frame text comes from the trace, so the separators this format relies on
- * (';' between frames, newline between lines) are replaced by '_' inside
- * names; a space is fine since the weight is after the last one. */
+ * (';' between frames, newline between lines) and other control bytes are
+ * replaced by '_' inside names, module paths included; a space is fine
+ * since the weight is after the last one. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "export.h"
+
+/* Trace text: ';' and every byte the text report would escape (controls,
+ * bidi controls, invalid UTF-8: vt_text) become '_'. */
+static void put_name(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), k;
+    for (size_t i = 0; i < n; i += k ? k : 1) {
+        k = p[i] == ';' ? 0 : vt_text_glyph_len(p + i, n - i);
+        if (k)
+            fwrite(p + i, 1, k, f);
+        else
+            fputc('_', f);
+    }
+}
 
 static void frame_text(FILE *f, const vt_frame_t *fr)
 {
     if (!fr->display[0]) {
-        fprintf(f, "0x%" PRIx64 "%s%s", VT_IP_ADDR(fr->ip), fr->module_base[0] ? "@" : "", fr->module_base);
+        fprintf(f, "0x%" PRIx64 "%s", VT_IP_ADDR(fr->ip), fr->module_base[0] ? "@" : "");
+        put_name(f, fr->module_base);
         return;
     }
-    for (const char *s = fr->display; *s; s++)
-        fputc(*s == ';' || *s == '\n' || *s == '\r' ? '_' : *s, f);
+    put_name(f, fr->display);
 }
 
 void vt_export_folded(FILE *f, const vt_report_t *r, int by_total)

@@ -190,6 +190,9 @@ static void process(FILE *f, const vt_report_t *r, int pi)
     if (in->truncated)
         fprintf(f, "<p><b>Note:</b> the trace stops at offset %" PRIu64 "; everything before is shown.</p>\n",
                 in->stop_offset);
+    else if (in->damaged)
+        fprintf(f, "<p><b>Note:</b> the trace is damaged at offset %" PRIu64 "; everything before is shown.</p>\n",
+                in->stop_offset);
     else if (!p->ended)
         fputs("<p><b>Note:</b> no clean exit recorded (killed, or still running).</p>\n", f);
     char *text = NULL;
@@ -251,6 +254,13 @@ int vt_html_write(vt_html_t *h, const char *path)
         vt_html_esc(f, vt_base(p->exe));
         fprintf(f, " (pid %" PRIu64 ")</a>: %s</li>\n", p->pid,
                 p->tip.valid ? vt_spill_kind_name(p->tip_kind) : "no spill");
+    }
+    for (int i = 0; i < r->nbad; i++) {
+        fputs("<li><code>", f);
+        vt_html_esc(f, r->bad[i].path);
+        fprintf(f, "</code>: not reported: offset %" PRIu64 ": ", r->bad[i].offset);
+        vt_html_esc(f, r->bad[i].reason);
+        fputs("</li>\n", f);
     }
     fputs("</ul>\n", f);
     for (int i = 0; i < r->nin; i++)

@@ -23,7 +23,6 @@ static void flush(vt_json_t *j)
 {
     if (j->n)
         fwrite_unlocked(j->buf, 1, j->n, j->f);
-    j->handed += j->n;
     j->n = 0;
 }
 
@@ -42,7 +41,6 @@ static inline void put(vt_json_t *j, const void *s, size_t n)
         flush(j);
         if (n > VT_JSON_BUF) {
             fwrite_unlocked(s, 1, n, j->f);
-            j->handed += n;
             return;
         }
     }
@@ -95,7 +93,6 @@ void vt_json_init(vt_json_t *j, FILE *f)
     j->compact = 0;
     j->script_safe = 0;
     j->n = 0;
-    j->handed = 0;
 }
 
 /* 1 for the bytes written as they are: printable ASCII other than " and \
@@ -390,37 +387,6 @@ void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len)
     item(j, key);
     put_escaped(j, s, len);
     done(j);
-}
-
-uint64_t vt_json_pos(const vt_json_t *j)
-{
-    return j->handed + j->n;
-}
-
-const char *vt_json_since(const vt_json_t *j, uint64_t from, size_t *n)
-{
-    if (from < j->handed || from > j->handed + j->n)
-        return NULL;
-    *n = (size_t)(j->handed + j->n - from);
-    return j->buf + (from - j->handed);
-}
-
-void vt_json_raw(vt_json_t *j, const char *key, const char *text, size_t n)
-{
-    item(j, key);
-    put(j, text, n);
-    done(j);
-}
-
-void vt_json_raw_items(vt_json_t *j, const char *const *text, const size_t *len, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char *d = reserve(j, ITEM_MAX);
-        j->n += lead(j, d);
-        put(j, text[i], len[i]);
-    }
-    if (n)
-        done(j);
 }
 
 void vt_json_finish(vt_json_t *j)

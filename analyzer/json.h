@@ -18,11 +18,6 @@
  *    fills, when the outermost value is complete and in vt_json_finish().
  *    A caller may write to the FILE itself only between documents (html.c
  *    does, around the chart data), never while one is open.
- *  - A value's text depends only on the calls that wrote it, the depth it
- *    sits at, compact and script_safe: a caller may keep the text of a value
- *    it writes often (vt_json_pos, vt_json_since) and write it again with
- *    vt_json_raw at the same depth with the same settings, byte for byte as
- *    if it had made the calls again.
  */
 #ifndef VT_JSON_H
 #define VT_JSON_H
@@ -39,7 +34,6 @@ typedef struct vt_json {
     unsigned char has_items[VT_JSON_MAX_DEPTH];
     int compact, script_safe;
     size_t n;                 /* bytes in buf not yet handed to f */
-    uint64_t handed;          /* bytes handed to f before buf[0] */
     char buf[VT_JSON_BUF];
 } vt_json_t;
 
@@ -55,19 +49,6 @@ void vt_json_bool(vt_json_t *j, const char *key, int v);
 void vt_json_null(vt_json_t *j, const char *key);
 void vt_json_str(vt_json_t *j, const char *key, const char *s);
 void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len);
-/* Where the next byte goes, counted from the writer's first byte. */
-uint64_t vt_json_pos(const vt_json_t *j);
-/* The bytes written from position `from` on, if they are all still in the
- * writer's buffer: @return them (valid until the next call on j) with their
- * count in *n, or NULL when some were handed to the FILE already. */
-const char *vt_json_since(const vt_json_t *j, uint64_t from, size_t *n);
-/* Writes the next item: key (as for the other calls), then text, the
- * complete text of one value as this writer wrote it before at this depth
- * with the same compact and script_safe (see the contract above). */
-void vt_json_raw(vt_json_t *j, const char *key, const char *text, size_t n);
-/* n such values in a row into the open array: the bytes of n calls of
- * vt_json_raw(j, NULL, text[i], len[i]), without a key or a call each. */
-void vt_json_raw_items(vt_json_t *j, const char *const *text, const size_t *len, size_t n);
 /* Ends the document with a newline. */
 void vt_json_finish(vt_json_t *j);
 

@@ -258,7 +258,7 @@ static int scrape(const serve_conf_t *conf, char **text, size_t *len)
     vt_report_t *r = vt_report_new();
     if (r) {
         r->opts.quiet = 1;
-        r->opts.skip_bad = 1;
+        r->keep_going = 1;
         rc = 0;
         for (int i = 0; i < conf->nopts && !rc; i++)
             rc = vt_report_opt(r, "serve", conf->opts[i].code, conf->opts[i].arg);

@@ -131,7 +131,7 @@ static gpu_t *gpu_for(replay_t *rp, vt_report_t *r, int input, int dev)
     g->have_uuid = known;
     memcpy(g->uuid, d->uuid, 16);
     if (d->name[0])
-        snprintf(g->label, sizeof g->label, "GPU %d (%s)", d->ordinal, d->name);
+        snprintf(g->label, sizeof g->label, "GPU %d (%s)", d->ordinal, vt_text(d->name));
     else
         snprintf(g->label, sizeof g->label, "GPU %d", d->ordinal);
     g->input[0] = input;
@@ -244,10 +244,10 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
         int n = vt_stacks_get(vt_model_stacks(m), f->stack, fr, VT_MAX_STACK_DEPTH);
         for (int k = 0; k < n; k++) {
             if (fr[k].display[0])
-                fprintf(o, "      #%-2d %s", k, fr[k].display);
+                fprintf(o, "      #%-2d %s", k, vt_text(fr[k].display));
             else
                 fprintf(o, "      #%-2d 0x%" PRIx64, k, VT_IP_ADDR(fr[k].ip));
-            fprintf(o, "%s%s%s\n", fr[k].module_base[0] ? "  [" : "", fr[k].module_base, fr[k].module_base[0] ? "]" : "");
+            fprintf(o, "%s%s%s\n", fr[k].module_base[0] ? "  [" : "", vt_text(fr[k].module_base), fr[k].module_base[0] ? "]" : "");
         }
         if (!n)
             fprintf(o, "      (no stack recorded)\n");

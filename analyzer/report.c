@@ -6,7 +6,8 @@
  * spilled; 2 unusable input (not a trace, corrupt, newer version, bad rules
  * file, bad usage). A trace cut short (VT_E_TRUNCATED) is not unusable: it
  * is reported up to its last complete chunk and the report says where it
- * stopped.
+ * stopped. Among several traces a bad one costs only its own section
+ * (keep_going, report.h): the rest are reported, then the exit status is 2.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,7 +35,7 @@ static void usage(FILE *f)
             "one report, per process and per GPU.\n"
             "\n"
             "options:\n"
-            "  --json            machine-readable output, schema vramtrace-report/1 (docs/report.md)\n"
+            "  --json            machine-readable output, schema vramtrace-report/2 (docs/report.md)\n"
             "  --html FILE       one self-contained page (charts, sites, address space) into FILE\n"
             "  --color WHEN      auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
             "                    always or never; --json and --html are never coloured\n"
@@ -45,8 +46,11 @@ static void usage(FILE *f)
             "  --top N           allocation sites shown per process (default 10, 0 = all)\n"
             "  --no-source       stacks without file:line (by default read from the DWARF of\n"
             "                    binaries on this machine whose build id matches the trace)\n"
+            "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
+            "                    by default control characters and invalid UTF-8 print as \\xNN\n"
             "\n"
-            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input.\n");
+            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
+            "usable traces are still reported).\n");
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -60,8 +64,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Appends path, or every *.vtrace of a directory in name order. */
-static int add_path(char ***paths, int *n, const char *path)
+/* Appends path, or every *.vtrace of a directory in name order (those
+ * marked in *from_dir). */
+static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -80,13 +85,6 @@ static int add_path(char ***paths, int *n, const char *path)
         while ((e = readdir(d))) {
             if (e->d_name[0] == '.' || !has_suffix(e->d_name, ".vtrace"))
                 continue;
-            /* A FIFO or device named *.vtrace would block the reader
-             * forever: only regular files are read (a symlink to one too). */
-            struct stat est;
-            if (fstatat(dirfd(d), e->d_name, &est, 0) != 0 || !S_ISREG(est.st_mode)) {
-                fprintf(stderr, "vramtrace: %s/%s: not a regular file, skipped\n", path, e->d_name);
-                continue;
-            }
             char **nlst = realloc(list, (size_t)(nl + 1) * sizeof *nlst);
             if (!nlst || asprintf(&nlst[nl], "%s/%s", path, e->d_name) < 0) {
                 closedir(d);
@@ -102,9 +100,6 @@ static int add_path(char ***paths, int *n, const char *path)
             return VT_E_IO;
         }
         qsort(list, (size_t)nl, sizeof *list, cmp_str);
-    } else if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "vramtrace: %s: not a regular file or directory\n", path);
-        return VT_E_IO;
     } else {
         list = malloc(sizeof *list);
         if (!list || !(list[0] = strdup(path))) {
@@ -114,12 +109,18 @@ static int add_path(char ***paths, int *n, const char *path)
         nl = 1;
     }
     char **all = realloc(*paths, (size_t)(*n + nl) * sizeof *all);
-    if (!all) {
+    unsigned char *dir = all ? realloc(*from_dir, (size_t)(*n + nl)) : NULL;
+    if (all)
+        *paths = all;
+    if (!dir) {
+        for (int k = 0; k < nl; k++)
+            free(list[k]);
         free(list);
         return VT_E_NOMEM;
     }
+    *from_dir = dir;
+    memset(dir + *n, S_ISDIR(st.st_mode), (size_t)nl);
     memcpy(all + *n, list, (size_t)nl * sizeof *list);
-    *paths = all;
     *n += nl;
     free(list);
     return 0;
@@ -237,16 +238,19 @@ static int fill(vt_report_input_t *in)
         if (rc == 0)
             return 0;
         snprintf(err.path, sizeof err.path, "%s", in->path);
-        if (rc == VT_E_TRUNCATED || in->skip_bad) {
+        if (rc == VT_E_TRUNCATED) {
             in->truncated = 1;
-            in->damaged = rc != VT_E_TRUNCATED;
             in->stop_offset = err.offset;
             snprintf(in->stop_reason, sizeof in->stop_reason, "%s", err.detail[0] ? err.detail : vt_error_message(rc));
-            if (in->damaged)
-                vt_error_print(&err);
             return 0;
         }
         vt_error_print(&err);
+        if (in->tolerant) {
+            in->damaged = 1;
+            in->stop_offset = err.offset;
+            snprintf(in->stop_reason, sizeof in->stop_reason, "%s: %.200s", vt_error_message(rc), err.detail);
+            return 0;
+        }
         return VT_EXIT_BAD_INPUT;
     }
     return 0;
@@ -375,6 +379,9 @@ void vt_report_free(vt_report_t *r)
         free(r->in[i].path);
     }
     free(r->in);
+    for (int i = 0; i < r->nbad; i++)
+        free(r->bad[i].path);
+    free(r->bad);
     vt_rules_free(r->rules);
     free(r);
 }
@@ -433,19 +440,17 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         }
     }
     char **paths = NULL;
-    int npaths = 0;
-    for (int i = 0; i < nargs; i++)
-        if (add_path(&paths, &npaths, args[i])) {
-            for (int k = 0; k < npaths; k++)
-                free(paths[k]);
-            free(paths);
-            return VT_EXIT_BAD_INPUT;
-        }
-    r->in = calloc((size_t)npaths, sizeof *r->in);
-    if (!r->in) {
+    unsigned char *from_dir = NULL;
+    int npaths = 0, rc = 0;
+    for (int i = 0; i < nargs && !rc; i++)
+        rc = add_path(&paths, &from_dir, &npaths, args[i]);
+    r->in = rc ? NULL : calloc((size_t)npaths, sizeof *r->in);
+    r->bad = rc || !r->keep_going ? NULL : calloc((size_t)npaths, sizeof *r->bad);
+    if (!r->in || (r->keep_going && !r->bad)) {
         for (int k = 0; k < npaths; k++)
             free(paths[k]);
         free(paths);
+        free(from_dir);
         return VT_EXIT_BAD_INPUT;
     }
     /* The same file named twice (run1 run1, or a file and its directory)
@@ -453,37 +458,43 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     struct stat *ids = calloc((size_t)npaths, sizeof *ids);
     for (int i = 0; i < npaths; i++) {
         int dup = 0;
-        if (ids && stat(paths[i], &ids[i]) == 0)
+        /* lstat: a symlink in a directory is refused by the reader, not
+         * taken for its target. */
+        if (ids && lstat(paths[i], &ids[i]) == 0)
             for (int k = 0; k < i && !dup; k++)
                 dup = ids[k].st_dev == ids[i].st_dev && ids[k].st_ino == ids[i].st_ino && ids[k].st_ino;
         if (dup) {
-            fprintf(stderr, "vramtrace: %s: named twice, read once\n", paths[i]);
+            fprintf(stderr, "vramtrace: %s: named twice, read once\n", vt_text(paths[i]));
             free(paths[i]);
             if (ids)
                 ids[i].st_ino = 0;
             continue;
         }
         r->in[r->nin].path = paths[i];
-        r->in[r->nin].skip_bad = r->opts.skip_bad;
+        r->in[r->nin].from_dir = from_dir[i];
+        r->in[r->nin].tolerant = r->keep_going;
         r->nin++;
     }
     free(ids);
     free(paths);
+    free(from_dir);
     uint64_t grain = 0;
     for (int i = 0; i < r->nin; i++) {
         vt_report_input_t *in = &r->in[i];
         vt_error_t e = { 0 };
-        if (vt_reader_open(in->path, &in->reader, &e)) {
+        if (vt_reader_open_flags(in->path, in->from_dir ? VT_READER_REGULAR_ONLY : 0, &in->reader, &e)) {
             snprintf(e.path, sizeof e.path, "%s", in->path);
             vt_error_print(&e);
             in->reader = NULL;
-            if (!r->opts.skip_bad)
+            if (!r->keep_going)
                 return VT_EXIT_BAD_INPUT;
-            /* Left out: the others are still reported. */
-            r->nbad++;
-            free(in->path);
+            /* Left out: the inputs after it move down one. */
+            vt_report_bad_t *b = &r->bad[r->nbad++];
+            b->path = in->path;
+            b->offset = e.offset;
+            snprintf(b->reason, sizeof b->reason, "%s: %.200s", vt_error_message(e.code), e.detail);
             memmove(in, in + 1, (size_t)(r->nin - i - 1) * sizeof *in);
-            r->nin--;
+            memset(&r->in[--r->nin], 0, sizeof *in);
             i--;
             continue;
         }
@@ -504,19 +515,18 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             grain = proc->time_res_ns;
     }
     if (!r->nin)
-        return VT_EXIT_BAD_INPUT;   /* every file was left out, each said why */
+        return VT_EXIT_BAD_INPUT;   /* every trace was bad, each said why */
     vt_fmt_set_time_grain(grain);
-    int rc = replay(r);
+    rc = replay(r);
     if (rc)
         return rc;
     for (int i = 0; i < r->nin; i++) {
         vt_model_finish(r->in[i].model);
-        if (r->in[i].truncated)
+        if (r->in[i].truncated || r->in[i].damaged)
             vt_model_mark_truncated(r->in[i].model, r->in[i].stop_offset, r->in[i].damaged);
-        r->nbad += r->in[i].damaged;
-        if (r->in[i].truncated && !r->in[i].damaged && !r->opts.quiet)
+        if (r->in[i].truncated && !r->opts.quiet)
             fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
-                    r->in[i].path, (unsigned long long)r->in[i].stop_offset);
+                    vt_text(r->in[i].path), (unsigned long long)r->in[i].stop_offset);
     }
     vt_gpus_finish(r);
     return 0;
@@ -557,6 +567,7 @@ int vt_cmd_report(int argc, char **argv)
         { "top", required_argument, NULL, 't' },
         { "color", required_argument, NULL, 'c' },
         { "no-source", no_argument, NULL, 'S' },
+        { "raw-strings", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -564,7 +575,7 @@ int vt_cmd_report(int argc, char **argv)
     if (!r)
         return VT_EXIT_BAD_INPUT;
     r->opts.color = -1;
-    r->opts.skip_bad = 1;
+    r->keep_going = 1;
     const char *html = NULL;
     int rc = VT_EXIT_OK, c;
     optind = 1;
@@ -583,6 +594,9 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'S':
             r->opts.no_source = 1;
+            break;
+        case 'R':
+            r->opts.raw_strings = 1;
             break;
         case 'c':
             if ((rc = vt_report_color_opt(r, "report", optarg)))
@@ -646,13 +660,17 @@ int vt_cmd_report(int argc, char **argv)
         vt_report_text(r, stdout);
     }
     fflush(stdout);
-    if (r->nbad && !rc)
-        rc = VT_EXIT_BAD_INPUT;   /* the others are reported; the bad ones were named */
-    int incomplete = 0;
-    for (int i = 0; i < r->nin; i++)
+    /* 2 when a trace was left out or damaged (the others were reported),
+     * else 1 for a spill with --fail-on-spill, else 3 when a trace is cut. */
+    int incomplete = 0, damaged = 0;
+    for (int i = 0; i < r->nin; i++) {
         incomplete |= r->in[i].truncated;
+        damaged |= r->in[i].damaged;
+    }
     if (rc)
         ;
+    else if (r->nbad || damaged)
+        rc = VT_EXIT_BAD_INPUT;
     else if (spilled && r->opts.fail_on_spill)
         rc = 1;
     else if (incomplete)

@@ -29,10 +29,7 @@ typedef struct vt_report_opts {
     int top;   /* sites shown per process */
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
     int quiet;       /* no note on stderr for a trace that ends mid-chunk (serve scrapes live traces) */
-    /* report, serve: a file that is not a trace is left out and one with a
-     * corrupt chunk is reported up to it, each named on stderr, instead of
-     * failing the whole load; nbad counts them (the command exits 2). */
-    int skip_bad;
+    int raw_strings; /* --raw-strings: text prints trace strings unescaped */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
@@ -56,9 +53,10 @@ typedef struct vt_report_input {
     int held;
     vt_record_t held_rec;
     int done;
+    int from_dir;         /* found in a directory: only a regular file is read */
+    int tolerant;         /* a damaged chunk ends this input, not the report */
+    int damaged;          /* stopped at a damaged chunk (tolerant only) */
     int truncated;        /* stopped at a partial chunk */
-    int damaged;          /* stopped at a corrupt chunk (opts.skip_bad): reported up to it */
-    int skip_bad;         /* opts.skip_bad, for the reading loop */
     uint64_t stop_offset;
     char stop_reason[256];
 } vt_report_input_t;
@@ -82,6 +80,13 @@ typedef struct vt_gpu {
     uint64_t min_free, min_free_time_abs;
 } vt_gpu_t;
 
+/* A trace left out of the report: why, and where in the file. */
+typedef struct vt_report_bad {
+    char *path;
+    uint64_t offset;
+    char reason[256];
+} vt_report_bad_t;
+
 typedef struct vt_report vt_report_t;
 typedef void (*vt_event_obs_t)(void *ctx, vt_report_t *r, int input, const vt_event_t *ev);
 
@@ -98,7 +103,13 @@ struct vt_report {
     vt_rules_t *rules;
     vt_report_input_t *in;
     int nin;
-    int nbad;   /* inputs left out or cut at a corrupt chunk (opts.skip_bad) */
+    /* keep_going (report): a trace that cannot be opened is left out and
+     * listed in bad, one damaged mid-way is reported up to the damage
+     * (in->damaged); either way the command exits 2 after printing. Other
+     * commands stop at the first bad trace. */
+    int keep_going;
+    vt_report_bad_t *bad;
+    int nbad;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's
@@ -122,9 +133,12 @@ int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg);
 int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when);
 /* Resolves opts.color for out: auto = a terminal and NO_COLOR unset/empty. */
 int vt_report_use_color(const vt_report_t *r, FILE *out);
-/* Reads every TRACE or DIR (its *.vtrace) of args in one merged time order
- * and finishes the models. @return 0, or VT_EXIT_BAD_INPUT after printing
- * why. A truncated trace is not an error (a note on stderr). */
+/* Reads every TRACE or DIR (its *.vtrace: regular files only, see
+ * VT_READER_REGULAR_ONLY) of args in one merged time order and finishes
+ * the models. @return 0, or VT_EXIT_BAD_INPUT after printing why (with
+ * keep_going: only when no trace was usable; r->nbad and in->damaged say
+ * what was left out). A truncated trace is not an error (a note on
+ * stderr). */
 int vt_report_load(vt_report_t *r, char *const *args, int nargs);
 
 /* The context reserve (total - free at first sight) and untracked bytes

@@ -1,4 +1,4 @@
-/* --json output, schema "vramtrace-report/1". Every field is documented in
+/* --json output, schema "vramtrace-report/2". Every field is documented in
  * docs/report.md; adding a field is compatible, renaming or removing one
  * needs a new schema version. by_tag objects always hold the four built-in
  * tags (then any custom tag); times are ns since the process's trace start
@@ -19,137 +19,87 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
     vt_json_obj_end(j);
 }
 
-/* Frame objects as text, by ip. A 100k-stack report writes every site's
- * whole stack, ~2M frame objects of a few thousand distinct frames, and
- * writing each call by call (5 keys, 3 escaped strings, 2 numbers) was most
- * of the JSON's time. A frame's text depends only on its ip (vt_stacks_frame
- * and the source lookup are per ip, and the stacks are final by now), the
- * depth it sits at and the writer's settings, which are fixed for one
- * document: each frame is written once per (stacks, depth) and copied after.
- * Text over FRAME_CACHE_MAX is not kept, so a trace of huge distinct frames
- * costs what it did before, no more memory than that. */
-#define FRAME_CACHE_MAX (16u << 20)
+/* A process's frames, each written once: a stack is an array of indices
+ * into the process's "frames" (schema /2). Written whole, every site
+ * repeated its stack: 200k sites of 200 frames were 3.47 GB from a 1.7 MB
+ * trace. A frame's text depends only on its ip within one process (the
+ * stacks are final by now), so the ip is the key. */
+typedef struct frame_table {
+    vt_map_t index;   /* ip -> position in ips */
+    uint64_t *ips;    /* in order of first use */
+    size_t n, cap;
+} frame_table_t;
 
-typedef struct frame_text {
-    size_t off, len;
-} frame_text_t;
+/* The process being written: process() resets it, stack() fills it. */
+static frame_table_t frames;
 
-typedef struct frame_cache {
-    const vt_stacks_t *stacks;   /* whose frames the texts are, at depth */
-    int depth;
-    vt_map_t by_ip;              /* ip -> index into ent */
-    frame_text_t *ent;
-    size_t nent, ent_cap;
-    char *text;
-    size_t len, cap;
-} frame_cache_t;
-
-/* The document's cache: vt_report_json makes it and frees it, and every
- * stack written in between goes through it. */
-static frame_cache_t *fcache;
-
-static void cache_clear(frame_cache_t *c)
+static void frames_reset(void)
 {
-    vt_map_free(&c->by_ip);
-    vt_map_init(&c->by_ip);
-    c->nent = 0;
-    c->len = 0;
+    vt_map_free(&frames.index);
+    vt_map_init(&frames.index);
+    frames.n = 0;
 }
 
-static void cache_free(frame_cache_t *c)
+/* @return ip's index in the table, added if new; -1 when out of memory. */
+static int64_t frame_index(uint64_t ip)
 {
-    if (!c)
-        return;
-    vt_map_free(&c->by_ip);
-    free(c->ent);
-    free(c->text);
-    free(c);
-}
-
-/* Keeps t as ip's text; on any failure it is simply not kept. */
-static void cache_add(frame_cache_t *c, uint64_t ip, const char *t, size_t n)
-{
-    if (n > FRAME_CACHE_MAX - c->len || c->nent >= UINT32_MAX)
-        return;
-    if (c->len + n > c->cap) {
-        size_t ncap = c->cap ? c->cap : 64u << 10;
-        while (ncap < c->len + n)
-            ncap *= 2;
-        char *nt = realloc(c->text, ncap);
-        if (!nt)
-            return;
-        c->text = nt;
-        c->cap = ncap;
+    uint32_t e;
+    if (vt_map_get(&frames.index, ip, &e))
+        return e;
+    if (frames.n >= UINT32_MAX)
+        return -1;
+    if (frames.n == frames.cap) {
+        size_t ncap = frames.cap ? frames.cap * 2 : 1024;
+        uint64_t *ni = realloc(frames.ips, ncap * sizeof *ni);
+        if (!ni)
+            return -1;
+        frames.ips = ni;
+        frames.cap = ncap;
     }
-    if (c->nent == c->ent_cap) {
-        size_t ncap = c->ent_cap ? c->ent_cap * 2 : 1024;
-        frame_text_t *ne = realloc(c->ent, ncap * sizeof *ne);
-        if (!ne)
-            return;
-        c->ent = ne;
-        c->ent_cap = ncap;
-    }
-    if (vt_map_put(&c->by_ip, ip, (uint32_t)c->nent))
-        return;
-    memcpy(c->text + c->len, t, n);
-    c->ent[c->nent++] = (frame_text_t){ c->len, n };
-    c->len += n;
-}
-
-/* Writes one frame object. @return the position of its '{'. */
-static uint64_t frame(vt_json_t *j, const vt_stacks_t *st, uint64_t ip)
-{
-    vt_frame_t f;
-    vt_stacks_frame(st, ip, &f);
-    vt_stacks_src(st, &f, 1);
-    vt_json_obj(j, NULL);
-    uint64_t from = vt_json_pos(j) - 1;
-    /* One line a frame: a site's stack is tens of frames, and 100k sites'
-     * frames pretty-printed were 490 MB of mostly indentation. */
-    int compact = j->compact;
-    j->compact = 1;
-    vt_json_str(j, "function", f.display);
-    vt_json_str(j, "module", f.module);
-    vt_json_str(j, "file", f.file);
-    vt_json_u64(j, "line", f.line);
-    vt_json_u64(j, "ip", VT_IP_ADDR(f.ip));
-    vt_json_obj_end(j);
-    j->compact = compact;
-    return from;
+    if (vt_map_put(&frames.index, ip, (uint32_t)frames.n))
+        return -1;
+    frames.ips[frames.n] = ip;
+    return (int64_t)frames.n++;
 }
 
 static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
 {
-    const vt_stacks_t *st = vt_model_stacks(m);
     uint64_t ips[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_ips(st, leaf, ips, VT_MAX_STACK_DEPTH);
+    int n = vt_stacks_ips(vt_model_stacks(m), leaf, ips, VT_MAX_STACK_DEPTH);
     vt_json_arr(j, "stack");
-    frame_cache_t *c = fcache;
-    if (c && (c->stacks != st || c->depth != j->depth)) {
-        cache_clear(c);
-        c->stacks = st;
-        c->depth = j->depth;
-    }
-    /* Frames already written go out in runs; a run is written before a new
-     * frame is added to the cache, whose text may move. */
-    const char *run[VT_MAX_STACK_DEPTH];
-    size_t run_len[VT_MAX_STACK_DEPTH], nrun = 0;
+    int compact = j->compact;
+    j->compact = 1;   /* one line a stack */
     for (int i = 0; i < n; i++) {
-        uint32_t e;
-        if (c && vt_map_get(&c->by_ip, ips[i], &e)) {
-            run[nrun] = c->text + c->ent[e].off;
-            run_len[nrun++] = c->ent[e].len;
-            continue;
-        }
-        vt_json_raw_items(j, run, run_len, nrun);
-        nrun = 0;
-        uint64_t from = frame(j, st, ips[i]);
-        size_t len;
-        const char *t = vt_json_since(j, from, &len);
-        if (c && t)
-            cache_add(c, ips[i], t, len);
+        int64_t k = frame_index(ips[i]);
+        if (k < 0)
+            vt_json_null(j, NULL);   /* documented: a frame lost to memory */
+        else
+            vt_json_u64(j, NULL, (uint64_t)k);
     }
-    vt_json_raw_items(j, run, run_len, nrun);
+    vt_json_arr_end(j);
+    j->compact = compact;
+}
+
+/* The process's "frames": every frame its stacks named, in index order. */
+static void frame_table(vt_json_t *j, const vt_model_t *m)
+{
+    const vt_stacks_t *st = vt_model_stacks(m);
+    vt_json_arr(j, "frames");
+    for (size_t i = 0; i < frames.n; i++) {
+        vt_frame_t f;
+        vt_stacks_frame(st, frames.ips[i], &f);
+        vt_stacks_src(st, &f, 1);
+        vt_json_obj(j, NULL);
+        int compact = j->compact;
+        j->compact = 1;   /* one line a frame */
+        vt_json_str(j, "function", f.display);
+        vt_json_str(j, "module", f.module);
+        vt_json_str(j, "file", f.file);
+        vt_json_u64(j, "line", f.line);
+        vt_json_u64(j, "ip", VT_IP_ADDR(f.ip));
+        vt_json_obj_end(j);
+        j->compact = compact;
+    }
     vt_json_arr_end(j);
 }
 
@@ -372,6 +322,7 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     const vt_model_t *m = in->model;
     const vt_proc_t *p = vt_model_proc(m);
     const vt_rules_t *rules = vt_model_rules(m);
+    frames_reset();
     vt_json_obj(j, NULL);
     vt_json_u64(j, "pid", p->pid);
     vt_json_u64(j, "ppid", p->ppid);
@@ -386,14 +337,16 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_str(j, "verdict_of_read_part", vt_proc_verdict(p, 0));
     vt_json_obj(j, "trace");
     vt_json_str(j, "path", in->path);
-    vt_json_bool(j, "complete", p->ended && !in->truncated);
+    vt_json_bool(j, "complete", p->ended && !in->truncated && !in->damaged);
     vt_json_bool(j, "ended", p->ended);
     vt_json_bool(j, "truncated", in->truncated);
     vt_json_bool(j, "damaged", in->damaged);
-    if (in->truncated)
+    if (in->truncated || in->damaged)
         vt_json_u64(j, "stopped_at_offset", in->stop_offset);
     else
         vt_json_null(j, "stopped_at_offset");
+    if (in->damaged)
+        vt_json_str(j, "damage", in->stop_reason);
     vt_json_u64(j, "duration_ns", p->ended ? p->end_time_ns
                                            : (p->last_time_ns > p->mono_start_ns ? p->last_time_ns - p->mono_start_ns : 0));
     vt_json_obj_end(j);
@@ -458,6 +411,7 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     }
     vt_json_arr_end(j);
     free(rank);
+    frame_table(j, m);
     vt_json_obj_end(j);
 }
 
@@ -465,16 +419,22 @@ void vt_report_json(const vt_report_t *r, FILE *out)
 {
     vt_json_t j;
     vt_json_init(&j, out);
-    /* without it (no memory) every frame is written call by call */
-    fcache = calloc(1, sizeof *fcache);
-    if (fcache)
-        vt_map_init(&fcache->by_ip);
+    vt_map_init(&frames.index);
     vt_json_obj(&j, NULL);
-    vt_json_str(&j, "schema", "vramtrace-report/1");
+    vt_json_str(&j, "schema", "vramtrace-report/2");
     vt_json_num(&j, "margin_pct", r->opts.margin_pct);
     vt_json_arr(&j, "processes");
     for (int i = 0; i < r->nin; i++)
         process(&j, &r->in[i]);
+    vt_json_arr_end(&j);
+    vt_json_arr(&j, "not_reported");
+    for (int i = 0; i < r->nbad; i++) {
+        vt_json_obj(&j, NULL);
+        vt_json_str(&j, "path", r->bad[i].path);
+        vt_json_u64(&j, "offset", r->bad[i].offset);
+        vt_json_str(&j, "error", r->bad[i].reason);
+        vt_json_obj_end(&j);
+    }
     vt_json_arr_end(&j);
     vt_json_arr(&j, "gpus");
     for (int g = 0; g < r->ngpus; g++) {
@@ -509,6 +469,7 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_arr_end(&j);
     vt_json_obj_end(&j);
     vt_json_finish(&j);
-    cache_free(fcache);
-    fcache = NULL;
+    vt_map_free(&frames.index);
+    free(frames.ips);
+    frames = (frame_table_t){ 0 };
 }

@@ -15,13 +15,13 @@
 
 static const char *tagn(const vt_model_t *m, int tag)
 {
-    return vt_rules_tag_name(vt_model_rules(m), tag);
+    return vt_text(vt_rules_tag_name(vt_model_rules(m), tag));
 }
 
 static const char *dev_label(const vt_dev_t *d, char *buf, size_t n)
 {
     if (d->name[0])
-        snprintf(buf, n, "GPU %d (%s)", d->ordinal, d->name);
+        snprintf(buf, n, "GPU %d (%s)", d->ordinal, vt_text(d->name));
     else
         snprintf(buf, n, "GPU %d", d->ordinal);
     return buf;
@@ -47,13 +47,13 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
         fprintf(o, "%s(no stack recorded)\n", indent);
     for (int i = 0; i < n && (max <= 0 || i < max); i++) {
         if (fr[i].display[0])
-            fprintf(o, "%s#%-2d %s", indent, i, fr[i].display);
+            fprintf(o, "%s#%-2d %s", indent, i, vt_text(fr[i].display));
         else
             fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, VT_IP_ADDR(fr[i].ip));
         if (fr[i].line)
-            fprintf(o, "  %s:%" PRIu32, vt_base(fr[i].file), fr[i].line);
+            fprintf(o, "  %s:%" PRIu32, vt_text(vt_base(fr[i].file)), fr[i].line);
         if (fr[i].module_base[0])
-            fprintf(o, "  [%s]", fr[i].module_base);
+            fprintf(o, "  [%s]", vt_text(fr[i].module_base));
         fputc('\n', o);
     }
     if (max > 0 && n > max)
@@ -397,19 +397,20 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     const vt_model_t *m = in->model;
     const vt_proc_t *p = vt_model_proc(m);
     char a[VT_SIZE_BUF], t[VT_SIZE_BUF];
-    fprintf(o, "%s== %s (pid %" PRIu64 ") ", col(C_BOLD), vt_base(p->exe), p->pid);
+    fprintf(o, "%s== %s (pid %" PRIu64 ") ", col(C_BOLD), vt_text(vt_base(p->exe)), p->pid);
     for (uint32_t i = 0; i < p->argc && i < 8; i++)
-        fprintf(o, "%s%s", i ? " " : "", p->argv[i]);
+        fprintf(o, "%s%s", i ? " " : "", vt_text(p->argv[i]));
     if (p->argc > 8)
         fprintf(o, " ...");
     fprintf(o, "%s\n", col(C_OFF));
-    if (in->damaged)
-        fprintf(o, "NOTE: the trace is damaged at offset %" PRIu64 " (%s); everything before that is reported.\n",
-                in->stop_offset, in->stop_reason);
-    else if (in->truncated)
+    if (in->truncated)
         fprintf(o, "NOTE: the trace stops at offset %" PRIu64 " (%s): the process was killed or is still "
                    "running; everything before that is reported.\n",
-                in->stop_offset, in->stop_reason);
+                in->stop_offset, vt_text(in->stop_reason));
+    else if (in->damaged)
+        fprintf(o, "NOTE: the trace is damaged at offset %" PRIu64 " (%s): everything before that is reported, "
+                   "nothing after it.\n",
+                in->stop_offset, vt_text(in->stop_reason));
     else if (!p->ended)
         fprintf(o, "NOTE: no clean exit recorded: the process died or was still running when the trace was read.\n");
     if (p->events.dropped)
@@ -466,7 +467,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
                 snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
             fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  rule: %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
                     tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s",
-                    rule[0] ? rule : "none (untagged: write a rule for a frame below)");
+                    rule[0] ? vt_text(rule) : "none (untagged: write a rule for a frame below)");
             print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
         }
         if (shown < p->nsites)
@@ -491,11 +492,15 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
 void vt_report_text(const vt_report_t *r, FILE *o)
 {
     color = r->opts.color > 0;
+    vt_text_raw = r->opts.raw_strings;
     for (int i = 0; i < r->nin; i++) {
         if (i)
             fprintf(o, "\n");
         process_section(o, r, &r->in[i]);
     }
+    for (int i = 0; i < r->nbad; i++)
+        fprintf(o, "\n== %s: NOT REPORTED: offset %" PRIu64 ": %s\n", vt_text(r->bad[i].path), r->bad[i].offset,
+                vt_text(r->bad[i].reason));
     if (r->nin < 2 || !r->ngpus)
         return;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF], uuid[48];
@@ -503,16 +508,16 @@ void vt_report_text(const vt_report_t *r, FILE *o)
     for (int g = 0; g < r->ngpus; g++) {
         const vt_gpu_t *gp = &r->gpus[g];
         vt_uuid_str(gp->uuid, uuid);
-        fprintf(o, "\n%s  %s  total %s\n", gp->name[0] ? gp->name : "GPU", uuid, vt_fmt_bytes(a, gp->total));
+        fprintf(o, "\n%s  %s  total %s\n", gp->name[0] ? vt_text(gp->name) : "GPU", uuid, vt_fmt_bytes(a, gp->total));
         fprintf(o, "  combined peak %s at %s; least free %s\n", vt_fmt_bytes(a, gp->peak_bytes),
                 vt_fmt_time(t, gp->peak_time_abs > r->t0 ? gp->peak_time_abs - r->t0 : 0),
                 gp->have_min ? vt_fmt_bytes(b, gp->min_free) : "unknown");
         for (int k = 0; k < VT_MAX_TAGS && k < vt_rules_tag_count(r->rules); k++)
             if (gp->peak_by_tag[k] || k < VT_TAG_BUILTIN_COUNT)
-                fprintf(o, "    %-18s %*s\n", vt_rules_tag_name(r->rules, k), W, vt_fmt_bytes(a, gp->peak_by_tag[k]));
+                fprintf(o, "    %-18s %*s\n", vt_text(vt_rules_tag_name(r->rules, k)), W, vt_fmt_bytes(a, gp->peak_by_tag[k]));
         for (int k = 0; k < gp->nprocs; k++) {
             const vt_proc_t *p = vt_model_proc(gp->procs[k]);
-            fprintf(o, "    pid %-8" PRIu64 " %-16s %*s at the combined peak, own peak %s\n", p->pid, vt_base(p->exe), W,
+            fprintf(o, "    pid %-8" PRIu64 " %-16s %*s at the combined peak, own peak %s\n", p->pid, vt_text(vt_base(p->exe)), W,
                     vt_fmt_bytes(a, gp->peak_contrib[k]), vt_fmt_bytes(b, p->devs[gp->dev_index[k]].mem.peak_bytes));
         }
     }

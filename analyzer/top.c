@@ -128,7 +128,7 @@ static int render(const top_conf_t *conf, char **text, size_t *len)
     int rc = r ? 0 : VT_EXIT_BAD_INPUT;
     if (r) {
         r->opts.quiet = 1;
-        r->opts.skip_bad = 1;
+        r->keep_going = 1;
         r->opts.margin_pct = conf->margin;
         for (int i = 0; i < conf->nrules && !rc; i++)
             rc = vt_report_opt(r, "top", VT_OPT_RULES, conf->rules[i]);

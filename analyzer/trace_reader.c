@@ -979,6 +979,11 @@ static int read_header(vt_reader_t *r, uint32_t header_len, vt_error_t *err)
 
 int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
 {
+    return vt_reader_open_flags(path, 0, out, err);
+}
+
+int vt_reader_open_flags(const char *path, int flags, vt_reader_t **out, vt_error_t *err)
+{
     *out = NULL;
     if (err) {
         memset(err, 0, sizeof *err);
@@ -990,15 +995,25 @@ int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
     r->fd = -1;
     snprintf(r->err.path, sizeof r->err.path, "%s", path);
 
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Only-regular: O_NONBLOCK so that a FIFO (or a device) put where a
+     * trace was expected cannot block the open; nothing but a regular file
+     * is read, and a regular file ignores the flag. */
+    int only_regular = flags & VT_READER_REGULAR_ONLY;
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (only_regular ? O_NONBLOCK | O_NOFOLLOW : 0));
     if (r->fd < 0)
-        return open_fail(r, err, VT_E_IO, 0, "%s", strerror(errno));
+        return open_fail(r, err, VT_E_IO, 0, "%s",
+                         errno == ELOOP && only_regular ? "a symbolic link: not read in a directory" : strerror(errno));
     struct stat st;
     if (fstat(r->fd, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return open_fail(r, err, VT_E_IO, 0, "is a directory");
         if (S_ISREG(st.st_mode))
             r->file_size = (uint64_t)st.st_size;
+        else if (only_regular)
+            return open_fail(r, err, VT_E_IO, 0, "not a regular file (%s): not read",
+                             S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+    } else if (only_regular) {
+        return open_fail(r, err, VT_E_IO, 0, "%s", strerror(errno));
     }
     r->dctx = ZSTD_createDCtx();
     if (!r->dctx)

@@ -99,6 +99,12 @@ typedef struct vt_reader vt_reader_t;
 /* Opens PATH, checks the prelude and reads the PROCESS header.
  * @return 0, or a negative VT_E_* with err filled (path and offset). */
 int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err);
+/* vt_reader_open, but with VT_READER_REGULAR_ONLY (for a file found in a
+ * directory, which anyone who can write there may have planted): the open
+ * never blocks and refuses, with a VT_E_IO error, a symbolic link and
+ * anything but a regular file (a FIFO, socket or device). */
+#define VT_READER_REGULAR_ONLY 1
+int vt_reader_open_flags(const char *path, int flags, vt_reader_t **out, vt_error_t *err);
 
 /* The PROCESS record from the header; valid until vt_reader_close(). */
 const vt_rec_process_t *vt_reader_process(const vt_reader_t *r);

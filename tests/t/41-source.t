@@ -24,6 +24,8 @@ j() {
 import json, os, sys
 r = json.load(open(sys.argv[1]))
 e = (r["processes"][0].get("spill") or {}).get("event", {})
+# schema /2: a stack is indices into its process's frames
+def st(o): return [r["processes"][0]["frames"][i] for i in o["stack"]]
 def samefile(a, b):
     try: return os.path.samefile(a, b)
     except OSError: return False
@@ -54,11 +56,11 @@ check "text: the top site's stack has file:line too" \
 check "no message on stderr" [ ! -s $D.rerr ]
 
 "$VT" report --json $D >$D.json 2>$D.jerr
-is "$(j $D.json 'e["stack"][0]["line"]')" "$LINE0" "json: tipping frame 0 line"
-is "$(j $D.json 'samefile(e["stack"][0]["file"], "'$SRC'")')" True "json: tipping frame 0 file is $SRC"
-is "$(j $D.json 'e["stack"][0]["file"].startswith("/")')" True "json: file is absolute (compile dir joined)"
-is "$(j $D.json 'e["stack"][1]["line"]')" "$LINE1" "json: tipping frame 1 line"
-is "$(j $D.json 'all(f["line"] > 0 for s in r["processes"][0]["sites"] for f in s["stack"][:3])')" True \
+is "$(j $D.json 'st(e)[0]["line"]')" "$LINE0" "json: tipping frame 0 line"
+is "$(j $D.json 'samefile(st(e)[0]["file"], "'$SRC'")')" True "json: tipping frame 0 file is $SRC"
+is "$(j $D.json 'st(e)[0]["file"].startswith("/")')" True "json: file is absolute (compile dir joined)"
+is "$(j $D.json 'st(e)[1]["line"]')" "$LINE1" "json: tipping frame 1 line"
+is "$(j $D.json 'all(f["line"] > 0 for s in r["processes"][0]["sites"] for f in st(s)[:3])')" True \
     "json: every site's 3 innermost frames have a line"
 
 "$VT" report --html $D.html $D 2>$D.herr
@@ -70,7 +72,7 @@ check "--no-source: no file:line in text" sh -c "! grep -q 'ggml-cuda.cpp:' $D.n
 is "$(sed -n '/^Tipping event/{n;p;q}' $D.nosrc | sed 's/^ *//')" \
     "#0  ggml_cuda_device_malloc(void**, unsigned long, int)  [libggml-cuda.so]" "--no-source: names only"
 "$VT" report --json --no-source $D >$D.nosrc.json 2>&1
-is "$(j $D.nosrc.json '(e["stack"][0]["file"], e["stack"][0]["line"])')" "('', 0)" "--no-source: json file \"\", line 0"
+is "$(j $D.nosrc.json '(st(e)[0]["file"], st(e)[0]["line"])')" "('', 0)" "--no-source: json file \"\", line 0"
 
 # ---- 2. made-up traces naming the same binary ------------------------------
 # The frame's ip and the module's build id come from the real trace, so the
@@ -102,7 +104,7 @@ made() {
     "$B/vtgen" -o $TMP/$1.vtrace $TMP/$1.vt || nok "vtgen $1"
     timeout 20 "$VT" report --json $TMP/$1.vtrace >$TMP/$1.json 2>$TMP/made.$1.err
 }
-src_of() { j $TMP/$1.json '(e["stack"][0]["line"], e["stack"][0]["file"].endswith("/'$SRC'"))'; }
+src_of() { j $TMP/$1.json '(st(e)[0]["line"], st(e)[0]["file"].endswith("/'$SRC'"))'; }
 
 made match "$EX/libggml-cuda.so" $BID
 is "$(src_of match)" "($LINE0, True)" "same build id, other load address: the line"

@@ -50,7 +50,7 @@ dev = {d["ordinal"]: d for d in p.get("devices", [])}
 d0, d1 = dev.get(0, {}), dev.get(1, {})
 s = p.get("spill") or {}
 M = 1 << 20
-def frames(ev): return [f["function"] for f in ev.get("stack", [])]
+def frames(ev): return [p["frames"][i]["function"] for i in ev.get("stack", [])]
 def proc(pred): return [x for x in r["processes"] if pred(x)]
 try:
     print(eval(sys.argv[2]))
