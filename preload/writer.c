@@ -376,6 +376,8 @@ static uint64_t drain(void)
         for (size_t i = 0; i < n; i++)
             emit_event(&batch[i]);
     } while (n == BATCH);
+    if (!write_failed)
+        vt_ggml_records(emit);
     return taken;
 }
 
