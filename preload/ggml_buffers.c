@@ -13,9 +13,10 @@
  *
  * Contract:
  *  - Costs nothing for a program without ggml: nobody calls the name.
- *  - The real function is found on the first call (dlsym RTLD_NEXT) and
- *    always called first, with the program's arguments; the shim then only
- *    reads the buffer through ggml's own exported getters.
+ *  - The real function is found on the first call (dlsym RTLD_NEXT, else
+ *    from the calling library: see defined_near) and always called first,
+ *    with the program's arguments; the shim then only reads the buffer
+ *    through ggml's own exported getters.
  *  - A record is written only while the shim records (VT_ST_ACTIVE), for a
  *    buffer with a size, not a multi- or meta-buffer (ggml forwards the mark
  *    to each part through this same call; their get_base is not a real
@@ -54,19 +55,43 @@ static _Atomic int queue_full_warned;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int atfork_registered;
 
-static void *next_symbol(void **cache, const char *name)
+VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage);
+
+/* name as the object holding anchor, or one of its dependencies, defines
+ * it. RTLD_NEXT searches the global scope only, and ggml is often not in
+ * it: node loads its addons (and so libllama and libggml-base) with
+ * RTLD_LOCAL, as does Python's ctypes. Their calls still reach this
+ * definition (the global scope is searched first), so the real one is
+ * found from the calling library instead. A caller in the main program
+ * would find this very definition again: refused. */
+static void *defined_near(const void *anchor, const char *name)
+{
+    Dl_info info;
+    if (!anchor || !dladdr(anchor, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    void *handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle)
+        return NULL;
+    void *fn = vt_real_dlsym(handle, name);
+    vt_real_dlclose(handle);
+    return fn == (void *)ggml_backend_buffer_set_usage ? NULL : fn;
+}
+
+static void *next_symbol(void **cache, const char *name, const void *anchor)
 {
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (!fn) {
         fn = vt_real_dlsym(RTLD_NEXT, name);
+        if (!fn)
+            fn = defined_near(anchor, name);
         __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
     }
     return fn;
 }
 
-static int predicate(void **cache, const char *name, void *buffer)
+static int predicate(void **cache, const char *name, void *buffer, const void *anchor)
 {
-    predicate_fn fn = (predicate_fn)next_symbol(cache, name);
+    predicate_fn fn = (predicate_fn)next_symbol(cache, name, anchor);
     return fn && fn(buffer);
 }
 
@@ -77,16 +102,17 @@ static void queue_atfork_child(void)
     queued = 0;
 }
 
-static void witness(void *buffer, int usage)
+/* ggml's getters, from the library that defines set_usage (real). */
+static void witness(void *buffer, int usage, const void *real)
 {
     static void *get_base, *get_size, *get_name, *is_multi, *is_meta;
-    get_base_fn base_of = (get_base_fn)next_symbol(&get_base, "ggml_backend_buffer_get_base");
-    get_size_fn size_of = (get_size_fn)next_symbol(&get_size, "ggml_backend_buffer_get_size");
-    name_fn name_of = (name_fn)next_symbol(&get_name, "ggml_backend_buffer_name");
+    get_base_fn base_of = (get_base_fn)next_symbol(&get_base, "ggml_backend_buffer_get_base", real);
+    get_size_fn size_of = (get_size_fn)next_symbol(&get_size, "ggml_backend_buffer_get_size", real);
+    name_fn name_of = (name_fn)next_symbol(&get_name, "ggml_backend_buffer_name", real);
     if (!base_of || !size_of || !name_of)
         return;
-    if (predicate(&is_multi, "ggml_backend_buffer_is_multi_buffer", buffer) ||
-        predicate(&is_meta, "ggml_backend_buffer_is_meta", buffer))
+    if (predicate(&is_multi, "ggml_backend_buffer_is_multi_buffer", buffer, real) ||
+        predicate(&is_meta, "ggml_backend_buffer_is_meta", buffer, real))
         return;
     ggml_witness_t w = {.time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer, .usage = (uint32_t)usage};
     w.size = size_of(buffer);
@@ -112,12 +138,16 @@ static void witness(void *buffer, int usage)
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
 {
     static void *real;
-    set_usage_fn fn = (set_usage_fn)next_symbol(&real, "ggml_backend_buffer_set_usage");
-    if (!fn)
-        return;  /* no ggml behind us: nothing the program could have reached */
+    static _Atomic int unreachable_warned;
+    set_usage_fn fn = (set_usage_fn)next_symbol(&real, "ggml_backend_buffer_set_usage", __builtin_return_address(0));
+    if (!fn) {
+        vt_warn_once(&unreachable_warned, "ggml_backend_buffer_set_usage: the real function cannot be found; "
+                                          "the buffer's usage is not set");
+        return;
+    }
     fn(buffer, usage);
     if (buffer && atomic_load_explicit(&vt_state, memory_order_acquire) == VT_ST_ACTIVE)
-        witness(buffer, usage);
+        witness(buffer, usage, (const void *)fn);
 }
 
 void vt_ggml_records(vt_emit_fn emit)

@@ -64,6 +64,19 @@ is "$(witnesses $D.dump | tr '\n' ';')" "$want" \
    "llama-cli: one witness per model and compute buffer, sizes as llama.cpp logs them; the failed full offload and the KV buffers have none"
 is "$(unmatched $D.dump)" 0 "llama-cli: every witness's base and size are an allocation the trace holds"
 
+# ---- ggml loaded RTLD_LOCAL: out of RTLD_NEXT's reach ---------------------
+if command -v python3 >/dev/null; then
+    D=$TMP/local
+    mkdir -p $D
+    got=$(VTSIM_DEVICES=24GiB under_shim $D python3 tests/shim/ggml_local.py "$EX" 2>$D.err)
+    is "$got" "reserved=1 usage=2" "RTLD_LOCAL ggml: the real set_usage still runs (the program reads COMPUTE back)"
+    "$VT" dump $D/*.vtrace >$D.dump
+    is "$(witnesses $D.dump | tr '\n' ';')" "COMPUTE 268435456 CUDA0;" "RTLD_LOCAL ggml: the compute buffer's witness"
+else
+    ok "# SKIP python3 needed for the RTLD_LOCAL case"
+    ok "# SKIP python3 needed for the RTLD_LOCAL case"
+fi
+
 # ---- no ggml, no record -----------------------------------------------------
 D=$TMP/torch
 mkdir -p $D
