@@ -35,7 +35,8 @@ unmatched() {
 # ---- ollama's Go engine: every buffer from one cgo gate ---------------------
 D=$TMP/oe
 mkdir -p $D
-plain=$(VTSIM_DEVICES=24GiB LD_LIBRARY_PATH=$SIM "$EX/ollama-engine" 2>/dev/null)
+# In a sanitized build the sanitizer runtime must come first here too.
+plain=$(VTSIM_DEVICES=24GiB LD_PRELOAD="${VT_SAN_RT:-}" LD_LIBRARY_PATH=$SIM "$EX/ollama-engine" 2>/dev/null)
 traced=$(VTSIM_DEVICES=24GiB under_shim $D "$EX/ollama-engine" 2>$D.err)
 is "$?" 0 "ollama-engine exits 0 under the shim"
 is "$traced" "weights usage=1 kv usage=0 compute=256 MiB" "ollama-engine reads back the usages it set"
