@@ -411,6 +411,19 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         put_quoted(out, rec->u.range.name);
         putc('\n', out);
         break;
+    case VT_REC_GGML_BUFFER: {
+        const vt_rec_ggml_buffer_t *g = &rec->u.ggml_buffer;
+        const char *usage = vt_ggml_usage_name(g->usage);
+        fprintf(out, "ggml_buffer t=%" PRId64 " buffer=0x%" PRIx64 " usage=", REL(g->time_ns), g->buffer);
+        if (usage)
+            fputs(usage, out);
+        else
+            fprintf(out, "%" PRIu64, g->usage);
+        fprintf(out, " base=0x%" PRIx64 " size=%" PRIu64 " name=", g->base, g->size);
+        put_quoted(out, g->name);
+        putc('\n', out);
+        break;
+    }
     }
 #undef REL
 }
@@ -431,7 +444,8 @@ static void dump_usage(FILE *out)
 static const char *kind_word(unsigned type)
 {
     static const char *const words[] = { NULL,    "process", "device", "module", "frame", "stack",
-                                         "event", "dropped", "note",   "end",    "range" };
+                                         "event", "dropped", "note",   "end",    "range",
+                                         "ggml_buffer" };
     return type < sizeof words / sizeof words[0] ? words[type] : NULL;
 }
 
@@ -440,7 +454,7 @@ static const char *kind_word(unsigned type)
  * it returns has a word. */
 static int count_records(const char *path, vt_reader_t *r)
 {
-    enum { KINDS = VT_REC_RANGE + 1 };
+    enum { KINDS = VT_REC_GGML_BUFFER + 1 };
     uint64_t counts[KINDS] = { 0 };
     vt_event_t batch[256];
     vt_record_t rec;

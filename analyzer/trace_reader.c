@@ -456,10 +456,26 @@ static int decode_range(cur_t *c, vt_rec_range_t *g)
                : 0;
 }
 
+const char *vt_ggml_usage_name(uint64_t usage)
+{
+    static const char *const names[] = { "ANY", "WEIGHTS", "COMPUTE" };
+    return usage < sizeof names / sizeof names[0] ? names[usage] : NULL;
+}
+
+static int decode_ggml_buffer(cur_t *c, vt_rec_ggml_buffer_t *g)
+{
+    return get_varint(c, "time_ns", &g->time_ns) || get_varint(c, "buffer", &g->buffer) ||
+                   get_varint(c, "usage", &g->usage) || get_varint(c, "base", &g->base) ||
+                   get_varint(c, "size", &g->size) || get_str(c, "name", &g->name)
+               ? -1
+               : 0;
+}
+
 static const char *type_name(unsigned t)
 {
     static const char *const names[] = { "?",     "PROCESS", "DEVICE",  "MODULE", "FRAME", "STACK",
-                                         "EVENT", "DROPPED", "NOTE",    "END",    "RANGE" };
+                                         "EVENT", "DROPPED", "NOTE",    "END",    "RANGE",
+                                         "GGML_BUFFER" };
     return t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -497,6 +513,8 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
                    : 1;
     case VT_REC_RANGE:
         return decode_range(c, &rec->u.range) ? -1 : 1;
+    case VT_REC_GGML_BUFFER:
+        return decode_ggml_buffer(c, &rec->u.ggml_buffer) ? -1 : 1;
     default:
         return 0;
     }

@@ -76,6 +76,14 @@ typedef struct vt_rec_range {
     vt_bytes_t name;
 } vt_rec_range_t;
 
+typedef struct vt_rec_ggml_buffer {
+    uint64_t time_ns, buffer, usage, base, size;
+    vt_bytes_t name;
+} vt_rec_ggml_buffer_t;
+
+/* "ANY", "WEIGHTS", "COMPUTE" (vt_ggml_usage), NULL for any other value. */
+const char *vt_ggml_usage_name(uint64_t usage);
+
 typedef struct vt_record {
     uint8_t type;          /* enum vt_record_type */
     uint64_t file_offset;  /* offset of the chunk (or header) holding it */
@@ -91,6 +99,7 @@ typedef struct vt_record {
         vt_rec_note_t note;
         vt_rec_end_t end;
         vt_rec_range_t range;
+        vt_rec_ggml_buffer_t ggml_buffer;
     } u;
 } vt_record_t;
 

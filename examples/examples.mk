@@ -26,7 +26,7 @@ EX_CUDART := -L$(EX_CUDART_DIR) -lcudart
 
 EX_LIBS := $(EX)/libggml-base.so $(EX)/libggml-cuda.so $(EX)/libllama.so $(EX)/libc10_cuda.so
 EX_PROGS := $(EX)/llama-cli $(EX)/llama-server-chat $(EX)/gpu-hog $(EX)/torch-swap \
-	$(EX)/ollama-serve $(EX)/vmm-pool
+	$(EX)/ollama-serve $(EX)/ollama-engine $(EX)/vmm-pool
 TEST_BINS += $(EX_LIBS) $(EX_PROGS)
 
 .PHONY: examples
@@ -64,6 +64,10 @@ $(EX)/llama-server-chat: $(EX)/obj/llama-server-chat.o $(EX)/obj/common/common.o
 
 $(EX)/ollama-serve: $(EX)/obj/ollama-serve.o $(EX)/obj/common/common.o $(EX)/libllama.so
 	$(EX_LLAMA_LINK)
+
+# ollama's Go engine links ggml only, never libllama.
+$(EX)/ollama-engine: $(EX)/obj/ollama-engine.o $(EX)/libggml-cuda.so
+	$(CXX) -o $@ $< -L$(EX) -lggml-cuda -lggml-base $(EX_CUDART) $(EX_RPATH)
 
 $(EX)/vmm-pool: $(EX)/obj/vmm-pool.o $(EX)/libggml-cuda.so $(EX)/libc10_cuda.so
 	$(CXX) -o $@ $< -L$(EX) -lc10_cuda -lggml-cuda -lggml-base $(EX_CUDART) $(EX_RPATH)

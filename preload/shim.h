@@ -197,6 +197,8 @@ const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);
 void vt_ranges_records(vt_emit_fn emit);
+/* ggml_buffers.c: pending GGML_BUFFER records, through emit. */
+void vt_ggml_records(vt_emit_fn emit);
 /* This thread's open ranges as pseudo ips, innermost first. */
 int vt_ranges_frames(uint64_t *out, int cap);
 /* Whether this thread has a range open: what vt_ranges_frames would say

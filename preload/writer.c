@@ -434,6 +434,8 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
         for (size_t i = 0; i < n; i++)
             emit_event(&batch[i]);
     } while (n == BATCH);
+    if (!write_failed)
+        vt_ggml_records(emit);
     return taken;
 }
 

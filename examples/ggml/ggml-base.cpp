@@ -6,6 +6,7 @@
  */
 #include "ggml.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -42,6 +43,32 @@ GGML_API void ggml_backend_buffer_free(ggml_backend_buffer_t buf)
 {
     if (buf)
         buf->free_buffer(buf);
+}
+
+GGML_API void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buf, enum ggml_backend_buffer_usage usage)
+{
+    buf->usage = usage;
+}
+
+GGML_API enum ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer_t buf)
+{
+    return buf->usage;
+}
+
+/* ggml answers a fake, aligned address for an empty buffer. */
+GGML_API void *ggml_backend_buffer_get_base(ggml_backend_buffer_t buf)
+{
+    return buf->size ? buf->base : (void *)(uintptr_t)128;
+}
+
+GGML_API size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buf)
+{
+    return buf->size;
+}
+
+GGML_API const char *ggml_backend_buffer_name(ggml_backend_buffer_t buf)
+{
+    return ggml_backend_buft_name(buf->buft);
 }
 
 /* --- CPU buffer type: plain host memory, invisible to vramtrace --- */
@@ -123,6 +150,7 @@ GGML_API int ggml_gallocr_reserve_n(ggml_gallocr_t galloc, size_t graph_bytes)
                 ggml_backend_buft_name(galloc->buft), graph_bytes);
         return 0;
     }
+    ggml_backend_buffer_set_usage(galloc->buffer, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
     return 1;
 }
 

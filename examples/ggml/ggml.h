@@ -44,11 +44,19 @@ struct ggml_backend_buffer_type {
     void *context;
 };
 
+/* ggml-backend.h's values: what a buffer holds, as its owner marks it. */
+enum ggml_backend_buffer_usage {
+    GGML_BACKEND_BUFFER_USAGE_ANY = 0,
+    GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1,
+    GGML_BACKEND_BUFFER_USAGE_COMPUTE = 2,
+};
+
 struct ggml_backend_buffer {
     ggml_backend_buffer_type_t buft;
     void *base;
     size_t size;
     void (*free_buffer)(ggml_backend_buffer_t buf);
+    enum ggml_backend_buffer_usage usage;  /* ANY until set_usage */
 };
 
 /* A ggml_context reduced to what allocation needs: the tensors' sizes. */
@@ -64,6 +72,13 @@ GGML_API void ggml_new_tensor_bytes(struct ggml_context *ctx, size_t nbytes);
 GGML_API const char *ggml_backend_buft_name(ggml_backend_buffer_type_t buft);
 GGML_API ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size);
 GGML_API void ggml_backend_buffer_free(ggml_backend_buffer_t buf);
+/* The buffer API as libggml-base.so exports it; callers in other libraries
+ * and ggml-alloc's own calls reach it through the PLT, as in real ggml. */
+GGML_API void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buf, enum ggml_backend_buffer_usage usage);
+GGML_API enum ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer_t buf);
+GGML_API void *ggml_backend_buffer_get_base(ggml_backend_buffer_t buf);
+GGML_API size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buf);
+GGML_API const char *ggml_backend_buffer_name(ggml_backend_buffer_t buf);
 GGML_API ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void);
 
 /* NULL (and an error line, as ggml prints it) when the buffer type's

@@ -135,13 +135,15 @@ struct llama_model {
 };
 
 static void alloc_or_throw(std::vector<ggml_backend_buffer_t> &out, ggml_context *ctx, ggml_backend_buffer_type_t buft,
-                           const char *who, const char *what)
+                           const char *who, const char *what, ggml_backend_buffer_usage usage)
 {
     if (ctx->total == 0)
         return;
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
     if (!buf)
         throw std::runtime_error(std::string("unable to allocate ") + ggml_backend_buft_name(buft) + " buffer");
+    if (usage != GGML_BACKEND_BUFFER_USAGE_ANY)
+        ggml_backend_buffer_set_usage(buf, usage);
     out.push_back(buf);
     fprintf(stderr, "%s: %10s %s buffer size = %8.2f MiB\n", who, ggml_backend_buft_name(buf->buft), what, mib(buf->size));
 }
@@ -177,8 +179,8 @@ NOINLINE bool llama_model::load_tensors(llama_model_loader &ml)
         params.use_mmap || n_devices == 0 ? ggml_backend_cpu_buffer_type() : ggml_backend_cuda_host_buffer_type();
     try {
         for (int d = 0; d < n_devices; d++)
-            alloc_or_throw(bufs, dctx[d], ggml_backend_cuda_buffer_type(d), "load_tensors", "model");
-        alloc_or_throw(bufs, host, host_buft, "load_tensors", "model");
+            alloc_or_throw(bufs, dctx[d], ggml_backend_cuda_buffer_type(d), "load_tensors", "model", GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        alloc_or_throw(bufs, host, host_buft, "load_tensors", "model", GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
     } catch (...) {
         for (ggml_context *c : dctx)
             ggml_free(c);
@@ -261,8 +263,8 @@ NOINLINE llama_kv_cache::llama_kv_cache(const llama_model &model, uint32_t kv_si
     }
     try {
         for (int d = 0; d < model.n_devices; d++)
-            alloc_or_throw(bufs, dctx[d], ggml_backend_cuda_buffer_type(d), "llama_kv_cache", "KV");
-        alloc_or_throw(bufs, cpu, ggml_backend_cpu_buffer_type(), "llama_kv_cache", "KV");
+            alloc_or_throw(bufs, dctx[d], ggml_backend_cuda_buffer_type(d), "llama_kv_cache", "KV", GGML_BACKEND_BUFFER_USAGE_ANY);
+        alloc_or_throw(bufs, cpu, ggml_backend_cpu_buffer_type(), "llama_kv_cache", "KV", GGML_BACKEND_BUFFER_USAGE_ANY);
     } catch (...) {
         for (ggml_backend_buffer_t b : bufs)
             ggml_backend_buffer_free(b);

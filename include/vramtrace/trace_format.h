@@ -108,6 +108,20 @@
  *                   process died (SIGKILL, crash) or is still running.
  *   VT_REC_RANGE    time_ns varint, tid varint, depth varint, push u8,
  *                   name str (annotation/NVTX ranges: phase tags)
+ *   VT_REC_GGML_BUFFER  time_ns varint, buffer varint (the program's
+ *                   ggml_backend_buffer_t, an identity only), usage varint
+ *                   (vt_ggml_usage: what the program passed to
+ *                   ggml_backend_buffer_set_usage, unchecked), base varint,
+ *                   size varint (ggml_backend_buffer_get_base/_get_size),
+ *                   name str (ggml_backend_buffer_name: "CUDA0",
+ *                   "CUDA_Host", ...). One per set_usage call on a buffer
+ *                   with a size (preload/ggml_buffers.c). File order
+ *                   against EVENTs is not kept (events wait in per-thread
+ *                   buffers): the allocation holding [base, base+size) is
+ *                   the one live at base at time_ns, which is exact while
+ *                   EVENT times are rounded down, so that allocation's
+ *                   time is never later. A new type: older readers skip
+ *                   it, no version bump.
  *
  * EVENT FIELD MEANING BY KIND (kind and space come from the entry point,
  * see entrypoints.def; "api" is the entry point id, stable within a format
@@ -230,6 +244,14 @@ enum vt_record_type {
     VT_REC_NOTE = 8,
     VT_REC_END = 9,
     VT_REC_RANGE = 10,
+    VT_REC_GGML_BUFFER = 11,
+};
+
+/* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */
+enum vt_ggml_usage {
+    VT_GGML_USAGE_ANY = 0,
+    VT_GGML_USAGE_WEIGHTS = 1,
+    VT_GGML_USAGE_COMPUTE = 2,
 };
 
 /* Pseudo frames (see PSEUDO FRAMES above). */

@@ -106,6 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case VT_REC_RANGE:
             touch(rec.u.range.name);
             break;
+        case VT_REC_GGML_BUFFER:
+            touch(rec.u.ggml_buffer.name);
+            break;
         default:
             break;
         }
