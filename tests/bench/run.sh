@@ -28,7 +28,7 @@ if [ -n "$QUICK" ] && [ "$QUICK" != 0 ]; then
 else
     QUICK=0; PAIRS=200000; REPS=${BENCH_REPS:-5}; STARTN=200; EVENTS=${BENCH_EVENTS:-50000000}
     # AREPS 5, not 3: a median of three let one slow stretch of this shared
-    # machine decide the 50M row (18.6 against 20.4 Mev/s in session 5).
+    # machine decide the 50M row (18.6 against 20.4 Mev/s in one pair of runs).
     STACK_EVENTS=5000000; RPAIRS=100000; AREPS=5
 fi
 # The 8-thread run does twice the single thread's pairs in total.
