@@ -223,13 +223,14 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
             fprintf(o, ".\n");
         }
         switch (p->tip_kind) {
-        case VT_SPILL_OOM:
+        case VT_SPILL_OOM: {
             const char *err = vt_result_name(v->api, v->result);
             char num[16];
             snprintf(num, sizeof num, "error %u", v->result);
             fprintf(o, "  Tipped by: %s of %s for %s failed (%s) at %s;", vt_api_name(v->api),
                     vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), err ? err : num, vt_fmt_time(t, v->time_ns));
             break;
+        }
         case VT_SPILL_HOST_FALLBACK:
             fprintf(o, "  Tipped by: %s of %s for %s landed in pinned host memory at %s;", vt_api_name(v->api),
                     vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), vt_fmt_time(t, v->time_ns));
