@@ -154,7 +154,7 @@ void vt_ggml_records(vt_emit_fn emit)
 {
     static ggml_witness_t taken[QUEUE_CAP];
     uint32_t n;
-    if (!__atomic_load_n(&atfork_registered, __ATOMIC_ACQUIRE))
+    if (!atomic_load_explicit(&atfork_registered, memory_order_acquire))
         return;  /* no ggml buffer was ever marked: no lock */
     pthread_mutex_lock(&queue_lock);
     n = queued;
