@@ -111,8 +111,13 @@ int vt_stacks_init(void)
             unw_backtrace_ptr = fn;
             /* libunwind opens its memory-validation pipe on its first
              * unwind: here, while record.c holds any closed fd 0-2. */
+            /* Not under ThreadSanitizer: a libunwind per-thread cache made
+             * this early crashed TSan's interceptor in libunwind's thread-exit
+             * destructor (make tsan, faultprog pairs: SIGSEGV in
+             * __tsan::MutexPreLock); the pipe then comes with the first real
+             * unwind, as before. */
             void *first[2];
-            if (fn)
+            if (fn && !dlsym(RTLD_DEFAULT, "__tsan_init"))
                 fn(first, 2);
         }
     }
