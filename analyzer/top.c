@@ -57,8 +57,9 @@ static uint64_t free_now(const vt_dev_t *d)
     return est > 0 ? (uint64_t)est : 0;
 }
 
-static void frame(FILE *o, const vt_report_t *r, double margin_pct)
+static void frame(FILE *o, const vt_report_t *r)
 {
+    double margin_pct = r->opts.margin_pct;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
     time_t now = time(NULL);
     char when[32];
@@ -110,13 +111,31 @@ static void frame(FILE *o, const vt_report_t *r, double margin_pct)
     }
 }
 
+/* --margin and --rules as given, applied by vt_report_opt to each frame's
+ * fresh report (it parses and checks them, as for every command). */
 typedef struct top_conf {
     char *const *paths;
     int npaths;
-    const char *rules[8];
-    int nrules;
-    double margin;
+    struct { int code; const char *arg; } opts[16];
+    int nopts;
 } top_conf_t;
+
+/* A report with the command's options applied. @return 0, or
+ * VT_EXIT_BAD_INPUT with *out NULL when out of memory or an option is bad
+ * (said on stderr). */
+static int new_report(const top_conf_t *conf, vt_report_t **out)
+{
+    vt_report_t *r = vt_report_new();
+    int rc = r ? 0 : VT_EXIT_BAD_INPUT;
+    for (int i = 0; i < conf->nopts && !rc; i++)
+        rc = vt_report_opt(r, "top", conf->opts[i].code, conf->opts[i].arg);
+    if (rc) {
+        vt_report_free(r);
+        r = NULL;
+    }
+    *out = r;
+    return rc;
+}
 
 /* One frame into a malloc'd buffer. @return 0, or VT_EXIT_BAD_INPUT. */
 static int render(const top_conf_t *conf, char **text, size_t *len)
@@ -124,19 +143,15 @@ static int render(const top_conf_t *conf, char **text, size_t *len)
     FILE *o = open_memstream(text, len);
     if (!o)
         return VT_EXIT_BAD_INPUT;
-    vt_report_t *r = vt_report_new();
-    int rc = r ? 0 : VT_EXIT_BAD_INPUT;
+    vt_report_t *r;
+    int rc = new_report(conf, &r);
     if (r) {
         r->opts.quiet = 1;
         r->keep_going = 1;
-        r->opts.margin_pct = conf->margin;
-        for (int i = 0; i < conf->nrules && !rc; i++)
-            rc = vt_report_opt(r, "top", VT_OPT_RULES, conf->rules[i]);
-        if (!rc)
-            rc = vt_report_load(r, conf->paths, conf->npaths);
+        rc = vt_report_load(r, conf->paths, conf->npaths);
     }
     if (!rc)
-        frame(o, r, conf->margin);
+        frame(o, r);
     else
         fprintf(o, "vramtrace top: the traces cannot be read (see above); retrying\n");
     vt_report_free(r);
@@ -174,7 +189,7 @@ int vt_cmd_top(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    top_conf_t conf = { .margin = 15 };
+    top_conf_t conf = { 0 };
     double interval = 1;
     int once = 0, c;
     char *end;
@@ -194,19 +209,13 @@ int vt_cmd_top(int argc, char **argv)
             once = 1;
             break;
         case VT_OPT_MARGIN:
-            errno = 0;
-            conf.margin = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(conf.margin >= 0 && conf.margin <= 100)) {
-                fprintf(stderr, "vramtrace: top: --margin wants a percentage 0..100, got '%s'\n", optarg);
-                return VT_EXIT_BAD_INPUT;
-            }
-            break;
         case VT_OPT_RULES:
-            if (conf.nrules == (int)(sizeof conf.rules / sizeof conf.rules[0])) {
-                fprintf(stderr, "vramtrace: top: too many --rules\n");
+            if (conf.nopts == (int)(sizeof conf.opts / sizeof conf.opts[0])) {
+                fprintf(stderr, "vramtrace: top: too many --margin/--rules options\n");
                 return VT_EXIT_BAD_INPUT;
             }
-            conf.rules[conf.nrules++] = optarg;
+            conf.opts[conf.nopts].code = c;
+            conf.opts[conf.nopts++].arg = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -222,6 +231,10 @@ int vt_cmd_top(int argc, char **argv)
     }
     conf.paths = argv + optind;
     conf.npaths = argc - optind;
+    vt_report_t *check;
+    if (new_report(&conf, &check))   /* a bad option fails now, not at every frame */
+        return VT_EXIT_BAD_INPUT;
+    vt_report_free(check);
     char *text = NULL;
     size_t len = 0;
     if (once) {
