@@ -68,6 +68,7 @@ void vt_model_free(vt_model_t *m)
     for (int i = 0; i < m->p.ndevs; i++)
         free(m->p.devs[i].layout);
     vt_m_frag_free(m);
+    vt_m_marks_free(m);
     free(m->p.exe);
     free(m->p.hostname);
     free(m->p.shim_version);
@@ -234,7 +235,7 @@ static const vt_match_t *known_match(const vt_model_t *m, uint32_t stack)
 {
     uint32_t idx, h = hinted_site(m, stack);
     if (h != UINT32_MAX)
-        return &m->p.sites[h].match;
+        return &m->p.sites[h].stack_match;
     return vt_map_get(&m->match_by_stack, stack, &idx) ? &m->matches[idx] : NULL;
 }
 
@@ -409,18 +410,41 @@ static int match_for(vt_model_t *m, uint32_t stack, int hinted, vt_match_t *out)
     return 0;
 }
 
-static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t *out)
+/* The tag a site's allocations get: a user rule beats ggml's mark, and
+ * the mark beats a built-in rule (docs/report.md "Tags"). */
+static void decide(vt_site_t *s, const vt_rules_t *rules, const vt_match_t *match, int usage)
+{
+    s->stack_match = *match;
+    s->match = *match;
+    s->ggml_usage = (uint8_t)usage;
+    if (vt_rules_is_user(rules, match->rule)) {
+        s->decided = VT_DECIDED_USER_RULE;
+    } else if (usage) {
+        s->decided = VT_DECIDED_GGML_MARK;
+        s->match.tag = usage == VT_GGML_USAGE_WEIGHTS ? VT_TAG_WEIGHTS : VT_TAG_SCRATCH;
+        s->match.rule = s->match.frame = -1;
+    } else {
+        s->decided = match->rule >= 0 ? VT_DECIDED_BUILTIN_RULE : VT_DECIDED_NOTHING;
+    }
+}
+
+/* A site is a stack in one space on one device, with one ggml mark (or
+ * none): one stack that allocates both marked and unmarked buffers (a
+ * cgo gate) makes one site of each. */
+static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, int usage, uint32_t *out)
 {
     int16_t ordinal = (int16_t)(dev >= 0 ? m->p.devs[dev].ordinal : -1);
     uint32_t h = hinted_site(m, stack);
-    if (h != UINT32_MAX && m->p.sites[h].space == space && m->p.sites[h].device == ordinal) {
+    if (h != UINT32_MAX && m->p.sites[h].space == space && m->p.sites[h].device == ordinal &&
+        m->p.sites[h].ggml_usage == usage) {
         *out = h;
         return 0;
     }
-    uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
+    _Static_assert(VT_SPACE_MANAGED < 16 && VT_GGML_USAGE_COMPUTE < 16, "site keys pack space and usage in 4 bits each");
+    uint64_t key = ((uint64_t)stack << 24) | ((uint64_t)usage << 20) | ((uint64_t)space << 16) | (uint16_t)(dev + 1);
     if (vt_map_get(&m->site_by_key, key, out))
         return 0;
-    int hinted = hint_free(m, stack);
+    int hinted = !usage && hint_free(m, stack);
     vt_match_t match;
     if (match_for(m, stack, hinted, &match))
         return VT_E_NOMEM;
@@ -431,7 +455,7 @@ static int site_for(vt_model_t *m, uint32_t stack, int space, int dev, uint32_t 
     s->stack = stack;
     s->space = (uint8_t)space;
     s->device = ordinal;
-    s->match = match;
+    decide(s, m->rules, &match, usage);
     if (hinted)
         m->site_hint[stack] = (uint32_t)m->p.nsites;
     else if (vt_map_put(&m->site_by_key, key, (uint32_t)m->p.nsites))
@@ -769,8 +793,12 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     vt_proc_t *p = &m->p;
     int space = kind == L_HANDLE ? VT_SPACE_DEVICE : info->space;
     int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
+    /* Only an address ggml could name carries a mark: an allocation or a
+     * registration that succeeded. */
+    int by_addr = kind == L_ALLOC || kind == L_REGISTER;
+    int usage = by_addr && ev->result == 0 && ev->ptr && m->marks_given ? vt_m_mark_for(m) : 0;
     uint32_t si;
-    if (site_for(m, ev->stack, space, di, &si))
+    if (site_for(m, ev->stack, space, di, usage, &si))
         return VT_E_NOMEM;
     vt_site_t *s = &p->sites[si];
     vt_match_t match = s->match;
@@ -1195,6 +1223,8 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
         if (rec->u.dropped.stacks_lost_total > m->p.events.stacks_lost)
             m->p.events.stacks_lost = rec->u.dropped.stacks_lost_total;
         return 0;
+    case VT_REC_GGML_BUFFER:
+        return vt_m_ggml_record(m, &rec->u.ggml_buffer);
     case VT_REC_END:
         m->p.ended = 1;
         m->p.end_time_ns = rel(m, rec->u.end.time_ns);

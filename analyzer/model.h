@@ -157,11 +157,26 @@ typedef struct vt_dev {
     int oversub_active;
 } vt_dev_t;
 
+/* Which evidence decided a site's tag, in the order they are tried
+ * (docs/report.md "Tags"): the user's rules, then ggml's own mark on the
+ * buffer (GGML_BUFFER records), then the built-in stack rules. */
+enum vt_decided {
+    VT_DECIDED_NOTHING,     /* no rule matched and no mark: unknown */
+    VT_DECIDED_USER_RULE,
+    VT_DECIDED_GGML_MARK,
+    VT_DECIDED_BUILTIN_RULE,
+};
+
 typedef struct vt_site {
     uint32_t stack;
     uint8_t space;       /* enum vt_space */
+    uint8_t ggml_usage;  /* the mark on this site's buffers (vt_ggml_usage), 0 none */
+    uint8_t decided;     /* enum vt_decided */
     int16_t device;      /* -1 for host/managed */
-    vt_match_t match;
+    /* The tag given: match.rule is the deciding rule, -1 when ggml's mark
+     * or nothing decided. stack_match is what the rules alone say, kept to
+     * show where a mark and a rule disagree. */
+    vt_match_t match, stack_match;
     uint64_t calls, failed, total_bytes;
     uint64_t live, at_peak, max_live, changed_seq;
 } vt_site_t;
@@ -177,6 +192,13 @@ typedef struct vt_proc {
     char **argv;
     uint32_t argc;
     int have_process;
+    /* GGML_BUFFER records marking WEIGHTS or COMPUTE: how many, how many
+     * named an allocation of this trace, how many named none (memory the
+     * shim does not see: ggml's CPU buffers) and how many marked an
+     * allocation a second time with another usage (the last one counts). */
+    struct {
+        uint64_t marks, matched, unmatched, remarked;
+    } ggml;
     struct {
         uint64_t allocs, frees, failed, dropped, stacks_lost;
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;
@@ -258,6 +280,28 @@ uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage,
  * vt_model_prefetch. */
 void vt_model_prefetch_node(const vt_model_t *m, const vt_rec_stack_t *n);
 void vt_model_finish(vt_model_t *m);
+
+/* ggml's buffer marks (GGML_BUFFER records) as a witness of what an
+ * allocation holds (model_witness.c). A mark names its allocation by base
+ * address and time only, and the file holds it anywhere after that
+ * allocation's event, often after its free (the shim queues marks apart
+ * from the threads' event buffers): a replay cannot use a mark when its
+ * allocation is fed. So a replay only collects the marks
+ * (vt_model_marks_seen); vt_marks_match reads the trace again and names
+ * each mark's allocation; a new replay given those (vt_model_give_marks)
+ * tags every marked allocation as it is fed. A trace without ggml is
+ * read once. */
+typedef struct vt_marks vt_marks_t;
+/* GGML_BUFFER records marking WEIGHTS or COMPUTE read so far. */
+size_t vt_model_marks_seen(const vt_model_t *m);
+/* Reads reader (the same trace, from its start) and matches the marks m
+ * saw to its allocations. NULL when out of memory or on a read error
+ * (*err set, err->path left to the caller). */
+vt_marks_t *vt_marks_match(const vt_model_t *m, vt_reader_t *reader, vt_error_t *err);
+/* Before the first event: allocations are tagged by these marks (taken
+ * over; freed with the model), and proc.ggml counts what matching found. */
+void vt_model_give_marks(vt_model_t *m, vt_marks_t *marks);
+void vt_marks_free(vt_marks_t *marks);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);
 /* The reader stopped at file offset `offset`: a partial chunk, or with

@@ -24,6 +24,27 @@ enum live_kind {
     L_MAP,       /* VMM_MAP: mapping, by va */
 };
 
+/* model_witness.c: one ggml mark matched to an allocation, named by its
+ * ordinal: proc.events.total when its event was fed, the same in every
+ * replay of a trace. */
+typedef struct vt_mark {
+    uint64_t ordinal;
+    uint32_t seq;    /* order found: the later of two marks on one allocation wins */
+    uint8_t usage;   /* VT_GGML_USAGE_WEIGHTS or _COMPUTE */
+} vt_mark_t;
+
+struct vt_marks {
+    vt_mark_t *v;   /* by ordinal once given (vt_model_give_marks sorts) */
+    size_t n, cap;
+    uint64_t marks, matched, unmatched, remarked;   /* proc.ggml as the matching found them */
+};
+
+/* A GGML_BUFFER record as read: what it marked, where, when. */
+typedef struct vt_seen_mark {
+    uint64_t base, size, time_ns;
+    uint8_t usage;
+} vt_seen_mark_t;
+
 typedef struct live {
     uint64_t addr, size, reserved;
     uint32_t site;      /* UINT32_MAX = none */
@@ -35,6 +56,7 @@ typedef struct live {
     uint8_t released;   /* L_HANDLE: cuMemRelease seen, alive through its maps */
     uint32_t link;      /* L_MAP: live index of its handle (UINT32_MAX none);
                          * L_HANDLE: number of live mappings of it */
+
 } live_t;
 
 /* model_frag.c: changes to a device's ranges since its fragmentation
@@ -103,7 +125,21 @@ struct vt_model {
     uint64_t oversub_mask;          /* bit d: p.devs[d].oversub_active */
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];
+    /* ggml marks (model_witness.c): the marks read (seen), or, in a
+     * replay given the matches, those (marks_given, next = the first not
+     * yet reached). */
+    vt_seen_mark_t *seen;
+    size_t nseen, seen_cap;
+    vt_marks_t *marks_given;
+    size_t marks_next;
 };
+
+/* model_witness.c. mark_for: the usage ggml marked the allocation ev (just
+ * counted in proc.events.total) with, 0 none. record: a GGML_BUFFER
+ * record. free: what the model holds. */
+int vt_m_mark_for(vt_model_t *m);
+int vt_m_ggml_record(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
+void vt_m_marks_free(vt_model_t *m);
 
 /* model.c */
 int64_t vt_m_free_est(const vt_dev_t *d);

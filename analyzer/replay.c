@@ -140,6 +140,12 @@ static gpu_t *gpu_for(replay_t *rp, vt_report_t *r, int input, int dev)
     return g;
 }
 
+static void on_rewind(void *ctx)
+{
+    replay_t *rp = ctx;
+    rp->ng = 0;
+}
+
 static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
 {
     replay_t *rp = ctx;
@@ -323,6 +329,7 @@ int vt_cmd_replay(int argc, char **argv)
     }
     r->on_event = on_event;
     r->on_event_ctx = rp;
+    r->on_rewind = on_rewind;
     if ((rc = vt_report_load(r, argv + optind, argc - optind)))
         goto out;
     rc = print(stdout, r, rp);

@@ -427,6 +427,110 @@ int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg)
     }
 }
 
+/* in's model, set up as the report wants it, for in's reader. @return 0,
+ * or VT_EXIT_BAD_INPUT after saying so. */
+static int new_model(vt_report_t *r, vt_report_input_t *in)
+{
+    in->model = vt_model_new(r->rules, r->opts.margin_pct);
+    if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
+        fprintf(stderr, "vramtrace: out of memory\n");
+        return VT_EXIT_BAD_INPUT;
+    }
+    vt_model_set_hook(in->model, vt_gpus_hook, r);
+    if (r->keep_layout)
+        vt_model_keep_layout(in->model, 1);
+    if (r->opts.no_source)
+        vt_model_set_source(in->model, 0);
+    return 0;
+}
+
+/* Opens in's trace again from its start. @return 0, or -1 after saying
+ * why on stderr. */
+static int reopen(const vt_report_input_t *in, vt_reader_t **out)
+{
+    vt_error_t e = { 0 };
+    if (!vt_reader_open_flags(in->path, in->from_dir ? VT_READER_REGULAR_ONLY : 0, out, &e))
+        return 0;
+    fprintf(stderr, "vramtrace: %s: cannot read it a second time (%s): ggml's buffer marks are not used\n",
+            vt_text(in->path), vt_error_message(e.code));
+    return -1;
+}
+
+/* The marks of in's trace matched to its allocations (model.h, "ggml's
+ * buffer marks"), NULL for none. @return 0, or -1 after saying why. */
+static int match_marks(const vt_report_input_t *in, vt_marks_t **out)
+{
+    *out = NULL;
+    if (!vt_model_marks_seen(in->model))
+        return 0;
+    vt_reader_t *rd;
+    if (reopen(in, &rd))
+        return -1;
+    vt_error_t e = { 0 };
+    *out = vt_marks_match(in->model, rd, &e);
+    vt_reader_close(rd);
+    if (*out)
+        return 0;
+    snprintf(e.path, sizeof e.path, "%s", in->path);
+    vt_error_print(&e);
+    return -1;
+}
+
+/* ggml marked buffers in these traces: they are read again to match each
+ * mark to its allocation, then replayed from the start into new models
+ * given the matches, and what watched the first replay forgets it. Traces
+ * without ggml never come here. A trace that cannot be read again (a
+ * pipe, or gone) leaves the first replay's report standing, tagged by the
+ * rules alone. @return as replay(). */
+static int replay_with_marks(vt_report_t *r)
+{
+    vt_marks_t **marks = calloc((size_t)r->nin, sizeof *marks);
+    vt_reader_t **again = calloc((size_t)r->nin, sizeof *again);
+    int ok = marks && again;
+    for (int i = 0; i < r->nin && ok; i++)
+        ok = !match_marks(&r->in[i], &marks[i]) && !reopen(&r->in[i], &again[i]);
+    if (!ok) {
+        for (int i = 0; marks && again && i < r->nin; i++) {
+            vt_marks_free(marks[i]);
+            if (again[i])
+                vt_reader_close(again[i]);
+        }
+        free(marks);
+        free(again);
+        return 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < r->nin; i++) {
+        vt_report_input_t *in = &r->in[i];
+        vt_model_free(in->model);
+        in->model = NULL;
+        vt_reader_close(in->reader);
+        in->reader = again[i];
+        in->qhead = in->qn = 0;
+        in->held = in->done = in->damaged = in->truncated = 0;
+        in->stop_offset = 0;
+        in->stop_reason[0] = 0;
+        if (rc || new_model(r, in)) {
+            vt_marks_free(marks[i]);
+            rc = VT_EXIT_BAD_INPUT;
+        } else if (marks[i]) {
+            vt_model_give_marks(in->model, marks[i]);
+        }
+    }
+    free(marks);
+    free(again);
+    if (rc)
+        return rc;
+    vt_series_rewind(r->series);
+    memset(r->gpus, 0, sizeof r->gpus);
+    r->ngpus = 0;
+    r->hook_m = NULL;
+    r->hook_in = NULL;
+    if (r->on_rewind)
+        r->on_rewind(r->on_event_ctx);
+    return replay(r);
+}
+
 int vt_report_load(vt_report_t *r, char *const *args, int nargs)
 {
     vt_error_t err = { 0 };
@@ -498,16 +602,8 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             i--;
             continue;
         }
-        in->model = vt_model_new(r->rules, r->opts.margin_pct);
-        if (!in->model || vt_model_set_process(in->model, vt_reader_process(in->reader))) {
-            fprintf(stderr, "vramtrace: out of memory\n");
+        if (new_model(r, in))
             return VT_EXIT_BAD_INPUT;
-        }
-        vt_model_set_hook(in->model, vt_gpus_hook, r);
-        if (r->keep_layout)
-            vt_model_keep_layout(in->model, 1);
-        if (r->opts.no_source)
-            vt_model_set_source(in->model, 0);
         const vt_proc_t *proc = vt_model_proc(in->model);
         if (i == 0 || proc->mono_start_ns < r->t0)
             r->t0 = proc->mono_start_ns;
@@ -518,6 +614,11 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         return VT_EXIT_BAD_INPUT;   /* every trace was bad, each said why */
     vt_fmt_set_time_grain(grain);
     rc = replay(r);
+    for (int i = 0; i < r->nin && !rc; i++)
+        if (vt_model_marks_seen(r->in[i].model)) {
+            rc = replay_with_marks(r);
+            break;
+        }
     if (rc)
         return rc;
     for (int i = 0; i < r->nin; i++) {

@@ -96,6 +96,10 @@ struct vt_report {
     int keep_layout;      /* models keep each device's address space at peak */
     vt_event_obs_t on_event;
     void *on_event_ctx;
+    /* Called when the replay starts again from the first event (ggml's
+     * marks came after the allocations they name, model.h): on_event's
+     * state from the first replay must go. */
+    void (*on_rewind)(void *ctx);
     /* The time-series recorder (report_series.c), if attached: called
      * directly, not through on_event, so the LTO build can inline it into
      * the replay loop (it runs for every event of an --html report). */
@@ -175,6 +179,13 @@ const char *vt_api_name(unsigned api);
 /* The CUDA name of an allocation's failure code (runtime or driver, by
  * api), or NULL for a code not in the table. */
 const char *vt_result_name(unsigned api, uint32_t result);
+/* What decided site s's tag, as one phrase (docs/report.md "Tags"):
+ * "rule: <rule>", "ggml mark: WEIGHTS", or "none (untagged: ...)", and
+ * where ggml's mark and a rule disagree, both. Unescaped: trace strings
+ * (rules name frames) go through vt_text before a terminal. */
+void vt_site_evidence(const vt_model_t *m, const vt_site_t *s, char *buf, size_t size);
+/* "user_rule", "ggml_mark", "builtin_rule" or "nothing" (enum vt_decided). */
+const char *vt_decided_name(int decided);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
 

@@ -203,3 +203,41 @@ const char *vt_result_name(unsigned api, uint32_t result)
             return runtime ? names[i].runtime : names[i].driver;
     return NULL;
 }
+
+const char *vt_decided_name(int decided)
+{
+    static const char *const names[] = {
+        [VT_DECIDED_NOTHING] = "nothing",
+        [VT_DECIDED_USER_RULE] = "user_rule",
+        [VT_DECIDED_GGML_MARK] = "ggml_mark",
+        [VT_DECIDED_BUILTIN_RULE] = "builtin_rule",
+    };
+    _Static_assert(sizeof names / sizeof *names == VT_DECIDED_BUILTIN_RULE + 1, "a name per enum vt_decided");
+    return decided >= 0 && decided <= VT_DECIDED_BUILTIN_RULE ? names[decided] : "nothing";
+}
+
+void vt_site_evidence(const vt_model_t *m, const vt_site_t *s, char *buf, size_t size)
+{
+    const vt_rules_t *rules = vt_model_rules(m);
+    char rule[900];
+    const char *usage = vt_ggml_usage_name(s->ggml_usage);
+    switch (s->decided) {
+    case VT_DECIDED_GGML_MARK:
+        vt_rules_describe(rules, &s->stack_match, rule, sizeof rule);
+        if (s->stack_match.rule >= 0 && s->stack_match.tag != s->match.tag)
+            snprintf(buf, size, "ggml mark: %s (disagrees with rule: %s)", usage, rule);
+        else
+            snprintf(buf, size, "ggml mark: %s", usage);
+        return;
+    case VT_DECIDED_USER_RULE:
+    case VT_DECIDED_BUILTIN_RULE:
+        vt_rules_describe(rules, &s->match, rule, sizeof rule);
+        if (s->ggml_usage)
+            snprintf(buf, size, "rule: %s (disagrees with ggml mark: %s)", rule, usage);
+        else
+            snprintf(buf, size, "rule: %s", rule);
+        return;
+    default:
+        snprintf(buf, size, "none (untagged: write a rule for a frame below)");
+    }
+}

@@ -361,6 +361,12 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_u64(j, "unknown_api", p->events.unknown_api);
     vt_json_u64(j, "stacks_lost", p->events.stacks_lost);
     vt_json_obj_end(j);
+    vt_json_obj(j, "ggml_marks");
+    vt_json_u64(j, "read", p->ggml.marks);
+    vt_json_u64(j, "matched", p->ggml.matched);
+    vt_json_u64(j, "unmatched", p->ggml.unmatched);
+    vt_json_u64(j, "remarked", p->ggml.remarked);
+    vt_json_obj_end(j);
     vt_json_obj(j, "apis");
     for (unsigned a = 0; a < VT_API_COUNT; a++) {
         if (!p->apis[a].calls)
@@ -398,6 +404,22 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
         vt_json_obj(j, NULL);
         vt_json_str(j, "tag", vt_rules_tag_name(rules, s->match.tag));
         vt_json_str(j, "rule", rule);
+        vt_json_str(j, "decided_by", vt_decided_name(s->decided));
+        if (s->ggml_usage)
+            vt_json_str(j, "ggml_mark", vt_ggml_usage_name(s->ggml_usage));
+        else
+            vt_json_null(j, "ggml_mark");
+        if (s->decided == VT_DECIDED_GGML_MARK) {
+            char said[1024];
+            vt_rules_describe(rules, &s->stack_match, said, sizeof said);
+            if (s->stack_match.rule >= 0) {
+                vt_json_str(j, "stack_rule", said);
+                vt_json_str(j, "stack_rule_tag", vt_rules_tag_name(rules, s->stack_match.tag));
+            } else {
+                vt_json_null(j, "stack_rule");
+                vt_json_null(j, "stack_rule_tag");
+            }
+        }
         vt_json_str(j, "space", vt_space_name(s->space));
         vt_json_i64(j, "device", s->device);
         vt_json_u64(j, "calls", s->calls);

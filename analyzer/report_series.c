@@ -238,7 +238,7 @@ vt_series_set_t *vt_series_attach(vt_report_t *r, int max_buckets)
 
 static void series_free(vt_series_t *s) { free(s->b); }
 
-void vt_series_free(vt_series_set_t *s)
+void vt_series_rewind(vt_series_set_t *s)
 {
     if (!s)
         return;
@@ -250,6 +250,14 @@ void vt_series_free(vt_series_set_t *s)
         free(s->p[i].inst);
     }
     free(s->p);
+    s->p = NULL;
+    s->nproc = 0;
+    s->nomem = 0;
+}
+
+void vt_series_free(vt_series_set_t *s)
+{
+    vt_series_rewind(s);
     free(s);
 }
 

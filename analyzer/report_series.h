@@ -76,6 +76,8 @@ vt_series_set_t *vt_series_attach(vt_report_t *r, int max_buckets);
  * event (the on_event contract of report.h). */
 void vt_series_on_event(vt_series_set_t *set, vt_report_t *r, int input, const vt_event_t *ev);
 void vt_series_free(vt_series_set_t *s);
+/* Forgets what was recorded, for a replay from the start (report.c). */
+void vt_series_rewind(vt_series_set_t *s);
 
 /* Points of a series in time order: calls fn(ctx, t, total, by_tag) at most
  * twice per bucket, then once at end_ns with the final state. */

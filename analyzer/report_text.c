@@ -85,8 +85,9 @@ static void gun_holes(FILE *o, const vt_dev_t *d)
     }
 }
 
-/* Whether the pinned site holding the most weights was tagged by a
- * llama.cpp rule: then the program is llama.cpp (or ggml under it). */
+/* Whether a llama.cpp rule matches the stack of the pinned site holding
+ * the most weights (whatever decided its tag: ggml's mark outranks the
+ * rule): then the program is llama.cpp (or ggml under it). */
 static int host_weights_from_llama(const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -98,7 +99,7 @@ static int host_weights_from_llama(const vt_model_t *m)
     }
     char rule[256] = "";
     if (best)
-        vt_rules_describe(vt_model_rules(m), &best->match, rule, sizeof rule);
+        vt_rules_describe(vt_model_rules(m), &best->stack_match, rule, sizeof rule);
     return !strncmp(rule, "builtin:llama.cpp ", 18);
 }
 
@@ -461,14 +462,13 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         for (size_t k = 0; k < shown; k++) {
             const vt_site_t *s = &p->sites[rank[k]];
             char rule[1024], where[32];
-            vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
+            vt_site_evidence(m, s, rule, sizeof rule);
             if (s->space == VT_SPACE_DEVICE)
                 snprintf(where, sizeof where, "GPU %d", s->device);
             else
                 snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
-            fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  rule: %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
-                    tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s",
-                    rule[0] ? vt_text(rule) : "none (untagged: write a rule for a frame below)");
+            fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
+                    tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s", vt_text(rule));
             print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
         }
         if (shown < p->nsites)
@@ -488,6 +488,16 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.implicit_frees)
         fprintf(o, ", %" PRIu64 " reused live pointers", p->events.implicit_frees);
     fprintf(o, "\n");
+    if (p->ggml.marks) {
+        /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA
+         * call made, so nothing here for them to tag. */
+        fprintf(o, "ggml buffer marks: %" PRIu64 " read, %" PRIu64 " on traced allocations (they set those tags), %" PRIu64
+                   " on memory not traced",
+                p->ggml.marks, p->ggml.matched, p->ggml.unmatched);
+        if (p->ggml.remarked)
+            fprintf(o, ", %" PRIu64 " allocations marked twice (the later mark counts)", p->ggml.remarked);
+        fprintf(o, "\n");
+    }
 }
 
 void vt_report_text(const vt_report_t *r, FILE *o)

@@ -387,6 +387,11 @@ vt_match_t vt_rules_match(const vt_rules_t *r, const vt_frame_t *frames, int n)
     return m;
 }
 
+int vt_rules_is_user(const vt_rules_t *r, int rule)
+{
+    return rule >= 0 && (size_t)rule < r->user.n;
+}
+
 int vt_rules_tag_count(const vt_rules_t *r)
 {
     return r->ntags;

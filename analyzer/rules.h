@@ -88,6 +88,9 @@ vt_match_t vt_rules_match_verdicts(const vt_rules_t *r, const vt_frame_verdict_t
  * builtin_frame (-1: none). */
 vt_match_t vt_rules_match_nearest(const vt_rules_t *r, int32_t user, int user_frame, int32_t builtin, int builtin_frame);
 
+/* 1 when rule (a vt_match_t's) is one of the user's, 0 built-in or none. */
+int vt_rules_is_user(const vt_rules_t *r, int rule);
+
 int vt_rules_tag_count(const vt_rules_t *r);
 const char *vt_rules_tag_name(const vt_rules_t *r, int tag);
 

@@ -31,6 +31,8 @@
  *   note t=T text=S
  *   end t=T events=N dropped=N
  *   range t=T tid=1 depth=0 push|pop name=S
+ *   ggml_buffer t=T buffer=N usage=WEIGHTS|COMPUTE|ANY|N base=N size=SIZE name=S
+ *       ggml's mark on a buffer (preload/ggml_buffers.c); t is exact.
  *   record type=N payload=HEX [in=header]
  *       Any record, e.g. a type the reader does not know.
  *   chunk [seq=N] [magic=N] [zsize=N] [rawsize=N]
@@ -552,6 +554,17 @@ static void do_line(line_t *l)
         tg_buf_bytes(&p, &push, 1);
         put_strkey(&p, l, "name", "");
         finish_record(l, VT_REC_RANGE, &p);
+    } else if (!strcmp(d, "ggml_buffer")) {
+        tg_buf_varint(&p, abs_time(l, "t"));
+        tg_buf_varint(&p, num(l, "buffer", 0));
+        word_t *u = find(l, "usage");
+        const char *uv = u ? u->val : "ANY";
+        tg_buf_varint(&p, !strcmp(uv, "WEIGHTS") ? VT_GGML_USAGE_WEIGHTS : !strcmp(uv, "COMPUTE") ? VT_GGML_USAGE_COMPUTE
+                          : !strcmp(uv, "ANY") ? VT_GGML_USAGE_ANY : num(l, "usage", 0));
+        tg_buf_varint(&p, num(l, "base", 0));
+        tg_buf_varint(&p, num(l, "size", 0));
+        put_strkey(&p, l, "name", "");
+        finish_record(l, VT_REC_GGML_BUFFER, &p);
     } else if (!strcmp(d, "record")) {
         word_t *w = find(l, "payload");
         tg_buf_t x = hex(w ? w->val : "", "payload");

@@ -3,7 +3,7 @@
 ANALYZER_LIBS += -lstdc++
 
 # Unit tests link the report's own modules directly (no main.c).
-REPORT_UNIT_OBJS := $(addprefix $(B)/obj/analyzer/,model.o model_map.o model_spill.o model_frag.o \
+REPORT_UNIT_OBJS := $(addprefix $(B)/obj/analyzer/,model.o model_map.o model_spill.o model_frag.o model_witness.o trace_reader.o \
 	stacks.o dwarf_lines.o demangle.o rules.o rules_builtin.o errors.o sizes.o report_common.o)
 
 $(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
@@ -11,10 +11,10 @@ $(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/test
 	$(CC) $(ANALYZER_CFLAGS) -Itests -c $< -o $@
 
 $(B)/test_model: $(B)/obj/tests/unit/test_model.o $(REPORT_UNIT_OBJS)
-	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf -lzstd
 
 $(B)/test_rules: $(B)/obj/tests/unit/test_rules.o $(REPORT_UNIT_OBJS)
-	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf -lzstd
 
 TEST_BINS += $(B)/test_model $(B)/test_rules
 
