@@ -44,6 +44,11 @@
  *                   VTSIM_SLOW_FREE_MS) while the main thread makes N
  *                   pairs and exits; "cancel" cancels it inside the driver
  *                   first; prints the counts
+ *   slowlive N [cancel]  the same in a process that goes on: after the N
+ *                   pairs it prints the counts, waits until the blocked
+ *                   free has returned (or, cancelled, as long as it would
+ *                   have blocked), prints "slowlive free over", makes N
+ *                   pairs more and prints the totals
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
  *                   of fds 0-2 are open to the file $FAULTPROG_OUT
  */
@@ -583,6 +588,48 @@ static int mode_slowfree(long n, int cancel)
     exit(0); /* the blocked thread never returns first */
 }
 
+/* The free that blocks for VTSIM_SLOW_FREE_MS while the process goes on
+ * allocating: a trace read during the block must already hold the pairs
+ * made behind it. */
+static int mode_slowlive(long n, int cancel)
+{
+    pthread_t th;
+    long allocs = 0, frees = 0;
+    void *p;
+    const char *slow = getenv("VTSIM_SLOW_FREE_MS");
+    long block_ms = slow ? atol(slow) : 0;
+    struct timespec began, now;
+    if (cudaFree(0) != cudaSuccess)
+        die("cudaFree(0)");
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    if (pthread_create(&th, NULL, slowfree_main, NULL) != 0)
+        die("pthread_create");
+    struct timespec settle = { 0, 50000000 };
+    nanosleep(&settle, NULL);
+    if (cancel) {
+        pthread_cancel(th);
+        pthread_join(th, NULL);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (long i = 0; i < n; i++)
+            if (cudaMalloc(&p, 4096) == cudaSuccess && ++allocs && cudaFree(p) == cudaSuccess)
+                frees++;
+        printf("slowlive allocs=%ld frees=%ld\n", allocs, frees);
+        if (round)
+            break;
+        if (!cancel) {
+            pthread_join(th, NULL);
+        } else {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long left_ms = block_ms - ((now.tv_sec - began.tv_sec) * 1000 + (now.tv_nsec - began.tv_nsec) / 1000000);
+            struct timespec rest = { left_ms > 0 ? left_ms / 1000 : 0, left_ms > 0 ? left_ms % 1000 * 1000000 : 0 };
+            nanosleep(&rest, NULL);
+        }
+        printf("slowlive free over\n");
+    }
+    return 0;
+}
+
 static int mode_stdfds(void)
 {
     void *p;
@@ -641,6 +688,8 @@ int main(int argc, char **argv)
         return mode_churn(n, t > 0 ? t : 8);
     if (!strcmp(mode, "stdfds"))
         return mode_stdfds();
+    if (!strcmp(mode, "slowlive"))
+        return mode_slowlive(n, argc > 3 && !strcmp(argv[3], "cancel"));
     if (!strcmp(mode, "slowfree"))
         return mode_slowfree(n, argc > 3 && !strcmp(argv[3], "cancel"));
     fprintf(stderr, "faultprog: unknown mode '%s'\n", mode);
