@@ -701,7 +701,18 @@ int vt_call_begin(vt_call_t *call, unsigned api)
 {
     const vt_api_info_t *info = vt_api_info(api);
     call->recording = 0;
-    if (vt_tls.guard || !info)
+    if (vt_tls.guard) {
+        /* Only a signal handler enters a wrapper while its thread is in
+         * the shim: the shim calls the real functions, never the wrappers.
+         * Recording here could wait on a lock the interrupted code holds
+         * (the stack tree's insert lock), so the call goes through
+         * unrecorded and is counted as dropped: the report must not say
+         * nothing was lost. */
+        if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) == VT_ST_ACTIVE)
+            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+        return 0;
+    }
+    if (!info)
         return 0;
     if (vt_tls.runtime_depth && !info->runtime)
         return 0; /* folded into the enclosing cuda* call's event */
