@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "shim.h"
 
@@ -46,6 +47,16 @@ static long parse_long(const char *name, const char *text, long def, long lo, lo
 
 void vt_options_load(void)
 {
+    /* A secure-execution process (setuid, setgid, file capabilities) runs
+     * with privileges its caller lacks, and VRAMTRACE_DIR is the caller's
+     * to choose: tracing would create files there as the privileged user.
+     * The loader drops LD_PRELOAD paths there itself, but the shim can still
+     * arrive as a dependency or through /etc/ld.so.preload; it stays a
+     * silent pass-through, whatever the environment says. */
+    if (getauxval(AT_SECURE)) {
+        vt_opt.disable = 1;
+        return;
+    }
 #define VT_LOAD_INT(name, field, def, lo, hi, help) \
     vt_opt.field = (int)parse_long(name, getenv(name), def, lo, hi);
     VT_INT_OPTIONS(VT_LOAD_INT)

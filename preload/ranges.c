@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -489,8 +490,10 @@ static void add_to_environment(const char *path)
 
 __attribute__((constructor)) static void ranges_load(void)
 {
+    /* A secure-execution process is never traced (options.c), and its
+     * environment, which its children inherit, is left as it came. */
     const char *off = getenv("VRAMTRACE_DISABLE");
-    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH"))
+    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH") || getauxval(AT_SECURE))
         return;
     Dl_info info;
     char path[4096];

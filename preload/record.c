@@ -150,13 +150,37 @@ void vt_disable(const char *why)
 }
 
 /* ---- the ring: a bounded queue with per-slot sequence numbers, many
- * producers and one consumer (the writer). ---- */
+ * producers and one consumer (the writer).
+ *
+ * A slot at position pos goes: seq == pos free; claimed (the tail moved
+ * past pos), seq still pos while its event is copied in, nanoseconds; or
+ * seq == pos | SEQ_HELD while a release holds it across the real call;
+ * seq == pos + 1 published; pos + ring size read, free for the next lap.
+ *
+ * A held slot can stay held for seconds (cudaFree waits behind a running
+ * kernel) or for ever (its thread cancelled inside the driver), and the
+ * writer reads in order: it passes over a slot held HELD_WAIT_NS at the
+ * head, taking it with a CAS the returning release then loses. That release
+ * publishes in a fresh slot, after the events made during its call; one
+ * that never returns is counted as dropped at stop. ---- */
+
+#define SEQ_HELD (1ull << 63)
+/* Far above a release's own time in the driver (microseconds, when no
+ * kernel is waited for) and a preempted thread's wait, far below what a
+ * live reader notices: chunks land every VRAMTRACE_FLUSH_MS (100 ms). */
+#define HELD_WAIT_NS 250000000ull
 
 static vt_ring_slot_t *ring;
 static uint64_t ring_mask;
 static _Atomic uint64_t ring_tail;
 static uint64_t ring_head;          /* writer thread only */
 static _Atomic uint64_t ring_dropped;
+/* Held slots passed over whose release has not published since: dropped
+ * unless it returns before stop. */
+static _Atomic uint64_t held_passed;
+/* The held slot at the head and when the writer first found it there;
+ * writer thread only. */
+static uint64_t held_head_pos = UINT64_MAX, held_head_since;
 
 static int ring_init(void)
 {
@@ -172,19 +196,14 @@ static int ring_init(void)
         atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
     atomic_store(&ring_tail, 0);
     ring_head = 0;
+    atomic_store(&held_passed, 0);
+    held_head_pos = UINT64_MAX;
     return 0;
-}
-
-static vt_ring_slot_t *ring_claim(int count_drop);
-
-vt_ring_slot_t *vt_ring_claim(void)
-{
-    return ring_claim(1);
 }
 
 /* count_drop = 0 for the shim's own samples: "dropped" counts only events
  * the program made, so trace + dropped = the program's calls exactly. */
-static vt_ring_slot_t *ring_claim(int count_drop)
+static vt_ring_slot_t *ring_claim(int count_drop, uint64_t *claimed_pos)
 {
     uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
     for (;;) {
@@ -193,9 +212,11 @@ static vt_ring_slot_t *ring_claim(int count_drop)
         int64_t diff = (int64_t)(seq - pos);
         if (diff == 0) {
             if (atomic_compare_exchange_weak_explicit(&ring_tail, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed))
+                                                      memory_order_relaxed)) {
+                *claimed_pos = pos;
                 return slot;
-        } else if (diff < 0) {
+            }
+        } else if (diff < 0 || (seq & SEQ_HELD)) { /* a lap behind, or still held: full */
             if (count_drop)
                 atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
             return NULL;
@@ -205,20 +226,93 @@ static vt_ring_slot_t *ring_claim(int count_drop)
     }
 }
 
+vt_ring_slot_t *vt_ring_claim(void)
+{
+    uint64_t pos;
+    return ring_claim(1, &pos);
+}
+
+vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos)
+{
+    vt_ring_slot_t *slot = ring_claim(1, pos);
+    if (slot)
+        atomic_store_explicit(&slot->seq, *pos | SEQ_HELD, memory_order_release);
+    return slot;
+}
+
 void vt_ring_publish(vt_ring_slot_t *slot)
 {
     uint64_t pos = atomic_load_explicit(&slot->seq, memory_order_relaxed);
     atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
 }
 
-size_t vt_ring_drain(vt_event_t *out, size_t max)
+/* Takes one passed-over release back from the count stop would drop;
+ * 0 when stop has counted it already. */
+static int take_held_passed(void)
+{
+    uint64_t n = atomic_load_explicit(&held_passed, memory_order_relaxed);
+    while (n && !atomic_compare_exchange_weak_explicit(&held_passed, &n, n - 1, memory_order_relaxed,
+                                                       memory_order_relaxed))
+        ;
+    return n != 0;
+}
+
+void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev)
+{
+    uint64_t held = pos | SEQ_HELD;
+    if (atomic_compare_exchange_strong_explicit(&slot->seq, &held, pos, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        slot->ev = *ev;
+        atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+        return;
+    }
+    /* Passed over: the slot is another event's now. Published late, the
+     * free still comes before any allocation that reuses its address and
+     * returns after this one publishes; one that returned in the moment
+     * between the driver's release and here comes before it. */
+    if (!take_held_passed())
+        return;
+    vt_ring_slot_t *late = vt_ring_claim();
+    if (late) {
+        late->ev = *ev;
+        vt_ring_publish(late);
+    }
+}
+
+/* Passes over the held slot at the head once it has been held wait_ns
+ * there. Returns 1 when it did, 0 when it waits or its release is
+ * publishing it right now. */
+static int pass_held_head(vt_ring_slot_t *slot, uint64_t wait_ns)
+{
+    if (wait_ns) {
+        uint64_t now = vt_now_ns();
+        if (held_head_pos != ring_head) {
+            held_head_pos = ring_head;
+            held_head_since = now;
+        }
+        if (now - held_head_since < wait_ns)
+            return 0;
+    }
+    uint64_t held = ring_head | SEQ_HELD;
+    if (!atomic_compare_exchange_strong_explicit(&slot->seq, &held, ring_head + ring_mask + 1,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return 0;
+    atomic_fetch_add_explicit(&held_passed, 1, memory_order_relaxed);
+    ring_head++;
+    return 1;
+}
+
+static size_t ring_drain(vt_event_t *out, size_t max, uint64_t held_wait_ns)
 {
     size_t n = 0;
     while (n < max) {
         vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
         uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        if (seq != ring_head + 1)
+        if (seq != ring_head + 1) {
+            if (seq == (ring_head | SEQ_HELD) && pass_held_head(slot, held_wait_ns))
+                continue;
             break;
+        }
         out[n++] = slot->ev;
         atomic_store_explicit(&slot->seq, ring_head + ring_mask + 1, memory_order_release);
         ring_head++;
@@ -226,23 +320,31 @@ size_t vt_ring_drain(vt_event_t *out, size_t max)
     return n;
 }
 
-/* At stop: a slot claimed but never published (a free still blocked in the
- * driver, or its thread cancelled inside it) hid every event behind it,
- * uncounted. It is counted as dropped and passed over; the slot itself is
- * left as it is, so a late publish writes only into a slot nobody reads. */
+size_t vt_ring_drain(vt_event_t *out, size_t max)
+{
+    return ring_drain(out, max, HELD_WAIT_NS);
+}
+
+/* At stop: held slots are passed over at once, and a slot claimed but
+ * never published (its thread cancelled between claim and publish) is
+ * counted as dropped and passed over, left as it is, so a late publish
+ * writes only into a slot nobody reads. Releases passed over that never
+ * came back are dropped now. */
 size_t vt_ring_drain_final(vt_event_t *out, size_t max)
 {
-    size_t n = vt_ring_drain(out, max);
+    size_t n = ring_drain(out, max, 0);
     uint64_t tail = atomic_load_explicit(&ring_tail, memory_order_acquire);
     while (n < max && ring_head < tail) {
         vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
-        if (atomic_load_explicit(&slot->seq, memory_order_acquire) == ring_head + 1) {
-            n += vt_ring_drain(out + n, max - n);
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        if (seq == ring_head + 1 || seq == (ring_head | SEQ_HELD)) {
+            n += ring_drain(out + n, max - n, 0);
             continue;
         }
         atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
         ring_head++;
     }
+    atomic_fetch_add_explicit(&ring_dropped, atomic_exchange(&held_passed, 0), memory_order_relaxed);
     return n;
 }
 
@@ -283,6 +385,7 @@ static void atfork_child(void)
         if (atomic_load(&vt_devices[i].state) == 3)
             atomic_store(&vt_devices[i].state, 2);
     atomic_store(&ring_dropped, 0);
+    atomic_store(&held_passed, 0);
     atomic_store(&vt_state, VT_ST_IDLE);
 }
 
@@ -500,7 +603,8 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
 static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
                            uint32_t tid, uint32_t stack)
 {
-    vt_ring_slot_t *slot = ring_claim(0);
+    uint64_t pos;
+    vt_ring_slot_t *slot = ring_claim(0, &pos);
     if (!slot)
         return -1;
     vt_event_t *ev = &slot->ev;
@@ -597,7 +701,18 @@ int vt_call_begin(vt_call_t *call, unsigned api)
 {
     const vt_api_info_t *info = vt_api_info(api);
     call->recording = 0;
-    if (vt_tls.guard || !info)
+    if (vt_tls.guard) {
+        /* Only a signal handler enters a wrapper while its thread is in
+         * the shim: the shim calls the real functions, never the wrappers.
+         * Recording here could wait on a lock the interrupted code holds
+         * (the stack tree's insert lock), so the call goes through
+         * unrecorded and is counted as dropped: the report must not say
+         * nothing was lost. */
+        if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) == VT_ST_ACTIVE)
+            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+        return 0;
+    }
+    if (!info)
         return 0;
     if (vt_tls.runtime_depth && !info->runtime)
         return 0; /* folded into the enclosing cuda* call's event */
@@ -627,7 +742,7 @@ int vt_call_begin(vt_call_t *call, unsigned api)
         }
     }
     if (call->hot & HOT_RELEASE) {
-        call->slot = vt_ring_claim();
+        call->slot = vt_ring_claim_held(&call->slot_pos);
         if (!call->slot && !call->runtime) {
             vt_tls.guard--;
             return 0;
@@ -720,8 +835,10 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
      * is a tenth of an event's cost at that depth. */
     ev->stack = (known && result == 0) || vt_opt.depth <= 0 ? 0 : vt_stack_capture(2);
 
-    vt_ring_slot_t *slot = call->slot ? call->slot : vt_ring_claim();
-    if (slot) {
+    vt_ring_slot_t *slot;
+    if (call->slot) {
+        vt_ring_publish_held(call->slot, call->slot_pos, ev);
+    } else if ((slot = vt_ring_claim())) {
         slot->ev = *ev;
         vt_ring_publish(slot);
     }

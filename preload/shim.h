@@ -62,7 +62,8 @@ extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
 
 typedef struct vt_call {
     vt_event_t ev;
-    void *slot;           /* ring slot claimed before a release call */
+    void *slot;           /* ring slot held across a release call */
+    uint64_t slot_pos;    /* its position: the slot may be passed over meanwhile */
     uint8_t kind, space, runtime;
     uint8_t hot;          /* record.c's per-api facts (its HOT_* bits), looked up once */
     uint8_t recording;    /* 0 pass-through, 1 record, 2 fold nested calls only */
@@ -90,14 +91,24 @@ typedef struct vt_ring_slot {
     _Atomic uint64_t seq;
     vt_event_t ev;
 } vt_ring_slot_t;
+/* A slot to fill and publish at once; NULL (counted as dropped) when full. */
 vt_ring_slot_t *vt_ring_claim(void);
 void vt_ring_publish(vt_ring_slot_t *slot);
+/* A slot held across a call (a release, ordered before any allocation that
+ * reuses its address); *pos gets its position for vt_ring_publish_held. */
+vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos);
+/* Publishes ev in its held slot or, when the writer passed over the slot
+ * meanwhile, in a fresh one. */
+void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev);
 /* Writer side: copies up to max published events in order; stops at the
- * first claimed-but-unpublished slot. */
+ * first unpublished slot, unless it is a slot held across a call for long
+ * (record.c, HELD_WAIT_NS): that one is passed over. */
 size_t vt_ring_drain(vt_event_t *out, size_t max);
-/* The same at stop, passing over (and counting as dropped) slots claimed
- * but never published. */
+/* The same at stop, passing over every unpublished slot: those and the
+ * held slots passed over whose call never returned are counted as dropped. */
 size_t vt_ring_drain_final(vt_event_t *out, size_t max);
+/* Program events lost so far. A held slot passed over counts only at stop:
+ * until then its call may still return. */
 uint64_t vt_ring_dropped(void);
 
 /* Per-device facts captured on first use, published for the writer. */

@@ -6,6 +6,10 @@
 #   $(B)/tests/fault/libfaultdl_{a,b}.so  libraries for the dlclose test
 #   $(B)/tests/fault/libvtfault.so     write(2) fault injector (EINTR, short
 #                                      writes, ENOSPC mid-chunk)
+#   $(B)/tests/fault/faultprog-linked  faultprog with the shim as its first
+#                                      DT_NEEDED (absolute RUNPATH), so the
+#                                      loader loads it even in a secure-
+#                                      execution (setuid) process
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -13,13 +17,18 @@
 # one frame per level (the soak counts distinct stacks).
 
 FAULT := $(B)/tests/fault
-FAULT_BINS := $(FAULT)/faultprog $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
+FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
 TEST_BINS += $(FAULT_BINS)
 
 $(FAULT)/faultprog: tests/fault/faultprog.c $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+
+$(FAULT)/faultprog-linked: tests/fault/faultprog.c $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
+	    $(LDFLAGS_COMMON) -L$(B) -Wl,--no-as-needed -Wl,-rpath,$(abspath $(B)) -l:libvramtrace.so $(SHIM_TEST_LDFLAGS)
 
 # Same code, same size (only an immediate differs, so the test can tell
 # their events apart): b is likely mapped where a was.

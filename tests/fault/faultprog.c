@@ -44,6 +44,18 @@
  *                   VTSIM_SLOW_FREE_MS) while the main thread makes N
  *                   pairs and exits; "cancel" cancels it inside the driver
  *                   first; prints the counts
+ *   slowlive N [cancel]  the same in a process that goes on: after the N
+ *                   pairs it prints the counts, waits until the blocked
+ *                   free has returned (or, cancelled, as long as it would
+ *                   have blocked), prints "slowlive free over", makes N
+ *                   pairs more and prints the totals
+ *   sigalloc N      N driver pairs while a 10 kHz SIGALRM itimer runs a
+ *                   handler that makes a driver pair of its own (run with
+ *                   VTSIM_SIGNAL_SAFE=1); prints the main pairs, and the
+ *                   handler's pairs to stderr ("sigalloc handler pairs H")
+ *   vfork N         N pairs, then vfork + exec of "runner", vfork +
+ *                   _exit(7) and vfork + exec of a missing file, then N
+ *                   pairs more; prints each child's status and the counts
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
  *                   of fds 0-2 are open to the file $FAULTPROG_OUT
  */
@@ -583,6 +595,134 @@ static int mode_slowfree(long n, int cancel)
     exit(0); /* the blocked thread never returns first */
 }
 
+/* The free that blocks for VTSIM_SLOW_FREE_MS while the process goes on
+ * allocating: a trace read during the block must already hold the pairs
+ * made behind it. */
+static int mode_slowlive(long n, int cancel)
+{
+    pthread_t th;
+    long allocs = 0, frees = 0;
+    void *p;
+    const char *slow = getenv("VTSIM_SLOW_FREE_MS");
+    long block_ms = slow ? atol(slow) : 0;
+    struct timespec began, now;
+    if (cudaFree(0) != cudaSuccess)
+        die("cudaFree(0)");
+    clock_gettime(CLOCK_MONOTONIC, &began);
+    if (pthread_create(&th, NULL, slowfree_main, NULL) != 0)
+        die("pthread_create");
+    struct timespec settle = { 0, 50000000 };
+    nanosleep(&settle, NULL);
+    if (cancel) {
+        pthread_cancel(th);
+        pthread_join(th, NULL);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (long i = 0; i < n; i++)
+            if (cudaMalloc(&p, 4096) == cudaSuccess && ++allocs && cudaFree(p) == cudaSuccess)
+                frees++;
+        printf("slowlive allocs=%ld frees=%ld\n", allocs, frees);
+        if (round)
+            break;
+        if (!cancel) {
+            pthread_join(th, NULL);
+        } else {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long left_ms = block_ms - ((now.tv_sec - began.tv_sec) * 1000 + (now.tv_nsec - began.tv_nsec) / 1000000);
+            struct timespec rest = { left_ms > 0 ? left_ms / 1000 : 0, left_ms > 0 ? left_ms % 1000 * 1000000 : 0 };
+            nanosleep(&rest, NULL);
+        }
+        printf("slowlive free over\n");
+    }
+    return 0;
+}
+
+/* ---- a handler that allocates ---- */
+
+static volatile sig_atomic_t handler_pairs, handler_fails;
+
+static void on_alarm_alloc(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    CUdeviceptr d;
+    if (cuMemAlloc_v2(&d, 12288) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
+        handler_pairs++;
+    else
+        handler_fails++;
+    errno = saved;
+}
+
+static int mode_sigalloc(long n)
+{
+    void *warm;
+    if (cudaMalloc(&warm, 4096) != cudaSuccess) /* context and shim up */
+        die("cudaMalloc");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm_alloc;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = { { 0, 100 }, { 0, 100 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+    long ok = 0;
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr d;
+        if (cuMemAlloc_v2(&d, 8192) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
+            ok++;
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    cudaFree(warm);
+    printf("sigalloc pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
+    fprintf(stderr, "sigalloc handler pairs %ld\n", (long)handler_pairs);
+    return ok != n || handler_fails;
+}
+
+/* ---- vfork children ---- */
+
+/* The child shares the parent's memory and stack until it execs or exits:
+ * what runs in it must leave the shim's state, and the parent's, alone.
+ * The child never returns from here. */
+NOINLINE static pid_t vfork_child(const char *self, int k)
+{
+    pid_t pid = vfork();
+    if (pid == 0) {
+        if (k == 0)
+            execl(self, self, "runner", (char *)NULL);
+        else if (k == 2)
+            execl("/nonexistent/faultprog", "faultprog", (char *)NULL);
+        _exit(k == 1 ? 7 : 127);
+    }
+    return pid;
+}
+
+static int mode_vfork(const char *self, long n)
+{
+    long pairs = 0;
+    for (int round = 0; round < 2; round++) {
+        for (long i = 0; i < n; i++) {
+            void *p;
+            if (cudaMalloc(&p, 4096 + (size_t)round * 4096) == cudaSuccess && cudaFree(p) == cudaSuccess)
+                pairs++;
+        }
+        if (round)
+            break;
+        fflush(stdout);
+        const char *what[] = { "exec", "exit", "exec-missing" };
+        for (int k = 0; k < 3; k++) {
+            pid_t pid = vfork_child(self, k);
+            int st = 0;
+            if (pid < 0 || waitpid(pid, &st, 0) != pid)
+                die("vfork");
+            printf("vfork %s: status %d\n", what[k], WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        }
+    }
+    printf("vfork pairs=%ld of %ld\n", pairs, 2 * n);
+    return pairs != 2 * n;
+}
+
 static int mode_stdfds(void)
 {
     void *p;
@@ -641,6 +781,12 @@ int main(int argc, char **argv)
         return mode_churn(n, t > 0 ? t : 8);
     if (!strcmp(mode, "stdfds"))
         return mode_stdfds();
+    if (!strcmp(mode, "sigalloc"))
+        return mode_sigalloc(n);
+    if (!strcmp(mode, "vfork"))
+        return mode_vfork(argv[0], n);
+    if (!strcmp(mode, "slowlive"))
+        return mode_slowlive(n, argc > 3 && !strcmp(argv[3], "cancel"));
     if (!strcmp(mode, "slowfree"))
         return mode_slowfree(n, argc > 3 && !strcmp(argv[3], "cancel"));
     fprintf(stderr, "faultprog: unknown mode '%s'\n", mode);

@@ -11,15 +11,49 @@
  *    is still charged, which drives free to 0 as a real fallback does.
  *  - Fork: the lock is held across fork() and re-created in the child, so
  *    the child never inherits a lock owned by a thread it lacks.
+ *  - VTSIM_SIGNAL_SAFE=1: signals are blocked while the lock is held, so a
+ *    signal handler may call the driver without waiting on a lock its own
+ *    thread holds (a driver safe to call from a handler).
  */
 #include "sim.h"
 
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct sim_state sim = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-void sim_lock(void) { pthread_mutex_lock(&sim.lock); }
-void sim_unlock(void) { pthread_mutex_unlock(&sim.lock); }
+static _Atomic int signal_safe = -1;
+static __thread sigset_t mask_before_lock;
+
+static int signals_blocked_in_lock(void)
+{
+    int on = atomic_load_explicit(&signal_safe, memory_order_relaxed);
+    if (on < 0) {
+        const char *v = getenv("VTSIM_SIGNAL_SAFE");
+        on = v && v[0] == '1';
+        atomic_store_explicit(&signal_safe, on, memory_order_relaxed);
+    }
+    return on;
+}
+
+void sim_lock(void)
+{
+    if (signals_blocked_in_lock()) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &mask_before_lock);
+    }
+    pthread_mutex_lock(&sim.lock);
+}
+
+void sim_unlock(void)
+{
+    pthread_mutex_unlock(&sim.lock);
+    if (signals_blocked_in_lock())
+        pthread_sigmask(SIG_SETMASK, &mask_before_lock, NULL);
+}
 
 static void fork_prepare(void) { pthread_mutex_lock(&sim.lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&sim.lock); }
