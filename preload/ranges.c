@@ -490,7 +490,7 @@ static void add_to_environment(const char *path)
 __attribute__((constructor)) static void ranges_load(void)
 {
     const char *off = getenv("VRAMTRACE_DISABLE");
-    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH"))
+    if ((off && vt_options_bool(off) == 1) || getenv("NVTX_INJECTION64_PATH"))
         return;
     Dl_info info;
     char path[4096];
