@@ -3,7 +3,11 @@
  * data-chart or data-layout key, an SVG: stacked step areas by tag, the
  * capacity and margin lines, the driver's view (total - free), failure ticks
  * and the tipping marker (an <a class="vt-tip-marker"> to the tipping
- * event's stack); or the address space at peak. Text from the data goes in
+ * event's stack); or the address space at peak. When the failures and the
+ * back-off after them (the changes that follow within 1% of the run of each
+ * other) take less than 40% of the run, a second
+ * chart zooms on them: a model load that fails in its first tens of
+ * milliseconds of a long run would otherwise be one pixel column. Text from the data goes in
  * through textContent / attributes only, never as markup. When done it sets
  * data-vt-rendered on <body> (the browser test reads it). */
 #include "html.h"
@@ -20,7 +24,8 @@ const char vt_html_style[] =
     "ol.stack{font:12px monospace;margin:.2em 0 .5em 0}ol.stack li span{color:#888}ol.stack li span.src{color:#2a6}\n"
     ".tip{border-left:4px solid #d33;padding-left:.8em}:target{background:#fee}\n"
     "svg text{font:11px sans-serif;fill:#444}.legend span{display:inline-block;margin-right:1em}\n"
-    ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\n";
+    ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\n"
+    ".zoom{font-size:12px;color:#555;margin-top:.8em}\n";
 
 const char vt_html_script[] =
     "(function(){\n"
@@ -32,24 +37,40 @@ const char vt_html_script[] =
     "function txt(n,a,p,s){var e=el(n,a,p);e.textContent=s;return e;}\n"
     "function fb(b){var g=1073741824,m=1048576;if(b>=g)return (b/g).toFixed(2)+' GiB';"
     "if(b>=m)return (b/m).toFixed(1)+' MiB';if(b>=1024)return (b/1024).toFixed(1)+' KiB';return b+' B';}\n"
-    "function ft(ns){if(ns>=1e9)return (ns/1e9).toFixed(3)+' s';if(ns>=1e6)return (ns/1e6).toFixed(1)+' ms';"
+    "function ft(ns){if(!ns)return '0';if(ns>=1e9)return (ns/1e9).toFixed(3)+' s';if(ns>=1e6)return (ns/1e6).toFixed(1)+' ms';"
     "return (ns/1e3).toFixed(1)+' us';}\n"
     "function legend(host,names){var d=document.createElement('div');d.className='legend';"
     "names.forEach(function(x){var s=document.createElement('span');var i=document.createElement('i');"
     "i.style.background=x[1];if(x[2])i.style.border='1px dashed '+x[1];s.appendChild(i);"
     "s.appendChild(document.createTextNode(x[0]));d.appendChild(s);});host.appendChild(d);}\n"
     "function chart(host,c){\n"
+    " var tmax=Math.max(c.end,1);c.p.forEach(function(p){if(p[0]>tmax)tmax=p[0];});\n"
+    " draw(host,c,0,tmax,tmax,'');\n"
+    " var z=zoom(c,tmax);\n"
+    " if(z)draw(host,c,z[0],z[1],tmax,'zoomed on the failures: '+ft(z[0])+' to '+ft(z[1]));\n"
+    "}\n"
+    "function zoom(c,tmax){\n"
+    " var ev=c.fail.slice();if(c.tip)ev.push(c.tip.t);if(!ev.length)return null;\n"
+    " var a=Math.min.apply(null,ev),b=Math.max.apply(null,ev),gap=Math.max(tmax*0.01,b-a);\n"
+    " c.p.forEach(function(p){if(p[0]>b&&p[0]-b<=gap)b=p[0];});\n"
+    " var pad=Math.max(b-a,tmax*0.002),t0=Math.max(0,a-pad),t1=Math.min(tmax,b+pad);\n"
+    " return t1>t0&&t1-t0<tmax*0.4?[t0,t1]:null;\n"
+    "}\n"
+    "function draw(host,c,t0,t1,tmax,caption){\n"
     " var W=Math.max(host.clientWidth||0,600),H=260,L=78,R=12,T=12,B=28;\n"
-    " var P=c.p,nt=D.tags.length,tmax=Math.max(c.end,1),ymax=c.total||0;\n"
-    " P.forEach(function(p){var s=0;for(var k=1;k<=nt;k++)s+=p[k];if(s>ymax)ymax=s;if(p[0]>tmax)tmax=p[0];});\n"
+    " var P=c.p,nt=D.tags.length,ymax=c.total||0;\n"
+    " P.forEach(function(p){var s=0;for(var k=1;k<=nt;k++)s+=p[k];if(s>ymax)ymax=s;});\n"
     " c.f.forEach(function(f){if(c.total&&c.total-f[1]>ymax)ymax=c.total-f[1];});\n"
     " ymax=ymax*1.05||1;\n"
-    " function x(t){return L+t/tmax*(W-L-R);}function y(v){return H-B-v/ymax*(H-T-B);}\n"
-    " var svg=el('svg',{width:W,height:H,viewBox:'0 0 '+W+' '+H,role:'img'},host);\n"
-    " txt('title',{},svg,c.label);\n"
+    " function inside(t){return t>=t0&&t<=t1;}\n"
+    " function x(t){return L+(Math.min(Math.max(t,t0),t1)-t0)/(t1-t0)*(W-L-R);}"
+    "function y(v){return H-B-v/ymax*(H-T-B);}\n"
+    " if(caption){var cap=document.createElement('div');cap.className='zoom';cap.textContent=caption;host.appendChild(cap);}\n"
+    " var svg=el('svg',{width:W,height:H,viewBox:'0 0 '+W+' '+H,role:'img','data-t0':t0,'data-t1':t1},host);\n"
+    " txt('title',{},svg,c.label+(caption?' ('+caption+')':''));\n"
     " for(var i=0;i<=4;i++){var v=ymax/1.05*i/4,yy=y(v);el('line',{x1:L,x2:W-R,y1:yy,y2:yy,stroke:'#eee'},svg);"
     "txt('text',{x:L-4,y:yy+4,'text-anchor':'end'},svg,fb(Math.round(v)));"
-    "var tt=tmax*i/4;txt('text',{x:x(tt),y:H-B+16,'text-anchor':i==0?'start':i==4?'end':'middle'},svg,ft(tt));}\n"
+    "var tt=t0+(t1-t0)*i/4;txt('text',{x:x(tt),y:H-B+16,'text-anchor':i==0?'start':i==4?'end':'middle'},svg,ft(tt));}\n"
     " var cum=P.map(function(){return 0;});\n"
     " for(var k=0;k<nt;k++){\n"
     "  var up=[],lo=[],any=false;\n"
@@ -65,13 +86,14 @@ const char vt_html_script[] =
     "  var ym=y(c.total*(1-c.margin_pct/100));el('line',{x1:L,x2:W-R,y1:ym,y2:ym,stroke:'#c60',"
     "'stroke-dasharray':'6 4'},svg);txt('text',{x:W-R-2,y:ym-3,'text-anchor':'end'},svg,"
     "(100-c.margin_pct)+'% of capacity');}\n"
-    " if(c.f.length&&c.total){var pts=c.f.map(function(f){return x(f[0])+','+y(c.total-f[1]);});\n"
+    " var F=c.f.filter(function(f){return inside(f[0]);});\n"
+    " if(F.length&&c.total){var pts=F.map(function(f){return x(f[0])+','+y(c.total-f[1]);});\n"
     "  el('polyline',{points:pts.join(' '),fill:'none',stroke:'#d33','stroke-dasharray':'2 2'},svg);\n"
-    "  c.f.forEach(function(f){var e=el('circle',{cx:x(f[0]),cy:y(c.total-f[1]),r:2.5,fill:'#d33'},svg);"
+    "  F.forEach(function(f){var e=el('circle',{cx:x(f[0]),cy:y(c.total-f[1]),r:2.5,fill:'#d33'},svg);"
     "txt('title',{},e,'driver: '+fb(f[1])+' free at '+ft(f[0]));});\n"
     "  names.push(['used per driver (total - free)','#d33',1]);}\n"
-    " c.fail.forEach(function(t){el('line',{x1:x(t),x2:x(t),y1:H-B,y2:H-B-8,stroke:'#d33','stroke-width':2},svg);});\n"
-    " if(c.tip){var a=el('a',{href:c.tip.href,'class':'vt-tip-marker'},svg);var xt=x(c.tip.t);\n"
+    " c.fail.forEach(function(t){if(inside(t))el('line',{x1:x(t),x2:x(t),y1:H-B,y2:H-B-8,stroke:'#d33','stroke-width':2},svg);});\n"
+    " if(c.tip&&inside(c.tip.t)){var a=el('a',{href:c.tip.href,'class':'vt-tip-marker'},svg);var xt=x(c.tip.t);\n"
     "  txt('title',{},a,c.tip.text+' at '+ft(c.tip.t)+': click for its stack');\n"
     "  el('line',{x1:xt,x2:xt,y1:T,y2:H-B,stroke:'#d00','stroke-width':2},a);\n"
     "  el('circle',{cx:xt,cy:T+6,r:6,fill:'#d00'},a);txt('text',{x:xt+9,y:T+10,fill:'#d00'},a,'tipped here');}\n"

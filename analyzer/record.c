@@ -76,11 +76,10 @@ static int exists(const char *path)
     return access(path, R_OK) == 0;
 }
 
-/* The shim: next to this executable, or in the install prefix's lib. */
-static int find_shim(char *out, size_t n)
+/* The directory this executable is in. */
+static int self_dir(char self[PATH_MAX])
 {
-    char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    ssize_t len = readlink("/proc/self/exe", self, PATH_MAX - 1);
     if (len <= 0)
         return -1;
     self[len] = 0;
@@ -88,6 +87,15 @@ static int find_shim(char *out, size_t n)
     if (!slash)
         return -1;
     *slash = 0;
+    return 0;
+}
+
+/* The shim: next to this executable, or in the install prefix's lib. */
+static int find_shim(char *out, size_t n)
+{
+    char self[PATH_MAX];
+    if (self_dir(self) != 0)
+        return -1;
     static const char *const rel[] = {"libvramtrace.so", "../lib/vramtrace/libvramtrace.so",
                                       "../lib/libvramtrace.so"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -101,9 +109,11 @@ static int find_shim(char *out, size_t n)
 }
 
 /* DIR given: created if missing (one level), reused if it exists. Default:
- * a new timestamped directory, never an existing one. */
-static int make_dir(const char *want, char *out, size_t n)
+ * a new timestamped directory, never an existing one. *created says whether
+ * record made it, and so may remove it again when no trace lands there. */
+static int make_dir(const char *want, char *out, size_t n, int *created)
 {
+    *created = 0;
     char name[64];
     if (!want) {
         time_t now = time(NULL);
@@ -119,7 +129,10 @@ static int make_dir(const char *want, char *out, size_t n)
             snprintf(name + base, sizeof name - base, "-%d", i);
         }
         want = name;
-    } else if (mkdir(want, 0700) != 0 && errno != EEXIST) {
+        *created = 1;
+    } else if (mkdir(want, 0700) == 0) {
+        *created = 1;
+    } else if (errno != EEXIST) {
         fprintf(stderr, "vramtrace record: cannot create %s: %s\n", want, strerror(errno));
         return -1;
     }
@@ -152,6 +165,36 @@ static int set_preload(const char *shim)
     int rc = setenv("LD_PRELOAD", v, 1);
     free(v);
     return rc;
+}
+
+/* The simulated driver of a build tree (build/sim/libcuda.so.1 beside
+ * build/vramtrace), for the hint when CMD made no CUDA call: the examples
+ * find the runtime through their RUNPATH, but the runtime dlopens
+ * libcuda.so.1 through the library path alone, as the real one does. */
+static int find_sim_driver(char *out, size_t n)
+{
+    char self[PATH_MAX], cand[PATH_MAX];
+    if (self_dir(self) != 0)
+        return -1;
+    if (snprintf(cand, sizeof cand, "%s/sim/libcuda.so.1", self) >= (int)sizeof cand || !exists(cand))
+        return -1;
+    if (snprintf(out, n, "%s/sim", self) >= (int)n)
+        return -1;
+    return 0;
+}
+
+static void explain_no_traces(const char *dir, int removed, const char *cmd)
+{
+    fprintf(stderr, "vramtrace record: no traces%s%s: no CUDA call of %s or its children reached the shim (no CUDA "
+                    "driver found, or the shim did not load).\n",
+            removed ? "" : " in ", removed ? "" : dir, cmd);
+    fprintf(stderr, "  Is libcuda.so.1 (the NVIDIA driver) on the library path? ldconfig -p | grep libcuda\n");
+    char sim[PATH_MAX];
+    if (find_sim_driver(sim, sizeof sim) == 0)
+        fprintf(stderr, "  For the simulated GPU of this build: LD_LIBRARY_PATH=%s VTSIM_DEVICES=24GiB %s record ...\n",
+                sim, program_invocation_name);
+    if (removed)
+        fprintf(stderr, "  (the empty %s was removed)\n", dir);
 }
 
 static int count_traces(const char *dir)
@@ -276,7 +319,8 @@ int vt_cmd_record(int argc, char **argv)
         return VT_EXIT_BAD_INPUT;
     }
     char dir[PATH_MAX];
-    if (make_dir(out, dir, sizeof dir) != 0)
+    int created;
+    if (make_dir(out, dir, sizeof dir, &created) != 0)
         return VT_EXIT_BAD_INPUT;
     if (set_preload(shim) != 0 || setenv("VRAMTRACE_DIR", dir, 1) != 0)
         return VT_EXIT_BAD_INPUT;
@@ -335,8 +379,9 @@ int vt_cmd_record(int argc, char **argv)
         fprintf(stderr, "vramtrace record: %s exited with status %d\n", cmd[0], status);
     int n = count_traces(dir);
     if (n == 0) {
-        fprintf(stderr, "vramtrace record: no traces in %s: %s made no CUDA calls, or the shim did not load\n", dir,
-                cmd[0]);
+        /* rmdir removes only an empty directory: whatever else CMD wrote
+         * there stays. */
+        explain_no_traces(dir, created && rmdir(dir) == 0, cmd[0]);
         return status;
     }
     print_verdict(dir);

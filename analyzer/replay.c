@@ -70,39 +70,14 @@ static void usage(FILE *f)
                "request that would fail with its tag and stack, and says how much the weights,\n"
                "the KV cache or the context would have to shrink to fit.\n"
                "\n"
-               "  --capacity SIZE   the card: 16GiB, 24GB, 24576MiB, bytes...\n"
-               "  --reserve SIZE    CUDA context / driver reserve (default: as recorded)\n"
+               "  --capacity SIZE   the card: 16GiB, 24GB, 24576MiB (a unit is required;\n"
+               "                    GB means GiB, B is bytes)\n"
+               "  --reserve SIZE    CUDA context / driver reserve, less than the card\n"
+               "                    (default: as recorded; 0 for none)\n"
                "  --rules FILE      tagging rules, as for report\n"
                "\n"
                "Exit status: 0 fits, 1 would not fit, 2 unusable input, 3 cannot tell (the recorded\n"
                "run took another path after a failed request).\n");
-}
-
-/* "24GiB", "24 GB" (GB = GiB here: cards are sold in binary units), bytes. */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    while (*end == ' ')
-        end++;
-    double mul = 1;
-    if (!strcasecmp(end, "k") || !strcasecmp(end, "kib") || !strcasecmp(end, "kb"))
-        mul = 1024.0;
-    else if (!strcasecmp(end, "m") || !strcasecmp(end, "mib") || !strcasecmp(end, "mb"))
-        mul = VT_MIB;
-    else if (!strcasecmp(end, "g") || !strcasecmp(end, "gib") || !strcasecmp(end, "gb"))
-        mul = VT_GIB;
-    else if (!strcasecmp(end, "t") || !strcasecmp(end, "tib") || !strcasecmp(end, "tb"))
-        mul = VT_GIB * 1024.0;
-    else if (*end && strcasecmp(end, "b"))
-        return -1;
-    if (v * mul > 1.8e19)
-        return -1;
-    *out = (uint64_t)(v * mul + 0.5);
-    return 0;
 }
 
 static gpu_t *gpu_for(replay_t *rp, vt_report_t *r, int input, int dev)
@@ -298,8 +273,16 @@ int vt_cmd_replay(int argc, char **argv)
         switch (c) {
         case 'C':
         case 'R':
-            if (parse_size(optarg, c == 'C' ? &rp->capacity : &rp->reserve)) {
-                fprintf(stderr, "vramtrace: replay: --%s wants a size (24GiB, 512MiB, bytes), got '%s'\n",
+            switch (vt_parse_size(optarg, c == 'C' ? &rp->capacity : &rp->reserve)) {
+            case 0:
+                break;
+            case VT_SIZE_NO_UNIT:
+                fprintf(stderr, "vramtrace: replay: --%s %s: add a unit (%sGiB, %sMiB, %sB for bytes)\n",
+                        c == 'C' ? "capacity" : "reserve", optarg, optarg, optarg, optarg);
+                rc = VT_EXIT_BAD_INPUT;
+                goto out;
+            default:
+                fprintf(stderr, "vramtrace: replay: --%s wants a size (24GiB, 512MiB, 4096B), got '%s'\n",
                         c == 'C' ? "capacity" : "reserve", optarg);
                 rc = VT_EXIT_BAD_INPUT;
                 goto out;
@@ -324,6 +307,18 @@ int vt_cmd_replay(int argc, char **argv)
         if (!have_cap)
             fprintf(stderr, "vramtrace: replay: --capacity is required\n");
         usage(stderr);
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (rp->capacity == 0) {
+        fprintf(stderr, "vramtrace: replay: --capacity 0: a card needs some memory\n");
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (rp->reserve_set && rp->reserve >= rp->capacity) {
+        char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
+        fprintf(stderr, "vramtrace: replay: --reserve %s leaves nothing of a %s card\n", vt_fmt_bytes(a, rp->reserve),
+                vt_fmt_bytes(b, rp->capacity));
         rc = VT_EXIT_BAD_INPUT;
         goto out;
     }

@@ -725,10 +725,23 @@ int vt_cmd_report(int argc, char **argv)
             goto out;
         }
     }
-    if (optind >= argc || (html && r->opts.json)) {
-        if (html && r->opts.json)
-            fprintf(stderr, "vramtrace: report: --html and --json are exclusive\n");
+    if (html && r->opts.json) {
+        fprintf(stderr, "vramtrace: report: --html and --json are exclusive\n");
         usage(stderr);
+        rc = VT_EXIT_BAD_INPUT;
+        goto out;
+    }
+    /* `report --html run1` reads as "report run1 as HTML", but --html takes
+     * the page to write: say which argument is missing, not only usage. */
+    if (optind >= argc) {
+        if (html)
+            fprintf(stderr,
+                    "vramtrace: report: no TRACE or DIR to report: --html %s names the page to write; "
+                    "the traces come after it (vramtrace report --html page.html TRACE|DIR...)\n",
+                    html);
+        else
+            fprintf(stderr, "vramtrace: report: no TRACE or DIR to report\n");
+        fprintf(stderr, "usage: vramtrace report [options] TRACE|DIR... (--help for the options)\n");
         rc = VT_EXIT_BAD_INPUT;
         goto out;
     }

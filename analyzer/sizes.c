@@ -3,8 +3,13 @@
  * KV and scratch buffers readable. */
 #include "sizes.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 char *vt_fmt_bytes(char buf[VT_SIZE_BUF], uint64_t b)
 {
@@ -63,4 +68,41 @@ char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns)
         return buf;
     }
     return fmt_time_at(buf, ns);
+}
+
+int vt_parse_size(const char *text, uint64_t *bytes)
+{
+    static const struct {
+        const char *unit[3];
+        double mul;
+    } units[] = {
+        { { "b", NULL, NULL }, 1.0 },
+        { { "k", "kib", "kb" }, 1024.0 },
+        { { "m", "mib", "mb" }, VT_MIB },
+        { { "g", "gib", "gb" }, VT_GIB },
+        { { "t", "tib", "tb" }, VT_GIB * 1024.0 },
+    };
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    /* strtod takes "nan", "inf" and hex floats; a size is plain decimal. */
+    if (errno || end == text || !isfinite(v) || v < 0 || strpbrk(text, "xXpP"))
+        return VT_SIZE_BAD;
+    while (*end == ' ')
+        end++;
+    if (!*end) {
+        if (v != 0)
+            return VT_SIZE_NO_UNIT;
+        *bytes = 0;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        for (int k = 0; k < 3 && units[i].unit[k]; k++)
+            if (!strcasecmp(end, units[i].unit[k])) {
+                if (v * units[i].mul > 1.8e19)
+                    return VT_SIZE_BAD;
+                *bytes = (uint64_t)(v * units[i].mul + 0.5);
+                return 0;
+            }
+    return VT_SIZE_BAD;
 }

@@ -30,4 +30,13 @@ char *vt_fmt_time(char buf[VT_SIZE_BUF], uint64_t ns);
  * would claim a precision the trace does not have. */
 void vt_fmt_set_time_grain(uint64_t ns);
 
+/* "24GiB", "24 GB", "512MiB", "1.5T", "4096B": a number and a unit,
+ * binary whatever the spelling (GB = GiB: cards are sold in binary units).
+ * A bare number is refused, since `--capacity 24` would otherwise mean 24
+ * bytes; only "0" stands alone, being zero in any unit. Returns 0 and sets
+ * *bytes, VT_SIZE_NO_UNIT for a bare number, or VT_SIZE_BAD. */
+#define VT_SIZE_NO_UNIT (-2)
+#define VT_SIZE_BAD (-1)
+int vt_parse_size(const char *text, uint64_t *bytes);
+
 #endif

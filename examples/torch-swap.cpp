@@ -26,6 +26,7 @@
  *
  * stdout: one line per step, "step=NAME allocated=MiB reserved=MiB".
  */
+#include "common/pace.h"
 #include "c10/c10_cuda.h"
 
 #include <cuda_runtime_api.h>
@@ -55,6 +56,7 @@ __attribute__((noinline)) static void load_model(DeviceCachingAllocator &a, Mode
     m.weights = a.malloc(weights_mib * MiB);
     if (adapter_mib)
         m.adapter = a.malloc(adapter_mib * MiB);
+    example_pace_read(weights_mib * MiB);
     if (staging) {
         a.free(staging);
         a.emptyCache();

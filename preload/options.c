@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/auxv.h>
 
 #include "shim.h"
@@ -27,8 +28,11 @@ vt_options_t vt_opt;
     X("VRAMTRACE_SAMPLE_MS", sample_ms, 10, 0, 60000,                             \
       "least interval between cuMemGetInfo samples while allocations flow")       \
     X("VRAMTRACE_TIME_RES_US", time_res_us, 1000, 1, 1000000,                     \
-      "precision of event times in the trace (finer costs trace size)")           \
-    X("VRAMTRACE_DISABLE", disable, 0, 0, 1, "1 = pass every call through untraced")
+      "precision of event times in the trace (finer costs trace size)")
+
+/* name, field, default, help */
+#define VT_BOOL_OPTIONS(X) \
+    X("VRAMTRACE_DISABLE", disable, 0, "1, yes, true or on: pass every call through untraced")
 
 static long parse_long(const char *name, const char *text, long def, long lo, long hi)
 {
@@ -40,6 +44,33 @@ static long parse_long(const char *name, const char *text, long def, long lo, lo
     if (errno || *end || v < lo || v > hi) {
         fprintf(stderr, "vramtrace: ignoring %s=%.64s (want an integer %ld..%ld); using %ld\n", name,
                 text, lo, hi, def);
+        return def;
+    }
+    return v;
+}
+
+int vt_options_bool(const char *text)
+{
+    static const char *const yes[] = { "1", "yes", "true", "on" }, *const no[] = { "0", "no", "false", "off" };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (!strcasecmp(text, yes[i]))
+            return 1;
+        if (!strcasecmp(text, no[i]))
+            return 0;
+    }
+    return -1;
+}
+
+/* A misspelt boolean must not pass silently: VRAMTRACE_DISABLE=yes once
+ * meant "trace on" because only "1" was read as true. */
+static int parse_bool(const char *name, const char *text, int def)
+{
+    if (!text || !*text)
+        return def;
+    int v = vt_options_bool(text);
+    if (v < 0) {
+        fprintf(stderr, "vramtrace: ignoring %s=%.64s (want 1/0, yes/no, true/false or on/off); using %d\n", name,
+                text, def);
         return def;
     }
     return v;
@@ -61,6 +92,9 @@ void vt_options_load(void)
     vt_opt.field = (int)parse_long(name, getenv(name), def, lo, hi);
     VT_INT_OPTIONS(VT_LOAD_INT)
 #undef VT_LOAD_INT
+#define VT_LOAD_BOOL(name, field, def, help) vt_opt.field = parse_bool(name, getenv(name), def);
+    VT_BOOL_OPTIONS(VT_LOAD_BOOL)
+#undef VT_LOAD_BOOL
 
     /* The ring is a power of two so the index is a mask. */
     long ring = parse_long("VRAMTRACE_RING", getenv("VRAMTRACE_RING"), 1L << 16, 1L << 10, 1L << 24);

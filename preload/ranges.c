@@ -493,7 +493,7 @@ __attribute__((constructor)) static void ranges_load(void)
     /* A secure-execution process is never traced (options.c), and its
      * environment, which its children inherit, is left as it came. */
     const char *off = getenv("VRAMTRACE_DISABLE");
-    if ((off && off[0] == '1') || getenv("NVTX_INJECTION64_PATH") || getauxval(AT_SECURE))
+    if ((off && vt_options_bool(off) == 1) || getenv("NVTX_INJECTION64_PATH") || getauxval(AT_SECURE))
         return;
     Dl_info info;
     char path[4096];

@@ -50,6 +50,10 @@ extern vt_options_t vt_opt;
 /* Parses the environment into vt_opt. Bad values warn once and keep the
  * default. No allocation. */
 void vt_options_load(void);
+/* A boolean variable's value: 1/0, yes/no, true/false, on/off in any case.
+ * Returns 1 or 0, or -1 for anything else (the caller decides whether to
+ * warn). Reads only its argument, so it is safe in a constructor. */
+int vt_options_bool(const char *text);
 
 /* ---- record.c ---- */
 typedef struct vt_tls {

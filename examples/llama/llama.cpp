@@ -14,6 +14,7 @@
 #include "llama.h"
 
 #include "../ggml/ggml.h"
+#include "../common/pace.h"
 
 #include <algorithm>
 #include <memory>
@@ -190,6 +191,10 @@ NOINLINE bool llama_model::load_tensors(llama_model_loader &ml)
     for (ggml_context *c : dctx)
         ggml_free(c);
     ggml_free(host);
+    size_t loaded = 0;
+    for (ggml_backend_buffer_t b : bufs)
+        loaded += b->size;
+    example_pace_read(loaded);
     return true;
 }
 
@@ -200,6 +205,7 @@ NOINLINE int llama_model_load(const char *path, llama_model &model)
     try {
         llama_model_loader ml{model.shape};
         fprintf(stderr, "llama_model_loader: loaded meta data from %s (%d layers)\n", path, model.shape.n_layer);
+        example_pace_ms(20);
         model.load_tensors(ml);
     } catch (const std::exception &err) {
         fprintf(stderr, "llama_model_load: error loading model: %s\n", err.what());
@@ -375,8 +381,10 @@ NOINLINE int llama_context::decode(uint32_t n_tokens)
             }
         }
     }
-    for (uint32_t done = 0; done < n_tokens; done += cparams.n_ubatch)
+    for (uint32_t done = 0; done < n_tokens; done += cparams.n_ubatch) {
         graph_compute(std::min(cparams.n_ubatch, n_tokens - done));
+        example_pace_ms(2);
+    }
     n_past += n_tokens;
     return 0;
 }

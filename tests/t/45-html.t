@@ -149,4 +149,64 @@ print(len(colors))
 PY
 N=$(cat "$D/colors.out")
 check "the screenshot is not blank ($N distinct colours >= 20)" test "${N:-0}" -ge 20 2>/dev/null
+
+# chart_geometry DOM: per drawn chart (svg with data-t0), its time window,
+# the tipping marker's x (none when not drawn) and how many distinct pixel
+# columns the stacked areas' corners fall in. The plot starts at x=78.
+chart_geometry() {
+    python3 - "$1" <<'PY'
+import re, sys
+dom = open(sys.argv[1]).read()
+for svg in re.findall(r'<svg [^>]*data-t0=.*?</svg>', dom, re.S):
+    t0, t1 = re.search(r'data-t0="([0-9.e+]+)" data-t1="([0-9.e+]+)"', svg).groups()
+    tip = re.search(r'class="vt-tip-marker"><title>[^<]*</title><line x1="([0-9.]+)"', svg)
+    cols = set()
+    for pts in re.findall(r'<polygon points="([^"]*)"', svg):
+        cols.update(int(float(p.split(",")[0])) for p in pts.split())
+    print("%.0f-%.0f tip=%s columns=%d" % (float(t0), float(t1), round(float(tip.group(1))) if tip else "none", len(cols)))
+PY
+}
+# The demo (story 1): the failed full offload at about 20 ms, the back-off
+# load, the KV cache: the marker is well inside the chart, not on the axis,
+# and the areas change in several columns. The screenshot is kept for a
+# person to look at.
+if [ -x "$B/examples/llama-cli" ]; then
+    mkdir -p "$D/demo" "$B/tests/html"
+    under_shim "$D/demo" env VTSIM_DEVICES=24GiB "$B/examples/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >/dev/null 2>&1
+    "$VT" report --html "$B/tests/html/demo.html" "$D/demo" >/dev/null 2>&1
+    browser "$D/demo.dom" --dump-dom "file://$B/tests/html/demo.html"
+    browser "$D/demo.shot" --screenshot="$B/tests/html/demo.png" --window-size=1280,900 "file://$B/tests/html/demo.html"
+    chart_geometry "$D/demo.dom" >"$D/demo.geo"
+    geo=$(head -1 "$D/demo.geo")
+    echo "# demo chart: $geo (screenshot: $B/tests/html/demo.png)"
+    tip=$(echo "$geo" | sed -n 's/.* tip=\([0-9]*\) .*/\1/p')
+    cols=$(echo "$geo" | sed -n 's/.* columns=\([0-9]*\)$/\1/p')
+    check "demo: the tipping marker is drawn away from the time axis's start (x=${tip:-none} > 100)" test "${tip:-0}" -gt 100
+    check "demo: the memory areas change in more than one pixel column ($cols >= 4)" test "${cols:-0}" -ge 4
+else
+    T=$((T+1)); echo "ok $T # SKIP examples not built"
+fi
+# Events that crowd: a load that fails 10 ms into a 10 s run. The whole-run
+# chart puts the failure in its first pixel columns; a second chart zooms on
+# the failure and the back-off after it, with the marker inside.
+{
+    echo 'process pid=9 exe=/bin/server start=1000000000'
+    echo 'device 0 total=8GiB free=7.5GiB name=Sim uuid=00112233445566778899aabbccddeeff t=0'
+    cat "$STACKS"
+    echo 'event t=10000000 api=cudaMalloc dev=0 size=9GiB result=2 stack=8'
+    echo 'event t=10500000 api=cudaMalloc dev=0 ptr=0x7000000000 size=4GiB stack=8'
+    echo 'event t=11000000 api=cudaMallocHost dev=-1 ptr=0x600000000000 size=5GiB stack=8'
+    echo 'event t=12000000 api=cudaMalloc dev=0 ptr=0x7200000000 size=1GiB stack=23'
+    echo 'event t=9000000000 api=cudaFree dev=0 ptr=0x7200000000'
+    echo 'end t=10000000000 events=5 dropped=0'
+} >"$D/crowd.vt"
+"$GEN" "$D/crowd.vt" -o "$D/crowd.vtrace" || nok "vtgen crowd"
+"$VT" report --html "$D/crowd.html" "$D/crowd.vtrace" >/dev/null 2>&1
+browser "$D/crowd.dom" --dump-dom "file://$D/crowd.html"
+chart_geometry "$D/crowd.dom" >"$D/crowd.geo"
+is "$(sed -n 1p "$D/crowd.geo" | cut -d' ' -f1-2)" "0-10000000000 tip=79" "crowded: the whole run's chart has the marker at its start"
+is "$(sed -n 2p "$D/crowd.geo" | cut -d' ' -f1)" "0-32000000" "crowded: a second chart zooms on the failure and the back-off"
+tip=$(sed -n 2p "$D/crowd.geo" | sed -n 's/.* tip=\([0-9]*\) .*/\1/p')
+check "crowded: in the zoom the marker is well inside (x=${tip:-none} > 200)" test "${tip:-0}" -gt 200
+check "the zoom is captioned" grep -q 'zoomed on the failures: ' "$D/crowd.dom"
 done_testing

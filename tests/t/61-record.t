@@ -28,13 +28,24 @@ is "$?" 143 "CMD killed by SIGTERM: 128+15"
 "$VT" record -o "$TMP/c" -- "$TMP/no-such-program" >/dev/null 2>&1
 is "$?" 127 "CMD not found: 127"
 
-out=$(cd "$TMP" && LD_PRELOAD=libm.so.6 "$VT" record -o rel -- sh -c 'echo "$LD_PRELOAD|$VRAMTRACE_DIR"' 2>/dev/null | head -1)
-is "$out" "$(readlink -f "$SHIM"):libm.so.6|$(readlink -f "$TMP")/rel" "shim prepended to LD_PRELOAD; VRAMTRACE_DIR absolute"
-is "$(stat -c %a "$TMP/rel")" 700 "trace dir created 0700"
+out=$(cd "$TMP" && LD_PRELOAD=libm.so.6 "$VT" record -o rel -- sh -c 'echo "$LD_PRELOAD|$VRAMTRACE_DIR|$(stat -c %a "$VRAMTRACE_DIR")"' 2>/dev/null | head -1)
+is "$out" "$(readlink -f "$SHIM"):libm.so.6|$(readlink -f "$TMP")/rel|700" "shim prepended to LD_PRELOAD; VRAMTRACE_DIR absolute, created 0700"
 
-(cd "$TMP" && "$VT" record true >/dev/null 2>&1)
-set -- "$TMP"/vramtrace-2*
-check "default dir ./vramtrace-YYYYmmdd-HHMMSS" test -d "$1"
+# A run that leaves no trace leaves no directory record made; a directory
+# that was there before, or holds what CMD wrote, stays.
+mkdir "$TMP/cwd"
+out=$(cd "$TMP/cwd" && "$VT" record -- sh -c 'echo "$VRAMTRACE_DIR"' 2>"$TMP/true.err")
+case $out in "$(readlink -f "$TMP")/cwd/vramtrace-2"*) ok "default dir ./vramtrace-YYYYmmdd-HHMMSS" ;;
+    *) nok "default dir ./vramtrace-YYYYmmdd-HHMMSS"; echo "#   got '$out'" ;; esac
+is "$(ls -A "$TMP/cwd")" "" "no traces: the default directory is removed"
+check "... and record says so" grep -q "^  (the empty $out was removed)\$" "$TMP/true.err"
+"$VT" record -o "$TMP/made" -- true 2>/dev/null
+check "no traces: an empty -o DIR record created is removed" test ! -e "$TMP/made"
+mkdir "$TMP/existing"
+"$VT" record -o "$TMP/existing" -- true 2>/dev/null
+check "an -o DIR that existed before stays" test -d "$TMP/existing"
+"$VT" record -o "$TMP/wrote" -- sh -c 'echo log >"$VRAMTRACE_DIR/log"' 2>/dev/null
+check "an -o DIR holding what CMD wrote stays" test -f "$TMP/wrote/log"
 
 # sig NAME STATUS: CMD traps NAME and exits STATUS; record gets NAME.
 sig() {
@@ -71,6 +82,24 @@ elif [ -x "$B/examples/gpu-hog" ] && [ -e "$SIM/libcudart.so.13" ]; then
     check "and the command for the full report" grep -q "report $TMP/hog" "$TMP/hog.out"
     ended=$("$VT" report --json "$TMP/hog" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["processes"][0]["trace"]["ended"])' 2>&1)
     is "$ended" True "the trace is complete (END record)"
+else
+    T=$((T+1)); echo "ok $T # SKIP examples not built"
+fi
+
+# The README's command without the simulated GPU on the library path: the
+# example runs CPU-only (its runtime finds no libcuda.so.1), and record
+# says what is missing, with the line that works for this build.
+if [ -x "$B/examples/llama-cli" ] && [ -e "$SIM/libcuda.so.1" ]; then
+    mkdir "$TMP/nogpu"
+    (cd "$TMP/nogpu" && env -u LD_LIBRARY_PATH "$VT" record -- "$B/examples/llama-cli" -m llama-70b-q4_k_m -ngl 99 >/dev/null 2>"$TMP/nogpu.err")
+    is "$?" 0 "an example without the driver: CMD's status"
+    check "record says no CUDA call reached the shim" grep -q "^vramtrace record: no traces: no CUDA call of .*llama-cli or its children reached the shim" "$TMP/nogpu.err"
+    check "and names the simulated GPU's library path" grep -q "^  For the simulated GPU of this build: LD_LIBRARY_PATH=$(readlink -f "$SIM") VTSIM_DEVICES=24GiB " "$TMP/nogpu.err"
+    is "$(ls -A "$TMP/nogpu")" "" "and leaves no empty directory behind"
+    # As the README writes it.
+    LD_LIBRARY_PATH=$SIM VTSIM_DEVICES=24GiB "$VT" record -o "$TMP/demo" -- "$B/examples/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >"$TMP/demo.out" 2>&1
+    is "$?" 0 "with LD_LIBRARY_PATH=build/sim the example runs on the simulated GPU"
+    is "$(grep -c '^VERDICT: SPILL' "$TMP/demo.out")" 1 "and record prints its verdict"
 else
     T=$((T+1)); echo "ok $T # SKIP examples not built"
 fi

@@ -47,6 +47,27 @@ for pair in VRAMTRACE_DEPTH=0 VRAMTRACE_DEPTH=256 VRAMTRACE_FLUSH_MS=1 VRAMTRACE
     is "$(count_events $TMP/dump cudaMalloc)" 200 "$pair: all 200 allocations traced"
 done
 
+# Boolean variables take the usual spellings in any case; anything else is
+# one warning naming the variable and value, and the default (traced).
+n=0
+for pair in "1 0" "yes 0" "YES 0" "True 0" "on 0" "ON 0" "0 1" "no 1" "False 1" "OFF 1"; do
+    set -- $pair
+    n=$((n + 1))
+    D=$TMP/bool.$n; mkdir $D
+    env VRAMTRACE_DISABLE=$1 LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
+    echo $? >$TMP/out.rc
+    unchanged $TMP/plain $TMP/out "VRAMTRACE_DISABLE=$1: program unchanged"
+    is "$(grep -c '^vramtrace:' $TMP/out.err)/$(ls $D | wc -l)" "0/$2" "VRAMTRACE_DISABLE=$1: no warning, $2 traces"
+done
+for v in 2 enable "yes please" y; do
+    n=$((n + 1))
+    D=$TMP/bool.$n; mkdir $D
+    env "VRAMTRACE_DISABLE=$v" LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SP" VRAMTRACE_DIR=$D $FP pairs 200 >$TMP/out 2>$TMP/out.err
+    is "$(cat $TMP/out.err)" "vramtrace: ignoring VRAMTRACE_DISABLE=$v (want 1/0, yes/no, true/false or on/off); using 0" \
+        "VRAMTRACE_DISABLE='$v': one warning naming variable and value"
+    is "$(ls $D | wc -l)" 1 "VRAMTRACE_DISABLE='$v': traced, as by default"
+done
+
 # Event times are whole multiples of VRAMTRACE_TIME_RES_US after the
 # process's start (dump prints them relative to it): 1 ms by default.
 for pair in "VRAMTRACE_TIME_RES_US= 1000000" "VRAMTRACE_TIME_RES_US=1 1000" \
