@@ -48,6 +48,8 @@ static void usage(FILE *f)
             "                    binaries on this machine whose build id matches the trace)\n"
             "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
             "                    by default control characters and invalid UTF-8 print as \\xNN\n"
+            "  --wide            text lines as long as they come; by default they fit 80\n"
+            "                    columns (long lines wrap, long function names lose their middle)\n"
             "\n"
             "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
             "usable traces are still reported).\n");
@@ -568,6 +570,7 @@ int vt_cmd_report(int argc, char **argv)
         { "color", required_argument, NULL, 'c' },
         { "no-source", no_argument, NULL, 'S' },
         { "raw-strings", no_argument, NULL, 'R' },
+        { "wide", no_argument, NULL, 'w' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -597,6 +600,9 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'R':
             r->opts.raw_strings = 1;
+            break;
+        case 'w':
+            r->opts.wide = 1;
             break;
         case 'c':
             if ((rc = vt_report_color_opt(r, "report", optarg)))

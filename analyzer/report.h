@@ -30,6 +30,7 @@ typedef struct vt_report_opts {
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
     int quiet;       /* no note on stderr for a trace that ends mid-chunk (serve scrapes live traces) */
     int raw_strings; /* --raw-strings: text prints trace strings unescaped */
+    int wide;        /* --wide: text lines as long as they come (else 80 columns, fit.h) */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
 #include "report.h"
 #include "sizes.h"
 
@@ -31,6 +32,7 @@ static uint64_t reserve_of(const vt_dev_t *d) { return vt_dev_reserve(d); }
 static uint64_t untracked_of(const vt_dev_t *d) { return vt_dev_untracked(d); }
 
 static int color;   /* set by vt_report_text for this print */
+static int width;   /* columns a stack frame may take; 0: --wide, all of it */
 #define C_RED "\033[1;31m"
 #define C_YEL "\033[1;33m"
 #define C_GRN "\033[1;32m"
@@ -38,6 +40,9 @@ static int color;   /* set by vt_report_text for this print */
 #define C_OFF "\033[0m"
 static const char *col(const char *code) { return color ? code : ""; }
 
+/* One frame a line: a name too long for the width loses its middle, so
+ * the line keeps the name's scope, its last member, its source line and
+ * its module; --wide prints it whole. */
 static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char *indent, int max)
 {
     vt_frame_t fr[VT_MAX_STACK_DEPTH];
@@ -46,15 +51,23 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
     if (!n)
         fprintf(o, "%s(no stack recorded)\n", indent);
     for (int i = 0; i < n && (max <= 0 || i < max); i++) {
+        char name[1024], where[512] = "", shown[1024], noargs[1024];
+        int w = 0;
         if (fr[i].display[0])
-            fprintf(o, "%s#%-2d %s", indent, i, vt_text(fr[i].display));
+            snprintf(name, sizeof name, "%s", vt_text(fr[i].display));
         else
-            fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, VT_IP_ADDR(fr[i].ip));
+            snprintf(name, sizeof name, "0x%" PRIx64, VT_IP_ADDR(fr[i].ip));
         if (fr[i].line)
-            fprintf(o, "  %s:%" PRIu32, vt_text(vt_base(fr[i].file)), fr[i].line);
-        if (fr[i].module_base[0])
-            fprintf(o, "  [%s]", vt_text(fr[i].module_base));
-        fputc('\n', o);
+            w = snprintf(where, sizeof where, "  %s:%" PRIu32, vt_text(vt_base(fr[i].file)), fr[i].line);
+        if (fr[i].module_base[0] && w >= 0 && (size_t)w < sizeof where)
+            snprintf(where + w, sizeof where - (size_t)w, "  [%s]", vt_text(fr[i].module_base));
+        const char *fit = name;
+        long room = (long)width - (long)strlen(indent) - (i < 100 ? 4 : 5) - (long)vt_fit_cols(where, strlen(where));
+        if (width && vt_fit_cols(name, strlen(name)) > (size_t)(room > 0 ? room : 0)) {
+            fit = vt_fit_elide_args(noargs, sizeof noargs, name);
+            fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
+        }
+        fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
     }
     if (max > 0 && n > max)
         fprintf(o, "%s... %d more frames\n", indent, n - max);
@@ -442,7 +455,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
             fprintf(o, "\n");
             for (uint64_t i = 0; i < p->nlater && i < 10; i++) {
                 const vt_spill_brief_t *b = &p->later[i];
-                fprintf(o, "    %-24s %10s  %-28s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
+                fprintf(o, "    %-18s %9s %-24s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
                         vt_api_name(b->api), W, vt_fmt_bytes(a, b->bytes), tagn(m, b->tag));
             }
             if (p->nlater > 10)
@@ -490,9 +503,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     fprintf(o, "\n");
 }
 
-void vt_report_text(const vt_report_t *r, FILE *o)
+static void report_all(const vt_report_t *r, FILE *o)
 {
-    color = r->opts.color > 0;
     vt_text_raw = r->opts.raw_strings;
     for (int i = 0; i < r->nin; i++) {
         if (i)
@@ -522,4 +534,13 @@ void vt_report_text(const vt_report_t *r, FILE *o)
                     vt_fmt_bytes(a, gp->peak_contrib[k]), vt_fmt_bytes(b, p->devs[gp->dev_index[k]].mem.peak_bytes));
         }
     }
+}
+
+void vt_report_text(const vt_report_t *r, FILE *out)
+{
+    vt_fit_t fit;
+    color = r->opts.color > 0;
+    width = r->opts.wide ? 0 : VT_FIT_COLUMNS;
+    report_all(r, vt_fit_begin(&fit, out, width));
+    vt_fit_end(&fit);
 }
