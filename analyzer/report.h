@@ -176,6 +176,12 @@ const char *vt_api_name(unsigned api);
 /* The CUDA name of an allocation's failure code (runtime or driver, by
  * api), or NULL for a code not in the table. */
 const char *vt_result_name(unsigned api, uint32_t result);
+/* Frame i of a stack on one line: INDENT#i NAME  FILE:LINE  [MODULE] (the
+ * parts the frame has). With a width, a name too long for it loses its
+ * parameter list, then its middle (fit.h): the line keeps the name's
+ * scope, its last member, its source line and its module. Width 0 prints
+ * the name whole. */
+void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, int width);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
 

@@ -4,8 +4,11 @@
 #include <cuda.h>
 #include <driver_types.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fit.h"
 
 void vt_uuid_str(const uint8_t u[16], char out[48])
 {
@@ -202,4 +205,25 @@ const char *vt_result_name(unsigned api, uint32_t result)
         if (names[i].code == result)
             return runtime ? names[i].runtime : names[i].driver;
     return NULL;
+}
+
+void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, int width)
+{
+    char name[1024], where[512] = "", shown[1024], noargs[1024];
+    int w = 0;
+    if (fr->display[0])
+        snprintf(name, sizeof name, "%s", vt_text(fr->display));
+    else
+        snprintf(name, sizeof name, "0x%" PRIx64, VT_IP_ADDR(fr->ip));
+    if (fr->line)
+        w = snprintf(where, sizeof where, "  %s:%" PRIu32, vt_text(vt_base(fr->file)), fr->line);
+    if (fr->module_base[0] && w >= 0 && (size_t)w < sizeof where)
+        snprintf(where + w, sizeof where - (size_t)w, "  [%s]", vt_text(fr->module_base));
+    const char *fit = name;
+    long room = (long)width - (long)strlen(indent) - (i < 100 ? 4 : 5) - (long)vt_fit_cols(where, strlen(where));
+    if (width && vt_fit_cols(name, strlen(name)) > (size_t)(room > 0 ? room : 0)) {
+        fit = vt_fit_elide_args(noargs, sizeof noargs, name);
+        fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
+    }
+    fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
 }

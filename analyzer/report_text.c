@@ -40,9 +40,6 @@ static int width;   /* columns a stack frame may take; 0: --wide, all of it */
 #define C_OFF "\033[0m"
 static const char *col(const char *code) { return color ? code : ""; }
 
-/* One frame a line: a name too long for the width loses its middle, so
- * the line keeps the name's scope, its last member, its source line and
- * its module; --wide prints it whole. */
 static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char *indent, int max)
 {
     vt_frame_t fr[VT_MAX_STACK_DEPTH];
@@ -50,25 +47,8 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
     vt_stacks_src(vt_model_stacks(m), fr, max > 0 && n > max ? max : n);   /* only what is shown */
     if (!n)
         fprintf(o, "%s(no stack recorded)\n", indent);
-    for (int i = 0; i < n && (max <= 0 || i < max); i++) {
-        char name[1024], where[512] = "", shown[1024], noargs[1024];
-        int w = 0;
-        if (fr[i].display[0])
-            snprintf(name, sizeof name, "%s", vt_text(fr[i].display));
-        else
-            snprintf(name, sizeof name, "0x%" PRIx64, VT_IP_ADDR(fr[i].ip));
-        if (fr[i].line)
-            w = snprintf(where, sizeof where, "  %s:%" PRIu32, vt_text(vt_base(fr[i].file)), fr[i].line);
-        if (fr[i].module_base[0] && w >= 0 && (size_t)w < sizeof where)
-            snprintf(where + w, sizeof where - (size_t)w, "  [%s]", vt_text(fr[i].module_base));
-        const char *fit = name;
-        long room = (long)width - (long)strlen(indent) - (i < 100 ? 4 : 5) - (long)vt_fit_cols(where, strlen(where));
-        if (width && vt_fit_cols(name, strlen(name)) > (size_t)(room > 0 ? room : 0)) {
-            fit = vt_fit_elide_args(noargs, sizeof noargs, name);
-            fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
-        }
-        fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
-    }
+    for (int i = 0; i < n && (max <= 0 || i < max); i++)
+        vt_print_frame(o, indent, i, &fr[i], width);
     if (max > 0 && n > max)
         fprintf(o, "%s... %d more frames\n", indent, n - max);
 }
