@@ -29,17 +29,31 @@ int vt_uuid_known(const uint8_t u[16])
  * keys: the full sort moves keys, not indexes whose comparisons would read
  * two random sites each (100k sites are 8 MB). */
 typedef struct site_key {
-    uint64_t at_peak, max_live, total_bytes;
+    uint64_t first, at_peak, max_live, total_bytes;
     size_t i;
 } site_key_t;
 
-static inline site_key_t key_of(const vt_proc_t *p, size_t i)
+static inline uint64_t order_key(const vt_site_t *s, int order)
 {
-    return (site_key_t){ p->sites[i].at_peak, p->sites[i].max_live, p->sites[i].total_bytes, i };
+    switch (order) {
+    case VT_ORDER_BYTES: return s->total_bytes;
+    case VT_ORDER_CALLS: return s->calls;
+    case VT_ORDER_LIVE: return s->live;
+    case VT_ORDER_FREES: return s->frees;
+    default: return s->at_peak;
+    }
+}
+
+static inline site_key_t key_of(const vt_proc_t *p, size_t i, int order)
+{
+    const vt_site_t *s = &p->sites[i];
+    return (site_key_t){ order_key(s, order), s->at_peak, s->max_live, s->total_bytes, i };
 }
 
 static inline int key_before(const site_key_t *x, const site_key_t *y)
 {
+    if (x->first != y->first)
+        return x->first > y->first;
     if (x->at_peak != y->at_peak)
         return x->at_peak > y->at_peak;
     if (x->max_live != y->max_live)
@@ -50,15 +64,15 @@ static inline int key_before(const site_key_t *x, const site_key_t *y)
 }
 
 /* Site i ranks before site j. */
-static inline int site_before(const vt_proc_t *p, size_t i, size_t j)
+static inline int site_before(const vt_proc_t *p, size_t i, size_t j, int order)
 {
-    site_key_t a = key_of(p, i), b = key_of(p, j);
+    site_key_t a = key_of(p, i, order), b = key_of(p, j, order);
     return key_before(&a, &b);
 }
 
 /* Every site's index in rank order: a bottom-up merge sort of the keys
  * (keys are distinct, the index breaking ties, so stability is moot). */
-static size_t *rank_all(const vt_proc_t *p)
+static size_t *rank_all(const vt_proc_t *p, int order)
 {
     size_t n = p->nsites;
     site_key_t *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
@@ -70,7 +84,7 @@ static size_t *rank_all(const vt_proc_t *p)
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
-        a[i] = key_of(p, i);
+        a[i] = key_of(p, i, order);
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
@@ -95,10 +109,15 @@ static size_t *rank_all(const vt_proc_t *p)
 
 size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
 {
+    return vt_sites_ordered(p, n, VT_ORDER_PEAK);
+}
+
+size_t *vt_sites_ordered(const vt_proc_t *p, size_t n, int order)
+{
     if (n > p->nsites)
         n = p->nsites;
     if (n > p->nsites / 8)
-        return rank_all(p);
+        return rank_all(p, order);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)
         return NULL;
@@ -108,10 +127,10 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
      * is exactly the sorted list's first n. */
     size_t have = 0;
     for (size_t i = 0; i < p->nsites && n; i++) {
-        if (have == n && !site_before(p, i, idx[n - 1]))
+        if (have == n && !site_before(p, i, idx[n - 1], order))
             continue;
         size_t k = have < n ? have++ : n - 1;
-        while (k > 0 && site_before(p, i, idx[k - 1])) {
+        while (k > 0 && site_before(p, i, idx[k - 1], order)) {
             idx[k] = idx[k - 1];
             k--;
         }
@@ -226,4 +245,16 @@ void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, in
         fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
     }
     fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
+}
+
+int vt_site_matches(const vt_model_t *m, const vt_site_t *s, const char *function)
+{
+    if (!function)
+        return 1;
+    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), s->stack, fr, VT_MAX_STACK_DEPTH);
+    for (int i = 0; i < n; i++)
+        if (strstr(fr[i].display, function))
+            return 1;
+    return 0;
 }

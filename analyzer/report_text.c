@@ -386,6 +386,54 @@ static void tagged_section(FILE *o, const vt_model_t *m, const char *title, cons
     tag_rows(o, m, tp->peak_by_tag, tp->peak_bytes, "    ");
 }
 
+/* The sites in --sort order (bytes at peak by default), the first --top of
+ * those whose stack matches --filter. The size column is the sort's bytes:
+ * at peak, or allocated over the run for --sort bytes. */
+static void sites_table(FILE *o, const vt_report_t *r, const vt_model_t *m)
+{
+    static const char *const by[] = { [VT_ORDER_PEAK] = "by bytes live at peak",
+                                      [VT_ORDER_BYTES] = "by bytes allocated over the run",
+                                      [VT_ORDER_CALLS] = "by calls; bytes live at peak" };
+    const vt_proc_t *p = vt_model_proc(m);
+    const char *filter = r->opts.filter;
+    int order = r->opts.order == VT_ORDER_BYTES || r->opts.order == VT_ORDER_CALLS ? r->opts.order : VT_ORDER_PEAK;
+    size_t top = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    size_t *rank = vt_sites_ordered(p, filter ? p->nsites : top, order);
+    size_t shown = 0, matching = 0;
+    char a[VT_SIZE_BUF];
+    for (size_t k = 0; rank && k < (filter ? p->nsites : top); k++) {
+        const vt_site_t *s = &p->sites[rank[k]];
+        if (!vt_site_matches(m, s, filter))
+            continue;
+        if (matching++ >= top)
+            continue;
+        if (!shown++) {
+            fprintf(o, "\nTop allocation sites (%s)", by[order]);
+            if (filter)
+                fprintf(o, ", stacks with a frame matching '%s'", vt_text(filter));
+            fprintf(o, "\n");
+        }
+        char rule[1024], where[32];
+        vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
+        if (s->space == VT_SPACE_DEVICE)
+            snprintf(where, sizeof where, "GPU %d", s->device);
+        else
+            snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+        fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  rule: %s\n", shown, W,
+                vt_fmt_bytes(a, order == VT_ORDER_BYTES ? s->total_bytes : s->at_peak), tagn(m, s->match.tag), where,
+                s->calls, s->calls == 1 ? " " : "s",
+                rule[0] ? vt_text(rule) : "none (untagged: write a rule for a frame below)");
+        print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
+    }
+    if (filter && rank && !matching)
+        fprintf(o, "\nNo allocation site has a frame matching '%s'.\n", vt_text(filter));
+    else if (filter && matching > shown)
+        fprintf(o, "  ... %zu more matching sites (--top 0 shows all)\n", matching - shown);
+    else if (!filter && shown < p->nsites)
+        fprintf(o, "  ... %zu more sites (--top 0 shows all)\n", p->nsites - shown);
+    free(rank);
+}
+
 static void process_section(FILE *o, const vt_report_t *r, const vt_report_input_t *in)
 {
     const vt_model_t *m = in->model;
@@ -447,27 +495,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     tagged_section(o, m, "Pinned host memory", &p->host);
     tagged_section(o, m, "Managed memory", &p->managed);
 
-    size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
-    size_t *rank = vt_sites_ranked(p, shown);
-    if (rank && shown) {
-        fprintf(o, "\nTop allocation sites (by bytes live at peak)\n");
-        for (size_t k = 0; k < shown; k++) {
-            const vt_site_t *s = &p->sites[rank[k]];
-            char rule[1024], where[32];
-            vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
-            if (s->space == VT_SPACE_DEVICE)
-                snprintf(where, sizeof where, "GPU %d", s->device);
-            else
-                snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
-            fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  rule: %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
-                    tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s",
-                    rule[0] ? vt_text(rule) : "none (untagged: write a rule for a frame below)");
-            print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
-        }
-        if (shown < p->nsites)
-            fprintf(o, "  ... %zu more sites (--top 0 shows all)\n", p->nsites - shown);
-    }
-    free(rank);
+    sites_table(o, r, m);
+    vt_report_text_heap(o, r, m);
 
     fprintf(o, "\nEntry points              calls   failed       bytes\n");
     for (unsigned api = 0; api < VT_API_COUNT; api++)
