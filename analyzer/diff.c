@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "fit.h"
 #include "json.h"
 #include "report.h"
 #include "sizes.h"
@@ -49,6 +50,7 @@ static void usage(FILE *f)
                "  --json          machine-readable output, schema vramtrace-diff/1 (docs/report.md)\n"
                "  --rules FILE    tagging rules for both runs (repeatable); --margin PCT likewise\n"
                "  --color WHEN    auto (default), always or never\n"
+               "  --wide          lines as long as they come (default: they fit 80 columns)\n"
                "\n"
                "Exit status: 0 compared, 2 unusable input.\n");
 }
@@ -187,11 +189,12 @@ int vt_cmd_diff(int argc, char **argv)
         { "margin", required_argument, NULL, VT_OPT_MARGIN },
         { "rules", required_argument, NULL, VT_OPT_RULES },
         { "color", required_argument, NULL, 'c' },
+        { "wide", no_argument, NULL, 'w' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     char *rules[64];
-    int nrules = 0, as_json = 0, c, rc = VT_EXIT_OK;
+    int nrules = 0, as_json = 0, wide = 0, c, rc = VT_EXIT_OK;
     const char *margin = NULL, *color = "auto";
     vt_report_t *rep[2] = { NULL, NULL };
     optind = 1;
@@ -201,6 +204,7 @@ int vt_cmd_diff(int argc, char **argv)
         case 'j': as_json = 1; break;
         case VT_OPT_MARGIN: margin = optarg; break;
         case 'c': color = optarg; break;
+        case 'w': wide = 1; break;
         case VT_OPT_RULES:
             if (nrules < 64)
                 rules[nrules++] = optarg;
@@ -226,8 +230,12 @@ int vt_cmd_diff(int argc, char **argv)
         int n = rows(rep[0], &s[0], &s[1], rw);
         if (as_json)
             json(stdout, argv + optind, s, rw, n);
-        else
-            text(stdout, vt_report_use_color(rep[0], stdout), argv + optind, s, rw, n);
+        else {
+            vt_fit_t fit;
+            FILE *o = vt_fit_begin(&fit, stdout, wide ? 0 : VT_FIT_COLUMNS);
+            text(o, vt_report_use_color(rep[0], stdout), argv + optind, s, rw, n);
+            vt_fit_end(&fit);
+        }
         fflush(stdout);
     }
     vt_report_free(rep[0]);

@@ -478,7 +478,7 @@ static vt_tagged_peak_t *space_peak(vt_model_t *m, int space, int dev)
  * held at that peak (nothing changed in between). */
 /* tp is the site's space's peak: a live entry's site has the entry's space
  * and device (site_for's key), so account passes the entry's. */
-static void site_change(vt_model_t *m, uint32_t si, int64_t delta, const vt_tagged_peak_t *tp)
+static void site_change(vt_model_t *m, uint32_t si, int sign, int64_t delta, const vt_tagged_peak_t *tp)
 {
     if (si == UINT32_MAX)
         return;
@@ -487,6 +487,13 @@ static void site_change(vt_model_t *m, uint32_t si, int64_t delta, const vt_tagg
         s->at_peak = s->live;
     s->live += (uint64_t)delta; /* modulo 2^64: hostile sizes must not overflow a signed add */
     s->changed_seq = m->seq;
+    if (sign > 0) {
+        s->live_allocs++;
+    } else {
+        s->live_allocs--;
+        s->frees++;
+        s->freed_bytes += (uint64_t)-delta;
+    }
     if (s->live > s->max_live)
         s->max_live = s->live;
 }
@@ -561,7 +568,7 @@ __attribute__((always_inline)) static inline void account(vt_model_t *m, const l
         return;
     }
     vt_tagged_peak_t *tp = space_peak(m, e->space, e->dev);
-    site_change(m, e->site, sz, tp);
+    site_change(m, e->site, sign, sz, tp);
     if (!tp)
         return;
     tp->tracked += (uint64_t)sz;
@@ -822,6 +829,11 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     p->events.allocs++;
     p->allocs_after_tip += p->tip.valid;
     s->total_bytes += ev->size;
+    if (kind != L_VA && kind != L_MAP) {
+        int b = 63 - __builtin_clzll(ev->size | 1);
+        p->size_hist_count[b]++;
+        p->size_hist_bytes[b] += ev->size;
+    }
     live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
     /* One probe: the entry an implicit free removes, or the hole where the
      * new one goes (live_insert). Nothing else puts or deletes in between. */

@@ -179,6 +179,10 @@ typedef struct vt_site {
     vt_match_t match, stack_match;
     uint64_t calls, failed, total_bytes;
     uint64_t live, at_peak, max_live, changed_seq;
+    /* Allocations from here live now (at the end: never freed, what
+     * --leaks lists) and those freed again with their bytes (--churn: the
+     * temporaries a caching allocator would keep from the driver). */
+    uint64_t live_allocs, frees, freed_bytes;
 } vt_site_t;
 
 typedef struct vt_api_stats {
@@ -204,6 +208,9 @@ typedef struct vt_proc {
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;
     } events;
     vt_api_stats_t apis[VT_API_COUNT];
+    /* Successful requests that hold memory (not address reservations or
+     * mappings) by size, bucket b = [2^b, 2^(b+1)) bytes: --histogram. */
+    uint64_t size_hist_count[64], size_hist_bytes[64];
     vt_dev_t devs[VT_MAX_DEVICES];
     int ndevs;
     vt_tagged_peak_t host;      /* pinned host: allocations + registrations */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "fit.h"
 #include "report.h"
 #include "sizes.h"
 
@@ -58,6 +59,7 @@ typedef struct replay {
     int reserve_set;
     gpu_t g[VT_MAX_GPUS];
     int ng;
+    int wide, width;   /* --wide; the columns a frame may take (0: all) */
 } replay_t;
 
 static void usage(FILE *f)
@@ -75,6 +77,7 @@ static void usage(FILE *f)
                "  --reserve SIZE    CUDA context / driver reserve, less than the card\n"
                "                    (default: as recorded; 0 for none)\n"
                "  --rules FILE      tagging rules, as for report\n"
+               "  --wide            lines as long as they come (default: they fit 80 columns)\n"
                "\n"
                "Exit status: 0 fits, 1 would not fit, 2 unusable input, 3 cannot tell (the recorded\n"
                "run took another path after a failed request).\n");
@@ -182,7 +185,7 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF];
     int misfit = 0, unsure = 0;
     fprintf(o, "Replay of the recorded device requests against a %s card.\n", vt_fmt_bytes(a, rp->capacity));
-    fprintf(o, "Bytes are counted, placement is not (no first-fit, rounding or fragmentation): a real card\n"
+    fprintf(o, "Bytes are counted, placement is not (no first-fit, rounding or fragmentation): a real card "
                "can fail sooner than this says, not later.\n");
     if (!rp->ng)
         fprintf(o, "\nNo device request in the trace%s.\n", r->nin == 1 ? "" : "s");
@@ -200,9 +203,9 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
              * not in the trace, so "fits" would be a guess. */
             unsure = 1;
             fprintf(o, "  CANNOT TELL. %" PRIu64 " request%s failed when recorded and would succeed here, and the "
-                       "recorded requests\n  need at most %s (at %s), %s under the room; but after a failure the "
-                       "program took another\n  path (fewer layers, a smaller cache), and what the full path "
-                       "would allocate instead is not in\n  the trace. Record on a card of this size to be sure.\n",
+                       "recorded requests need at most %s (at %s), %s under the room; but after a failure the "
+                       "program took another path (fewer layers, a smaller cache), and what the full path "
+                       "would allocate instead is not in the trace. Record on a card of this size to be sure.\n",
                     g->recorded_failures, g->recorded_failures == 1 ? "" : "s", vt_fmt_bytes(a, w->demand),
                     vt_fmt_time(t, w->time_ns), vt_fmt_bytes(b, room - w->demand));
             continue;
@@ -223,13 +226,8 @@ static int print(FILE *o, const vt_report_t *r, const replay_t *rp)
                 vt_fmt_bytes(b, f->demand - room));
         vt_frame_t fr[VT_MAX_STACK_DEPTH];
         int n = vt_stacks_get(vt_model_stacks(m), f->stack, fr, VT_MAX_STACK_DEPTH);
-        for (int k = 0; k < n; k++) {
-            if (fr[k].display[0])
-                fprintf(o, "      #%-2d %s", k, vt_text(fr[k].display));
-            else
-                fprintf(o, "      #%-2d 0x%" PRIx64, k, VT_IP_ADDR(fr[k].ip));
-            fprintf(o, "%s%s%s\n", fr[k].module_base[0] ? "  [" : "", vt_text(fr[k].module_base), fr[k].module_base[0] ? "]" : "");
-        }
+        for (int k = 0; k < n; k++)
+            vt_print_frame(o, "      ", k, &fr[k], rp->width);
         if (!n)
             fprintf(o, "      (no stack recorded)\n");
         uint64_t excess = w->demand - room;
@@ -257,6 +255,7 @@ int vt_cmd_replay(int argc, char **argv)
         { "capacity", required_argument, NULL, 'C' },
         { "reserve", required_argument, NULL, 'R' },
         { "rules", required_argument, NULL, VT_OPT_RULES },
+        { "wide", no_argument, NULL, 'w' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -289,6 +288,9 @@ int vt_cmd_replay(int argc, char **argv)
             }
             have_cap |= c == 'C';
             rp->reserve_set |= c == 'R';
+            break;
+        case 'w':
+            rp->wide = 1;
             break;
         case VT_OPT_RULES:
             if ((rc = vt_report_opt(r, "replay", c, optarg)))
@@ -327,7 +329,10 @@ int vt_cmd_replay(int argc, char **argv)
     r->on_rewind = on_rewind;
     if ((rc = vt_report_load(r, argv + optind, argc - optind)))
         goto out;
-    rc = print(stdout, r, rp);
+    vt_fit_t fit;
+    rp->width = rp->wide ? 0 : VT_FIT_COLUMNS;
+    rc = print(vt_fit_begin(&fit, stdout, rp->width), r, rp);
+    vt_fit_end(&fit);
     fflush(stdout);
 out:
     vt_report_free(r);

@@ -48,6 +48,14 @@ static void usage(FILE *f)
             "                    binaries on this machine whose build id matches the trace)\n"
             "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
             "                    by default control characters and invalid UTF-8 print as \\xNN\n"
+            "  --wide            text lines as long as they come; by default they fit 80\n"
+            "                    columns (long lines wrap, long function names lose their middle)\n"
+            "  --sort KEY        order of the sites: peak (bytes live at peak, the default),\n"
+            "                    bytes (allocated over the run) or calls\n"
+            "  --filter FUNCTION only sites with a stack frame whose name contains FUNCTION\n"
+            "  --leaks           per site: allocations never freed (live at the end)\n"
+            "  --churn           per site: allocations freed again (what caching allocators hide)\n"
+            "  --histogram       allocation sizes in power-of-two buckets\n"
             "\n"
             "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
             "usable traces are still reported).\n");
@@ -669,6 +677,12 @@ int vt_cmd_report(int argc, char **argv)
         { "color", required_argument, NULL, 'c' },
         { "no-source", no_argument, NULL, 'S' },
         { "raw-strings", no_argument, NULL, 'R' },
+        { "wide", no_argument, NULL, 'w' },
+        { "leaks", no_argument, NULL, 'L' },
+        { "churn", no_argument, NULL, 'T' },
+        { "histogram", no_argument, NULL, 'g' },
+        { "sort", required_argument, NULL, 's' },
+        { "filter", required_argument, NULL, 'F' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -698,6 +712,34 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'R':
             r->opts.raw_strings = 1;
+            break;
+        case 'w':
+            r->opts.wide = 1;
+            break;
+        case 'L':
+            r->opts.leaks = 1;
+            break;
+        case 'T':
+            r->opts.churn = 1;
+            break;
+        case 'g':
+            r->opts.histogram = 1;
+            break;
+        case 'F':
+            r->opts.filter = optarg;
+            break;
+        case 's':
+            if (!strcmp(optarg, "peak"))
+                r->opts.order = VT_ORDER_PEAK;
+            else if (!strcmp(optarg, "bytes"))
+                r->opts.order = VT_ORDER_BYTES;
+            else if (!strcmp(optarg, "calls"))
+                r->opts.order = VT_ORDER_CALLS;
+            else {
+                fprintf(stderr, "vramtrace: report: --sort wants peak, bytes or calls, got '%s'\n", optarg);
+                rc = VT_EXIT_BAD_INPUT;
+                goto out;
+            }
             break;
         case 'c':
             if ((rc = vt_report_color_opt(r, "report", optarg)))

@@ -30,6 +30,10 @@ typedef struct vt_report_opts {
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
     int quiet;       /* no note on stderr for a trace that ends mid-chunk (serve scrapes live traces) */
     int raw_strings; /* --raw-strings: text prints trace strings unescaped */
+    int wide;        /* --wide: text lines as long as they come (else 80 columns, fit.h) */
+    int order;       /* --sort: the sites table's vt_site_order */
+    const char *filter;   /* --filter: only sites with a frame naming this (NULL: all) */
+    int leaks, churn, histogram;   /* --leaks, --churn, --histogram: their sections */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
@@ -161,6 +165,12 @@ int vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t abs_time_ns);
 void vt_gpus_finish(vt_report_t *r);
 
 void vt_report_text(const vt_report_t *r, FILE *out);
+/* --leaks, --churn, --histogram (report_heap.c): the text sections of one
+ * process, and its JSON members; pos[i] is site i's index in the JSON
+ * "sites" array (SIZE_MAX: left out by --filter). */
+void vt_report_text_heap(FILE *o, const vt_report_t *r, const vt_model_t *m);
+struct vt_json;
+void vt_report_json_heap(struct vt_json *j, const vt_report_t *r, const vt_model_t *m, const size_t *pos);
 void vt_report_json(const vt_report_t *r, FILE *out);
 /* The verdict paragraph of one process (report_text.c), uncoloured unless
  * vt_report_text is printing. */
@@ -175,6 +185,13 @@ int vt_uuid_known(const uint8_t uuid[16]);
  * sites), NULL when out of memory. A small n of many sites costs one pass,
  * not a sort. */
 size_t *vt_sites_ranked(const vt_proc_t *p, size_t n);
+/* The same with another first key (most first; ties as above):
+ * --sort peak|bytes|calls, and the --leaks and --churn tables. */
+enum vt_site_order { VT_ORDER_PEAK, VT_ORDER_BYTES, VT_ORDER_CALLS, VT_ORDER_LIVE, VT_ORDER_FREES };
+size_t *vt_sites_ordered(const vt_proc_t *p, size_t n, int order);
+/* Whether a frame of the site's stack has `function` in its symbolized
+ * name (--filter); every site when function is NULL. */
+int vt_site_matches(const vt_model_t *m, const vt_site_t *s, const char *function);
 const char *vt_api_name(unsigned api);
 /* The CUDA name of an allocation's failure code (runtime or driver, by
  * api), or NULL for a code not in the table. */
@@ -186,6 +203,12 @@ const char *vt_result_name(unsigned api, uint32_t result);
 void vt_site_evidence(const vt_model_t *m, const vt_site_t *s, char *buf, size_t size);
 /* "user_rule", "ggml_mark", "builtin_rule" or "nothing" (enum vt_decided). */
 const char *vt_decided_name(int decided);
+/* Frame i of a stack on one line: INDENT#i NAME  FILE:LINE  [MODULE] (the
+ * parts the frame has). With a width, a name too long for it loses its
+ * parameter list, then its middle (fit.h): the line keeps the name's
+ * scope, its last member, its source line and its module. Width 0 prints
+ * the name whole. */
+void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, int width);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
 

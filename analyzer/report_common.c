@@ -4,8 +4,11 @@
 #include <cuda.h>
 #include <driver_types.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fit.h"
 
 void vt_uuid_str(const uint8_t u[16], char out[48])
 {
@@ -26,17 +29,31 @@ int vt_uuid_known(const uint8_t u[16])
  * keys: the full sort moves keys, not indexes whose comparisons would read
  * two random sites each (100k sites are 8 MB). */
 typedef struct site_key {
-    uint64_t at_peak, max_live, total_bytes;
+    uint64_t first, at_peak, max_live, total_bytes;
     size_t i;
 } site_key_t;
 
-static inline site_key_t key_of(const vt_proc_t *p, size_t i)
+static inline uint64_t order_key(const vt_site_t *s, int order)
 {
-    return (site_key_t){ p->sites[i].at_peak, p->sites[i].max_live, p->sites[i].total_bytes, i };
+    switch (order) {
+    case VT_ORDER_BYTES: return s->total_bytes;
+    case VT_ORDER_CALLS: return s->calls;
+    case VT_ORDER_LIVE: return s->live;
+    case VT_ORDER_FREES: return s->frees;
+    default: return s->at_peak;
+    }
+}
+
+static inline site_key_t key_of(const vt_proc_t *p, size_t i, int order)
+{
+    const vt_site_t *s = &p->sites[i];
+    return (site_key_t){ order_key(s, order), s->at_peak, s->max_live, s->total_bytes, i };
 }
 
 static inline int key_before(const site_key_t *x, const site_key_t *y)
 {
+    if (x->first != y->first)
+        return x->first > y->first;
     if (x->at_peak != y->at_peak)
         return x->at_peak > y->at_peak;
     if (x->max_live != y->max_live)
@@ -47,15 +64,15 @@ static inline int key_before(const site_key_t *x, const site_key_t *y)
 }
 
 /* Site i ranks before site j. */
-static inline int site_before(const vt_proc_t *p, size_t i, size_t j)
+static inline int site_before(const vt_proc_t *p, size_t i, size_t j, int order)
 {
-    site_key_t a = key_of(p, i), b = key_of(p, j);
+    site_key_t a = key_of(p, i, order), b = key_of(p, j, order);
     return key_before(&a, &b);
 }
 
 /* Every site's index in rank order: a bottom-up merge sort of the keys
  * (keys are distinct, the index breaking ties, so stability is moot). */
-static size_t *rank_all(const vt_proc_t *p)
+static size_t *rank_all(const vt_proc_t *p, int order)
 {
     size_t n = p->nsites;
     site_key_t *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
@@ -67,7 +84,7 @@ static size_t *rank_all(const vt_proc_t *p)
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
-        a[i] = key_of(p, i);
+        a[i] = key_of(p, i, order);
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
             size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
@@ -92,10 +109,15 @@ static size_t *rank_all(const vt_proc_t *p)
 
 size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
 {
+    return vt_sites_ordered(p, n, VT_ORDER_PEAK);
+}
+
+size_t *vt_sites_ordered(const vt_proc_t *p, size_t n, int order)
+{
     if (n > p->nsites)
         n = p->nsites;
     if (n > p->nsites / 8)
-        return rank_all(p);
+        return rank_all(p, order);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx)
         return NULL;
@@ -105,10 +127,10 @@ size_t *vt_sites_ranked(const vt_proc_t *p, size_t n)
      * is exactly the sorted list's first n. */
     size_t have = 0;
     for (size_t i = 0; i < p->nsites && n; i++) {
-        if (have == n && !site_before(p, i, idx[n - 1]))
+        if (have == n && !site_before(p, i, idx[n - 1], order))
             continue;
         size_t k = have < n ? have++ : n - 1;
-        while (k > 0 && site_before(p, i, idx[k - 1])) {
+        while (k > 0 && site_before(p, i, idx[k - 1], order)) {
             idx[k] = idx[k - 1];
             k--;
         }
@@ -240,4 +262,37 @@ void vt_site_evidence(const vt_model_t *m, const vt_site_t *s, char *buf, size_t
     default:
         snprintf(buf, size, "none (untagged: write a rule for a frame below)");
     }
+}
+
+void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, int width)
+{
+    char name[1024], where[512] = "", shown[1024], noargs[1024];
+    int w = 0;
+    if (fr->display[0])
+        snprintf(name, sizeof name, "%s", vt_text(fr->display));
+    else
+        snprintf(name, sizeof name, "0x%" PRIx64, VT_IP_ADDR(fr->ip));
+    if (fr->line)
+        w = snprintf(where, sizeof where, "  %s:%" PRIu32, vt_text(vt_base(fr->file)), fr->line);
+    if (fr->module_base[0] && w >= 0 && (size_t)w < sizeof where)
+        snprintf(where + w, sizeof where - (size_t)w, "  [%s]", vt_text(fr->module_base));
+    const char *fit = name;
+    long room = (long)width - (long)strlen(indent) - (i < 100 ? 4 : 5) - (long)vt_fit_cols(where, strlen(where));
+    if (width && vt_fit_cols(name, strlen(name)) > (size_t)(room > 0 ? room : 0)) {
+        fit = vt_fit_elide_args(noargs, sizeof noargs, name);
+        fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
+    }
+    fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
+}
+
+int vt_site_matches(const vt_model_t *m, const vt_site_t *s, const char *function)
+{
+    if (!function)
+        return 1;
+    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), s->stack, fr, VT_MAX_STACK_DEPTH);
+    for (int i = 0; i < n; i++)
+        if (strstr(fr[i].display, function))
+            return 1;
+    return 0;
 }

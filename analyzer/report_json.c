@@ -317,7 +317,7 @@ static void spill(vt_json_t *j, const vt_model_t *m)
     vt_json_obj_end(j);
 }
 
-static void process(vt_json_t *j, const vt_report_input_t *in)
+static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t *in)
 {
     const vt_model_t *m = in->model;
     const vt_proc_t *p = vt_model_proc(m);
@@ -394,11 +394,20 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
     vt_json_u64(j, "trims", p->pool_trims);
     vt_json_obj_end(j);
     spill(j, m);
-    size_t *rank = vt_sites_ranked(p, p->nsites);
+    size_t *rank = vt_sites_ordered(p, p->nsites, r->opts.order);
+    /* Each site's place in "sites", for the --leaks and --churn references. */
+    size_t *pos = rank ? malloc((p->nsites ? p->nsites : 1) * sizeof *pos) : NULL, shown = 0;
+    for (size_t k = 0; pos && k < p->nsites; k++)
+        pos[k] = SIZE_MAX;
     vt_json_arr(j, "sites");
     for (size_t k = 0; rank && k < p->nsites; k++) {
         const vt_site_t *s = &p->sites[rank[k]];
         prefetch_sites(p, rank, k, vt_model_stacks(m));
+        if (!vt_site_matches(m, s, r->opts.filter))
+            continue;
+        if (pos)
+            pos[rank[k]] = shown;
+        shown++;
         char rule[1024];
         vt_rules_describe(rules, &s->match, rule, sizeof rule);
         vt_json_obj(j, NULL);
@@ -428,11 +437,16 @@ static void process(vt_json_t *j, const vt_report_input_t *in)
         vt_json_u64(j, "max_live_bytes", s->max_live);
         vt_json_u64(j, "total_bytes", s->total_bytes);
         vt_json_u64(j, "live_bytes", s->live);
+        vt_json_u64(j, "live_allocations", s->live_allocs);
+        vt_json_u64(j, "freed", s->frees);
+        vt_json_u64(j, "freed_bytes", s->freed_bytes);
         stack(j, m, s->stack);
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);
     free(rank);
+    vt_report_json_heap(j, r, m, pos);
+    free(pos);
     frame_table(j, m);
     vt_json_obj_end(j);
 }
@@ -445,9 +459,11 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_obj(&j, NULL);
     vt_json_str(&j, "schema", "vramtrace-report/2");
     vt_json_num(&j, "margin_pct", r->opts.margin_pct);
+    if (r->opts.filter)
+        vt_json_str(&j, "sites_filter", r->opts.filter);
     vt_json_arr(&j, "processes");
     for (int i = 0; i < r->nin; i++)
-        process(&j, &r->in[i]);
+        process(&j, r, &r->in[i]);
     vt_json_arr_end(&j);
     vt_json_arr(&j, "not_reported");
     for (int i = 0; i < r->nbad; i++) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
 #include "report.h"
 #include "sizes.h"
 
@@ -31,6 +32,7 @@ static uint64_t reserve_of(const vt_dev_t *d) { return vt_dev_reserve(d); }
 static uint64_t untracked_of(const vt_dev_t *d) { return vt_dev_untracked(d); }
 
 static int color;   /* set by vt_report_text for this print */
+static int width;   /* columns a stack frame may take; 0: --wide, all of it */
 #define C_RED "\033[1;31m"
 #define C_YEL "\033[1;33m"
 #define C_GRN "\033[1;32m"
@@ -45,17 +47,8 @@ static void print_stack(FILE *o, const vt_model_t *m, uint32_t leaf, const char 
     vt_stacks_src(vt_model_stacks(m), fr, max > 0 && n > max ? max : n);   /* only what is shown */
     if (!n)
         fprintf(o, "%s(no stack recorded)\n", indent);
-    for (int i = 0; i < n && (max <= 0 || i < max); i++) {
-        if (fr[i].display[0])
-            fprintf(o, "%s#%-2d %s", indent, i, vt_text(fr[i].display));
-        else
-            fprintf(o, "%s#%-2d 0x%" PRIx64, indent, i, VT_IP_ADDR(fr[i].ip));
-        if (fr[i].line)
-            fprintf(o, "  %s:%" PRIu32, vt_text(vt_base(fr[i].file)), fr[i].line);
-        if (fr[i].module_base[0])
-            fprintf(o, "  [%s]", vt_text(fr[i].module_base));
-        fputc('\n', o);
-    }
+    for (int i = 0; i < n && (max <= 0 || i < max); i++)
+        vt_print_frame(o, indent, i, &fr[i], width);
     if (max > 0 && n > max)
         fprintf(o, "%s... %d more frames\n", indent, n - max);
 }
@@ -394,6 +387,53 @@ static void tagged_section(FILE *o, const vt_model_t *m, const char *title, cons
     tag_rows(o, m, tp->peak_by_tag, tp->peak_bytes, "    ");
 }
 
+/* The sites in --sort order (bytes at peak by default), the first --top of
+ * those whose stack matches --filter. The size column is the sort's bytes:
+ * at peak, or allocated over the run for --sort bytes. */
+static void sites_table(FILE *o, const vt_report_t *r, const vt_model_t *m)
+{
+    static const char *const by[] = { [VT_ORDER_PEAK] = "by bytes live at peak",
+                                      [VT_ORDER_BYTES] = "by bytes allocated over the run",
+                                      [VT_ORDER_CALLS] = "by calls; bytes live at peak" };
+    const vt_proc_t *p = vt_model_proc(m);
+    const char *filter = r->opts.filter;
+    int order = r->opts.order == VT_ORDER_BYTES || r->opts.order == VT_ORDER_CALLS ? r->opts.order : VT_ORDER_PEAK;
+    size_t top = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
+    size_t *rank = vt_sites_ordered(p, filter ? p->nsites : top, order);
+    size_t shown = 0, matching = 0;
+    char a[VT_SIZE_BUF];
+    for (size_t k = 0; rank && k < (filter ? p->nsites : top); k++) {
+        const vt_site_t *s = &p->sites[rank[k]];
+        if (!vt_site_matches(m, s, filter))
+            continue;
+        if (matching++ >= top)
+            continue;
+        if (!shown++) {
+            fprintf(o, "\nTop allocation sites (%s)", by[order]);
+            if (filter)
+                fprintf(o, ", stacks with a frame matching '%s'", vt_text(filter));
+            fprintf(o, "\n");
+        }
+        char rule[1024], where[32];
+        vt_site_evidence(m, s, rule, sizeof rule);
+        if (s->space == VT_SPACE_DEVICE)
+            snprintf(where, sizeof where, "GPU %d", s->device);
+        else
+            snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+        fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  %s\n", shown, W,
+                vt_fmt_bytes(a, order == VT_ORDER_BYTES ? s->total_bytes : s->at_peak), tagn(m, s->match.tag), where,
+                s->calls, s->calls == 1 ? " " : "s", vt_text(rule));
+        print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
+    }
+    if (filter && rank && !matching)
+        fprintf(o, "\nNo allocation site has a frame matching '%s'.\n", vt_text(filter));
+    else if (filter && matching > shown)
+        fprintf(o, "  ... %zu more matching sites (--top 0 shows all)\n", matching - shown);
+    else if (!filter && shown < p->nsites)
+        fprintf(o, "  ... %zu more sites (--top 0 shows all)\n", p->nsites - shown);
+    free(rank);
+}
+
 static void process_section(FILE *o, const vt_report_t *r, const vt_report_input_t *in)
 {
     const vt_model_t *m = in->model;
@@ -443,7 +483,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
             fprintf(o, "\n");
             for (uint64_t i = 0; i < p->nlater && i < 10; i++) {
                 const vt_spill_brief_t *b = &p->later[i];
-                fprintf(o, "    %-24s %10s  %-28s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
+                fprintf(o, "    %-18s %9s %-24s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
                         vt_api_name(b->api), W, vt_fmt_bytes(a, b->bytes), tagn(m, b->tag));
             }
             if (p->nlater > 10)
@@ -455,26 +495,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     tagged_section(o, m, "Pinned host memory", &p->host);
     tagged_section(o, m, "Managed memory", &p->managed);
 
-    size_t shown = r->opts.top > 0 && (size_t)r->opts.top < p->nsites ? (size_t)r->opts.top : p->nsites;
-    size_t *rank = vt_sites_ranked(p, shown);
-    if (rank && shown) {
-        fprintf(o, "\nTop allocation sites (by bytes live at peak)\n");
-        for (size_t k = 0; k < shown; k++) {
-            const vt_site_t *s = &p->sites[rank[k]];
-            char rule[1024], where[32];
-            vt_site_evidence(m, s, rule, sizeof rule);
-            if (s->space == VT_SPACE_DEVICE)
-                snprintf(where, sizeof where, "GPU %d", s->device);
-            else
-                snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
-            fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  %s\n", k + 1, W, vt_fmt_bytes(a, s->at_peak),
-                    tagn(m, s->match.tag), where, s->calls, s->calls == 1 ? " " : "s", vt_text(rule));
-            print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
-        }
-        if (shown < p->nsites)
-            fprintf(o, "  ... %zu more sites (--top 0 shows all)\n", p->nsites - shown);
-    }
-    free(rank);
+    sites_table(o, r, m);
+    vt_report_text_heap(o, r, m);
 
     fprintf(o, "\nEntry points              calls   failed       bytes\n");
     for (unsigned api = 0; api < VT_API_COUNT; api++)
@@ -500,9 +522,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     }
 }
 
-void vt_report_text(const vt_report_t *r, FILE *o)
+static void report_all(const vt_report_t *r, FILE *o)
 {
-    color = r->opts.color > 0;
     vt_text_raw = r->opts.raw_strings;
     for (int i = 0; i < r->nin; i++) {
         if (i)
@@ -532,4 +553,13 @@ void vt_report_text(const vt_report_t *r, FILE *o)
                     vt_fmt_bytes(a, gp->peak_contrib[k]), vt_fmt_bytes(b, p->devs[gp->dev_index[k]].mem.peak_bytes));
         }
     }
+}
+
+void vt_report_text(const vt_report_t *r, FILE *out)
+{
+    vt_fit_t fit;
+    color = r->opts.color > 0;
+    width = r->opts.wide ? 0 : VT_FIT_COLUMNS;
+    report_all(r, vt_fit_begin(&fit, out, width));
+    vt_fit_end(&fit);
 }

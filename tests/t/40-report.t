@@ -37,7 +37,7 @@ layers() {
     done
 }
 gen() { "$GEN" "$D/$1.vt" -o "$D/$1.vtrace" || nok "vtgen $1"; }
-report() { name=$1; shift; "$VT" report "$@" "$D/$name.vtrace" >"$D/$name.out" 2>"$D/$name.err"; }
+report() { name=$1; shift; "$VT" report --wide "$@" "$D/$name.vtrace" >"$D/$name.out" 2>"$D/$name.err"; }
 json() { name=$1; shift; "$VT" report --json "$@" "$D/$name.vtrace" >"$D/$name.json" 2>"$D/$name.jerr"; }
 valid_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1"; }
 
@@ -241,7 +241,7 @@ is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["tracked_bytes"]')" $((256 * MiB + 2
 is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["time_ns"]')" 50000 "dir: combined peak time on one timeline"
 is "$(j "$D/dir.json" '[p["bytes_at_gpu_peak"] for p in d["gpus"][0]["processes"]]')" "[$((256 * MiB)), $((20 * 450 * MiB + 2 * GiB))]" "dir: each process at the combined peak"
 is "$(j "$D/dir.json" 'd["gpus"][0]["processes"][1]["peak_bytes"]')" $((20 * 450 * MiB + 2 * GiB)) "dir: runner's own peak"
-"$VT" report "$D/dir" >"$D/dir.out" 2>&1
+"$VT" report --wide "$D/dir" >"$D/dir.out" 2>&1
 check "dir: text has the combined view" grep -q "== GPUs across all 2 processes" "$D/dir.out"
 
 # A process alone on its GPU is not asked about increases below its own
@@ -302,7 +302,7 @@ is "$(j "$D/cut.json" "$P['trace']['truncated']")" true "truncated: flagged"
 is "$(j "$D/cut.json" "$P['verdict'] + ' ' + $P['verdict_of_read_part']")" "incomplete no_spill" \
     "truncated: JSON verdict incomplete, no spill in what was read"
 check "truncated: says where it stopped" grep -q "offset [0-9]*: trace ends in the middle of a chunk" "$D/cut.err"
-"$VT" report "$D/cut.vtrace" >"$D/cut.txt" 2>/dev/null
+"$VT" report --wide "$D/cut.vtrace" >"$D/cut.txt" 2>/dev/null
 is "$?" 3 "truncated, text: exit 3"
 is "$(grep -c '^VERDICT:' "$D/cut.txt")" 1 "truncated, text: one verdict line"
 check "truncated, text: the verdict says INCOMPLETE TRACE, not NO SPILL" grep -q '^VERDICT: INCOMPLETE TRACE\. It stops inside a chunk at offset [0-9]*' "$D/cut.txt"
@@ -317,7 +317,7 @@ for n in 150 200 250 300; do
     [ -n "$first" ] && break
 done
 head -c $((first + 8)) "$D/trunc.vtrace" >"$D/cut0.vtrace"
-"$VT" report "$D/cut0.vtrace" >"$D/cut0.txt" 2>/dev/null
+"$VT" report --wide "$D/cut0.vtrace" >"$D/cut0.txt" 2>/dev/null
 is "$?" 3 "cut in the first chunk: exit 3"
 check "cut in the first chunk: not NO GPU MEMORY USED" sh -c "! grep -q 'NO GPU MEMORY USED' '$D/cut0.txt' &&
     grep -q 'whether the process used GPU memory is unknown' '$D/cut0.txt'"
@@ -410,7 +410,7 @@ size=$(wc -c <"$B2/damaged.vtrace")
 printf '\377\377\377\377' | dd of="$B2/damaged.vtrace" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
 printf 'hello, not a trace\n' >"$B2/junk.vtrace"
 mkfifo "$B2/fifo.vtrace"
-timeout 20 "$VT" report "$B2" >"$D/mixed.out" 2>"$D/mixed.err"
+timeout 20 "$VT" report --wide "$B2" >"$D/mixed.out" 2>"$D/mixed.err"
 is "$?" 2 "mixed directory: exit 2, no hang on the FIFO"
 check "mixed: the FIFO is named, not read" grep -q "fifo.vtrace: offset 0" "$D/mixed.err"
 check "mixed: the junk file is named with its offset" grep -q "junk.vtrace: offset 0" "$D/mixed.err"

@@ -43,7 +43,7 @@ check "expected lines found in $SRC ($LINE0, $LINE1)" [ -n "$LINE0" -a -n "$LINE
 D=$TMP/s1
 mkdir -p $D
 VTSIM_DEVICES=24GiB under_shim $D "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >$D.out 2>$D.err
-"$VT" report $D >$D.txt 2>$D.rerr
+"$VT" report --wide $D >$D.txt 2>$D.rerr
 is "$?" 0 "report exits 0"
 is "$(sed -n '/^Tipping event/{n;p;q}' $D.txt | sed 's/^ *//')" \
     "#0  ggml_cuda_device_malloc(void**, unsigned long, int)  ggml-cuda.cpp:$LINE0  [libggml-cuda.so]" \
@@ -67,7 +67,7 @@ is "$(j $D.json 'all(f["line"] > 0 for s in r["processes"][0]["sites"] for f in 
 check "html: stacks show file:line" grep -q ">ggml-cuda.cpp:$LINE0</span>" $D.html
 check "html: the whole path in the tooltip" grep -q "title=\"[^\"]*examples/ggml/ggml-cuda.cpp\">ggml-cuda.cpp:$LINE0" $D.html
 
-"$VT" report --no-source $D >$D.nosrc 2>&1
+"$VT" report --wide --no-source $D >$D.nosrc 2>&1
 check "--no-source: no file:line in text" sh -c "! grep -q 'ggml-cuda.cpp:' $D.nosrc"
 is "$(sed -n '/^Tipping event/{n;p;q}' $D.nosrc | sed 's/^ *//')" \
     "#0  ggml_cuda_device_malloc(void**, unsigned long, int)  [libggml-cuda.so]" "--no-source: names only"
@@ -114,7 +114,7 @@ made mismatch "$EX/libggml-cuda.so" $BAD
 is "$?" 0 "other build id: report exits 0"
 is "$(src_of mismatch)" "(0, False)" "other build id than the file on disk: no file:line"
 check "other build id: no message" [ ! -s $TMP/made.mismatch.err ]
-"$VT" report $TMP/mismatch.vtrace >$TMP/mismatch.txt 2>&1
+"$VT" report --wide $TMP/mismatch.vtrace >$TMP/mismatch.txt 2>&1
 check "other build id: text shows the name, no file:line" \
     grep -q '^    #0  ggml_cuda_device_malloc(void\*\*, unsigned long, int)  \[libggml-cuda.so\]$' $TMP/mismatch.txt
 made noid "$EX/libggml-cuda.so" ""

@@ -105,14 +105,14 @@ is "$(sed -n 9p "$D/diff.check")" "rounding_waste 0 0 0 None" "diff: no rounding
 # holes: the KV block sits 54 (A) / 52 (B) GiB past the weights, more than
 # the card: another VA region, no hole; the scratch block 14 / 15 GiB past it.
 is "$(sed -n 10p "$D/diff.check")" "hole_bytes $((14 * GiB)) $((15 * GiB)) $GiB 0.0714" "diff: external fragmentation hole bytes"
-"$VT" diff --color never "$D/a.vtrace" "$D/b.vtrace" >"$D/diff.txt"
+"$VT" diff --wide --color never "$D/a.vtrace" "$D/b.vtrace" >"$D/diff.txt"
 check "diff text: the weights row" grep -Eq '^weights +10.00 GiB +12.00 GiB +\+2.00 GiB +\+20.0%$' "$D/diff.txt"
 check "diff text: A spilled" grep -q '^A: .*a.vtrace (1 process, 1 GPU), SPILLED$' "$D/diff.txt"
 check "diff: no colour into a pipe" sh -c "! grep -q \"\$(printf '\\033')\" '$D/diff.txt'"
 check "diff: one argument is bad usage" sh -c "! '$VT' diff '$D/a.vtrace' 2>/dev/null"
 
 # -- replay --------------------------------------------------------------------
-"$VT" replay --capacity 12GiB "$D/b.vtrace" >"$D/r12.txt" 2>&1
+"$VT" replay --wide --capacity 12GiB "$D/b.vtrace" >"$D/r12.txt" 2>&1
 is "$?" 1 "replay 12 GiB: exit 1, does not fit"
 check "replay: says bytes are counted, not placement" grep -q "Bytes are counted, placement is not" "$D/r12.txt"
 check "replay: room = 12 GiB - recorded 1 GiB reserve" grep -q "11.00 GiB for allocations (12.00 GiB minus a 1.00 GiB reserve, as recorded)" "$D/r12.txt"
@@ -125,17 +125,17 @@ check "replay: weights must shrink 2.75 GiB (22.9%)" grep -q "by 2.75 GiB: 22.9%
 check "replay: KV alone is not enough" grep -q "kv (a smaller or quantized KV cache) *not enough alone: it is only 1.00 GiB" "$D/r12.txt"
 check "replay: nor the context" grep -q "not enough alone: it is only 1.75 GiB" "$D/r12.txt"
 check "replay: card needed" grep -q "or use a card of at least 14.75 GiB" "$D/r12.txt"
-"$VT" replay --capacity 14GiB --reserve 0 "$D/b.vtrace" >"$D/r14.txt" 2>&1
+"$VT" replay --wide --capacity 14GiB --reserve 0 "$D/b.vtrace" >"$D/r14.txt" 2>&1
 is "$?" 0 "replay 14 GiB, no reserve: fits"
 check "replay: 256 MiB to spare" grep -q "FITS: the run needs at most 13.75 GiB (at 200.0 us); 256.0 MiB to spare." "$D/r14.txt"
-"$VT" replay --capacity 32GiB "$D/a.vtrace" >"$D/r32.txt" 2>&1
+"$VT" replay --wide --capacity 32GiB "$D/a.vtrace" >"$D/r32.txt" 2>&1
 is "$?" 3 "replay A on 32 GiB: the failed 12 GiB request would fit, but the run backed off: cannot tell (exit 3)"
 check "replay: CANNOT TELL, not FITS" sh -c "grep -q '^  CANNOT TELL. 1 request failed when recorded and would succeed here' '$D/r32.txt' && ! grep -q 'FITS' '$D/r32.txt'"
 check "replay: --capacity required" sh -c "! '$VT' replay '$D/a.vtrace' 2>/dev/null"
 check "replay: bad size" sh -c "! '$VT' replay --capacity 12XB '$D/a.vtrace' 2>/dev/null"
 
 # -- the first screen: verdict, what filled the tipping GPU, true headroom ---
-"$VT" report "$D/a.vtrace" >"$D/first.txt"
+"$VT" report --wide "$D/a.vtrace" >"$D/first.txt"
 head -15 "$D/first.txt" >"$D/first15.txt"
 check "verdict first" sh -c "sed -n 2p '$D/first15.txt' | grep -q '^VERDICT: OUT OF MEMORY. A device request for kv failed'"
 check "first screen: the tipping GPU's peak" grep -q "^  GPU 0 (Sim): peak 12.50 GiB of 24.00 GiB at 200.0 us:$" "$D/first15.txt"
@@ -147,9 +147,9 @@ check "the verdict paragraph has no blank line before the headroom" sh -c "sed -
 
 # -- colour ------------------------------------------------------------------
 ESC=$(printf '\033')
-"$VT" report "$D/a.vtrace" >"$D/plain.txt"
+"$VT" report --wide "$D/a.vtrace" >"$D/plain.txt"
 check "report: no colour into a pipe" sh -c "! grep -q '$ESC' '$D/plain.txt'"
-"$VT" report --color always "$D/a.vtrace" >"$D/col.txt"
+"$VT" report --wide --color always "$D/a.vtrace" >"$D/col.txt"
 check "report --color always: the verdict in colour" grep -q "${ESC}\[1;31mVERDICT: OUT OF MEMORY." "$D/col.txt"
 if command -v script >/dev/null; then
     script -qec "'$VT' report '$D/a.vtrace'" /dev/null >"$D/tty.txt" 2>&1

@@ -29,7 +29,7 @@ event t=1600 api=cudaMalloc dev=0 ptr=0x7200000000 size=2MiB stack=4
 end t=2000 events=1 dropped=0
 VT
 "$GEN" $TMP/esc.vt -o $TMP/esc.vtrace || nok "vtgen esc"
-$VT report --color never $TMP/esc.vtrace >$TMP/esc.txt 2>$TMP/esc.err
+$VT report --wide --color never $TMP/esc.vtrace >$TMP/esc.txt 2>$TMP/esc.err
 is "$?" 0 "escapes: report exits 0"
 is "$(tr -d '\n -~' <$TMP/esc.txt | tr -d 'é' | wc -c)" 0 \
     "escapes: the text report holds no control byte, C1 or bidi control (only printable ASCII, newline and é)"
@@ -38,9 +38,9 @@ check "escapes: exe as \\xNN" grep -qF '== x\x1b[2J (pid 7) a\x1b]0;owned\x07 b\
 check "escapes: device name as \\xNN" grep -qF 'GPU 0 (GPU\x1b]8;;http://evil\x1b\link\x1b]8;;\x1b\)' $TMP/esc.txt
 check "escapes: function name as \\xNN" grep -qF 'f\x0aVERDICT: NO SPILL.\xe2\x80\xae  [m\x1b[31m.so]' $TMP/esc.txt
 check "escapes: valid UTF-8 printed as it is" grep -qF 'café' $TMP/esc.txt
-$VT report --color never --raw-strings $TMP/esc.vtrace >$TMP/raw.txt 2>&1
+$VT report --wide --color never --raw-strings $TMP/esc.vtrace >$TMP/raw.txt 2>&1
 is "$(grep -c 'VERDICT: NO SPILL' $TMP/raw.txt)" 3 "--raw-strings: the trace's strings as they are"
-$VT replay --capacity 512MiB $TMP/esc.vtrace >$TMP/replay.txt 2>&1
+$VT replay --wide --capacity 512MiB $TMP/esc.vtrace >$TMP/replay.txt 2>&1
 is "$(tr -d '\n -~' <$TMP/replay.txt | tr -d 'é' | wc -c)" 0 "escapes: replay's text holds no control byte either"
 check "escapes: replay names the function as \\xNN" grep -qF '#0  f\x0aVERDICT: NO SPILL.\xe2\x80\xae' $TMP/replay.txt
 # Folded stacks: ';' and newline are the format's separators; an unresolved
@@ -82,7 +82,7 @@ head -c 5000 /dev/urandom | sed 's/^/junk/' >$D/d-junk.vtrace
 ln -s $D/b-good.vtrace $D/e-link.vtrace
 # A name is trace text too: it reaches stderr in the error message.
 echo junk >"$D/$(printf 'f-\033]0;owned\007').vtrace"
-timeout 20 $VT report --color never $D >$TMP/dir.txt 2>$TMP/dir.err
+timeout 20 $VT report --wide --color never $D >$TMP/dir.txt 2>$TMP/dir.err
 is "$?" 2 "dir: a FIFO does not block, and bad traces make the exit status 2"
 is "$(grep -c '^== ' $TMP/dir.txt)" 7 "dir: two sections, four files named as not reported, the GPUs"
 check "dir: the good trace is reported" grep -q '^== good (pid 11)' $TMP/dir.txt

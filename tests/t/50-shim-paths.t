@@ -156,7 +156,7 @@ is "$(grep -o '"pool_slack_bytes": [0-9a-z]*' $D/json)" '"pool_slack_bytes": 209
 is "$(grep -o '"pool_slack_max_bytes": [0-9]*' $D/json)" '"pool_slack_max_bytes": 20971520' "pool: and its most is 20 MiB"
 apis=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["processes"][0]["apis"]; print(a.get("cuMemPoolGetAttribute", {}).get("calls"), "cuMemGetInfo_v2" in a)' $D/json)
 is "$apis" "2 False" "pool: apis counts the program's 2 queries, not the shim's samples"
-$VT report $D/*.vtrace >$D/text
+$VT report --wide $D/*.vtrace >$D/text
 check "pool: the text report says it" grep -q "pool slack  *20.0 MiB held by stream-ordered pools" $D/text
 $VT report --html $D/report.html $D/*.vtrace >/dev/null
 check "pool: so does the HTML report" grep -q "pool slack</td><td class=\"n\">20.0 MiB" $D/report.html

@@ -88,13 +88,13 @@ is "$(q $D.json 'd0["headroom"]["untracked_bytes"]')" 0 "1: nothing untracked"
 # ggml's VMM pool destructor unmaps its two mappings (6 and 10 MiB) with
 # one cuMemUnmap over the whole range: nothing stays live.
 is "$(q $D.json '(d0["live_bytes"], p["events"]["unmatched_frees"])')" "(0, 0)" "1: nothing live at the end (one cuMemUnmap over the pool)"
-"$VT" report $D >$D.txt 2>&1
+"$VT" report --wide $D >$D.txt 2>&1
 check "1: text report starts with the verdict" sh -c "head -3 $D.txt | grep -q 'VERDICT: SPILL'"
 
 # The 24 GiB run replayed on 37 GiB: its weights request would fit, but it
 # backed off after that failure, and a real 37 GiB run spills (1b below):
 # the replay must not say FITS.
-"$VT" replay --capacity 37GiB $TMP/s1 >$TMP/s1.replay 2>&1
+"$VT" replay --wide --capacity 37GiB $TMP/s1 >$TMP/s1.replay 2>&1
 is "$?" 3 "1: replay on 37 GiB cannot tell (exit 3): the run backed off"
 is "$(grep -c 'FITS' $TMP/s1.replay)" 0 "1: replay on 37 GiB never says FITS"
 
@@ -105,7 +105,7 @@ is "$(grep -c 'FITS' $TMP/s1.replay)" 0 "1: replay on 37 GiB never says FITS"
 D=$TMP/s1b
 VTSIM_DEVICES=37GiB traced $D "$EX/llama-cli"
 is "$(cat $D.out)" "offloaded=75/81 ngl=75 n_past=528" "1b: backs off to -ngl 75"
-"$VT" report $D >$D.txt 2>&1
+"$VT" report --wide $D >$D.txt 2>&1
 check "1b: the bound with its arithmetic" grep -q "^  More VRAM needed to hold everything: at least 1.89 GiB (the 2.50 GiB request for kv that failed, minus about 620.0 MiB free then);$" $D.txt
 check "1b: what the run held after the failure, on top" grep -q "^    the run then also held 1.08 GiB of scratch, none of it held when the request failed: about 2.97 GiB if the full path needs that too\.$" $D.txt
 
@@ -114,7 +114,7 @@ D=$TMP/s2
 VTSIM_DEVICES=12GiB traced $D "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000
 is "$?" 0 "2: the server survives the failed request"
 is "$(grep -c status=ok $D.out) $(tail -1 $D.out)" "5 request=6 n_past=5000 n_ctx=5120 status=error" "2: requests 1-5 served, 6 fails near 6K"
-"$VT" report $D >$D.txt 2>&1
+"$VT" report --wide $D >$D.txt 2>&1
 is "$(sed -n 2,3p $D.txt | tr '\n' '|')" "VERDICT: OUT OF MEMORY. A device request for kv failed on GPU 0 (vramtrace sim GPU (12 GiB)) and the process allocated nothing after it:|  no fallback was taken; nothing ran from host memory.|" \
     "2: a failed KV growth is OUT OF MEMORY, not a failed load nor a spill to host"
 report $D
@@ -225,7 +225,7 @@ is "$(q $D.json 'len(r["gpus"])')" 2 "8: two GPUs in the combined view"
 # allocator's flush and retry, and its CUDA_Host layers came after the
 # failed compute buffer.
 is "$(q $D.json 'd1["fragmentation"]["flush_retry"]["count"]')" 0 "8: the back-off is no flush-and-retry"
-"$VT" report $D >$D.txt 2>&1
+"$VT" report --wide $D >$D.txt 2>&1
 is "$(grep -c 'flushed' $D.txt)" 0 "8: the text says nothing of a flush"
 check "8: the pinned weights came after the failed scratch request" \
     grep -q "^  2.52 GiB of weights were in pinned host memory at most (32.02 GiB on the GPUs at their peaks), allocated after a device request for scratch failed: llama.cpp backs off that way" $D.txt

@@ -83,7 +83,7 @@ for pair in "VRAMTRACE_TIME_RES_US= 1000000" "VRAMTRACE_TIME_RES_US=1 1000" \
 done
 # The report prints no digit finer than the grain: with 1 ms, nothing in us,
 # and what happened in the first millisecond is "<1 ms", not "0.0 us".
-"$VT" report $TMP/grain.VRAMTRACE_TIME_RES_US=/*.vtrace >$TMP/report 2>&1
+"$VT" report --wide $TMP/grain.VRAMTRACE_TIME_RES_US=/*.vtrace >$TMP/report 2>&1
 is "$(grep -c ' us\b' $TMP/report)" 0 "1 ms grain: the report prints no microseconds"
 check "1 ms grain: the peak's time is in ms or s" grep -Eq 'peak .* at (<1 ms|[0-9]+ ms|[0-9]+\.[0-9]{3} s):' $TMP/report
 

@@ -85,7 +85,7 @@ for args in "0" "300" "0 keep" "300 keep"; do
     ia=$(stack_of $TMP/dump cudaMalloc $A | awk 'NR == 1 { print $2 }')
     ib=$(stack_of $TMP/dump cudaMalloc $BB | awk 'NR == 1 { print $2 }')
     is "$ib" "$ia" "dlclose ($args): dump shows a's and b's frame at the same address"
-    "$VT" report $D >$TMP/report 2>$TMP/report.err
+    "$VT" report --wide $D >$TMP/report 2>$TMP/report.err
     is "$?" 0 "dlclose ($args): report reads the trace"
     is "$(grep -c -E '#0 +faultdl_a_inner .*\[libfaultdl_a\.so\]' $TMP/report)" 1 "dlclose ($args): report names a's site in libfaultdl_a.so"
     is "$(grep -c -E '#0 +faultdl_b_inner .*\[libfaultdl_b\.so\]' $TMP/report)" 1 "dlclose ($args): report names b's site in libfaultdl_b.so"

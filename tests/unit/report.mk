@@ -4,7 +4,7 @@ ANALYZER_LIBS += -lstdc++
 
 # Unit tests link the report's own modules directly (no main.c).
 REPORT_UNIT_OBJS := $(addprefix $(B)/obj/analyzer/,model.o model_map.o model_spill.o model_frag.o model_witness.o trace_reader.o \
-	stacks.o dwarf_lines.o demangle.o rules.o rules_builtin.o errors.o sizes.o report_common.o)
+	stacks.o dwarf_lines.o demangle.o rules.o rules_builtin.o errors.o sizes.o report_common.o fit.o)
 
 $(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
 	@mkdir -p $(@D)

@@ -1,0 +1,77 @@
+#!/bin/sh
+# Text outputs fit an 80-column terminal: report, diff and replay on the
+# examples' traces (the runs of 60-examples.t), no line wider than 80
+# display columns (UTF-8 characters, colour sequences not counted), the
+# verdict on the first screen (24 lines), and --wide prints names whole.
+. tests/t/lib.sh
+EX=$B/examples
+for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/torch-swap" "$EX/ollama-serve" "$SIM/libcudart.so.13"; do
+    if [ ! -e "$f" ]; then
+        echo "1..0 # SKIP $f not built (make test-bins)"
+        exit 0
+    fi
+done
+command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed to count UTF-8 columns"; exit 0; }
+
+TMP=$(tmpdir)
+trap 'rm -rf "$TMP"' EXIT
+
+traced() {
+    dir=$1; shift
+    mkdir -p "$dir"
+    env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u VTSIM_SYSMEM_FALLBACK \
+        -u GGML_CUDA_ENABLE_UNIFIED_MEMORY -u GGML_CUDA_NO_VMM \
+        VRAMTRACE_DIR="$dir" LD_LIBRARY_PATH="$SIM" LD_PRELOAD="$SHIM_PRELOAD" "$@" >"$dir.out" 2>"$dir.err"
+}
+
+# widest FILE: "COLUMNS LINE-NUMBER" of its widest line.
+widest() {
+    python3 - "$1" <<'PY'
+import re, sys
+best = (0, 0)
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    cols = len(re.sub(r"\x1b\[[0-9;]*m", "", line.rstrip("\n")))
+    best = max(best, (cols, -n))
+print(best[0], -best[1])
+PY
+}
+# fits FILE DESC: no line of FILE over 80 columns.
+fits() {
+    w=$(widest "$1")
+    is "${w%% *}" "$(( ${w%% *} <= 80 ? ${w%% *} : 80 ))" "$2: widest line ${w%% *} columns (line ${w#* }) <= 80"
+}
+
+VTSIM_DEVICES=24GiB traced $TMP/s1 "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
+VTSIM_DEVICES=12GiB traced $TMP/s2 "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000
+VTSIM_DEVICES=24GiB traced $TMP/s4 "$EX/torch-swap"
+VTSIM_DEVICES=24GiB traced $TMP/s6 "$EX/ollama-serve"
+VTSIM_DEVICES=24GiB traced $TMP/s7 "$EX/vmm-pool"
+VTSIM_DEVICES=24GiB,12GiB traced $TMP/s8 "$EX/llama-cli" -m qwen3-32b-q8_0 -ts 24,12
+
+for s in s1 s2 s4 s6 s7 s8; do
+    "$VT" report --color always $TMP/$s >$TMP/$s.txt 2>/dev/null
+    fits $TMP/$s.txt "report $s"
+    v=$(grep -n -m1 'VERDICT:' $TMP/$s.txt | cut -d: -f1)
+    is "$(( ${v:-99} <= 24 ))" 1 "report $s: the verdict on the first screen (line ${v:-none})"
+    "$VT" replay --capacity 16GiB $TMP/$s >$TMP/$s.replay 2>/dev/null
+    fits $TMP/$s.replay "replay $s"
+done
+"$VT" diff --color always $TMP/s1 $TMP/s8 >$TMP/diff.txt 2>/dev/null
+fits $TMP/diff.txt "diff s1 s8"
+"$VT" diff $TMP/s2 $TMP/s6 >$TMP/diff2.txt 2>/dev/null
+fits $TMP/diff2.txt "diff s2 s6"
+
+# The longest name in the examples: its parameter list is what goes.
+LONG='alloc_or_throw(std::vector<ggml_backend_buffer*, std::allocator<ggml_backend_buffer*> >&, ggml_context*, ggml_backend_buffer_type*, char const*, char const*, ggml_backend_buffer_usage)'
+is "$(grep -c -F "    #5  alloc_or_throw(…)  llama.cpp:142  [libllama.so]" $TMP/s1.txt)" 4 \
+    "report: the long frame keeps its name, source line and module (tipping stack + 3 site stacks)"
+"$VT" report --wide $TMP/s1 >$TMP/s1.wide 2>/dev/null
+is "$(grep -c -F "    #5  $LONG  llama.cpp:142  [libllama.so]" $TMP/s1.wide)" 4 "report --wide: the name whole"
+is "$(grep -c '^VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (vramtrace sim GPU (24 GiB)).$' $TMP/s1.wide)" 1 \
+    "report --wide: the verdict on one line"
+"$VT" replay --capacity 16GiB --wide $TMP/s1 >$TMP/s1.replay-wide 2>/dev/null
+is "$(grep -c -F "      #5  $LONG  [libllama.so]" $TMP/s1.replay-wide)" 1 "replay --wide: the name whole"
+is "$(grep -c -F "      #5  alloc_or_throw(…)  [libllama.so]" $TMP/s1.replay)" 1 "replay: the name without its parameters"
+"$VT" diff --wide $TMP/s1 $TMP/s8 >$TMP/diff.wide 2>/dev/null
+is "$(head -1 $TMP/diff.wide)" "A: $TMP/s1 (1 process, 1 GPU), SPILLED" "diff --wide: a side on one line"
+done_testing
