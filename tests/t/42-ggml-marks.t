@@ -60,7 +60,7 @@ is "$(j "$D/late.json" "$P[\"ggml_marks\"]")" '{"read": 3, "matched": 2, "unmatc
 is "$(j "$D/late.json" "[(s['tag'], s['decided_by'], s['ggml_mark'], s['peak_bytes']) for s in $P['sites']]")" \
    "[[\"weights\", \"ggml_mark\", \"WEIGHTS\", $((4 * GiB))], [\"unknown\", \"nothing\", null, $GiB], [\"scratch\", \"ggml_mark\", \"COMPUTE\", $((256 * MiB))]]" \
    "marks after frees: one cgo stack makes one site per mark (weights, compute) and one unmarked"
-"$VT" report "$D/late.vtrace" >"$D/late.out" 2>&1
+"$VT" report --wide "$D/late.vtrace" >"$D/late.out" 2>&1
 like "$(cat "$D/late.out")" "weights  GPU 0            1 call   ggml mark: WEIGHTS" "text: the site says ggml's mark decided"
 like "$(cat "$D/late.out")" "ggml buffer marks: 3 read, 2 on traced allocations (they set those tags), 1 on memory not traced" \
    "text: the marks' count line"
@@ -123,7 +123,7 @@ is "$(j "$D/argue.json" "[(s['tag'], s['decided_by'], s['ggml_mark'], s.get('sta
    '[["weights", "ggml_mark", "WEIGHTS", null], ["weights", "ggml_mark", "WEIGHTS", "kv"], ["scratch", "ggml_mark", "COMPUTE", null]]' \
    "a mark beats a built-in rule (kv there) and the site keeps what the rule said; of two marks the later counts"
 is "$(j "$D/argue.json" "$P[\"ggml_marks\"][\"remarked\"]")" 1 "an allocation marked twice with two usages is counted"
-"$VT" report "$D/argue.vtrace" >"$D/argue.out" 2>&1
+"$VT" report --wide "$D/argue.vtrace" >"$D/argue.out" 2>&1
 like "$(cat "$D/argue.out")" "ggml mark: WEIGHTS (disagrees with rule: builtin:llama.cpp kv llama_kv_cache::llama_kv_cache @ frame 1)" \
    "text: a mark and a built-in rule that disagree are both named"
 printf 'kv _cgo_gate\n' >"$D/user.rules"
@@ -131,7 +131,7 @@ json argue --rules "$D/user.rules"
 is "$(j "$D/argue.json" "sorted([(s['tag'], s['decided_by'], s['ggml_mark'], s['peak_bytes']) for s in $P['sites']])")" \
    "[[\"kv\", \"user_rule\", \"COMPUTE\", $GiB], [\"kv\", \"user_rule\", \"WEIGHTS\", $((3 * GiB))], [\"weights\", \"ggml_mark\", \"WEIGHTS\", $((2 * GiB))]]" \
    "a user rule beats the mark (not on a stack it does not match)"
-"$VT" report --rules "$D/user.rules" "$D/argue.vtrace" >"$D/argue.out" 2>&1
+"$VT" report --wide --rules "$D/user.rules" "$D/argue.vtrace" >"$D/argue.out" 2>&1
 like "$(cat "$D/argue.out")" "rule: $D/user.rules:1 kv _cgo_gate @ frame 1 (disagrees with ggml mark: WEIGHTS)" \
    "text: a user rule that overrides a mark says so"
 

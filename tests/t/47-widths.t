@@ -63,10 +63,10 @@ fits $TMP/diff2.txt "diff s2 s6"
 
 # The longest name in the examples: its parameter list is what goes.
 LONG='alloc_or_throw(std::vector<ggml_backend_buffer*, std::allocator<ggml_backend_buffer*> >&, ggml_context*, ggml_backend_buffer_type*, char const*, char const*, ggml_backend_buffer_usage)'
-is "$(grep -c -F "    #5  alloc_or_throw(…)  llama.cpp:142  [libllama.so]" $TMP/s1.txt)" 4 \
-    "report: the long frame keeps its name, source line and module (tipping stack + 3 site stacks)"
+is "$(grep -c -F "    #5  alloc_or_throw(…)  llama.cpp:143  [libllama.so]" $TMP/s1.txt)" 5 \
+    "report: the long frame keeps its name, source line and module (tipping stack + 4 site stacks: the failed weights request is a site apart from the marked weights)"
 "$VT" report --wide $TMP/s1 >$TMP/s1.wide 2>/dev/null
-is "$(grep -c -F "    #5  $LONG  llama.cpp:142  [libllama.so]" $TMP/s1.wide)" 4 "report --wide: the name whole"
+is "$(grep -c -F "    #5  $LONG  llama.cpp:143  [libllama.so]" $TMP/s1.wide)" 5 "report --wide: the name whole"
 is "$(grep -c '^VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (vramtrace sim GPU (24 GiB)).$' $TMP/s1.wide)" 1 \
     "report --wide: the verdict on one line"
 "$VT" replay --capacity 16GiB --wide $TMP/s1 >$TMP/s1.replay-wide 2>/dev/null
