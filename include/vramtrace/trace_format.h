@@ -244,6 +244,7 @@ enum vt_record_type {
     VT_REC_END = 9,
     VT_REC_RANGE = 10,
     VT_REC_GGML_BUFFER = 11,
+    VT_REC_TYPES    /* not a type: one past the last, the length of name tables */
 };
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */
@@ -251,6 +252,7 @@ enum vt_ggml_usage {
     VT_GGML_USAGE_ANY = 0,
     VT_GGML_USAGE_WEIGHTS = 1,
     VT_GGML_USAGE_COMPUTE = 2,
+    VT_GGML_USAGES  /* not a usage: the length of vt_ggml_usage_name's table */
 };
 
 /* Pseudo frames (see PSEUDO FRAMES above). */
