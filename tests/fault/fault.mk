@@ -25,9 +25,9 @@ $(FAULT)/faultprog: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) | $
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
-$(FAULT)/faultprog-linked: tests/fault/faultprog.c $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
+$(FAULT)/faultprog-linked: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) -L$(B) -Wl,--no-as-needed -Wl,-rpath,$(abspath $(B)) -l:libvramtrace.so $(SHIM_TEST_LDFLAGS)
 
 # Same code, same size (only an immediate differs, so the test can tell
