@@ -25,6 +25,10 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 CPPFLAGS_COMMON := -Iinclude -I$(CUDA_HOME)/include -DVT_VERSION='"$(VERSION)"' -D_GNU_SOURCE
 CFLAGS_COMMON := -std=gnu11 $(OPT) -g $(WARN) $(SANFLAGS) -fno-omit-frame-pointer
 LDFLAGS_COMMON := $(SANFLAGS)
+# Test programs compiled and linked in one step from one source keep their
+# dependency file beside them (tests/tests.mk includes them all); objects
+# use -MMD -MP in their own fragments.
+PROG_DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 
 .PHONY: all test demo demo-bins demo-run bench fuzz clean install deps
 all: $(B)/.deps-ok
@@ -44,11 +48,18 @@ $(B)/.deps-ok: scripts/deps.sh
 	@touch $@
 deps: $(B)/.deps-ok
 
+# In this order: report.mk adds to ANALYZER_LIBS and to the fuzz binaries'
+# FUZZ_LIBS before fuzz.mk sets them; every fragment adds to TEST_BINS
+# before tests/tests.mk reads it. A missing fragment is an error, not a
+# build with fewer targets.
 include preload/preload.mk
--include analyzer/analyzer.mk
--include tests/sim/sim.mk
--include examples/examples.mk
--include tests/unit/*.mk
+include analyzer/analyzer.mk
+include tests/sim/sim.mk
+include examples/examples.mk
+include tests/unit/python.mk tests/unit/report.mk tests/unit/symbols.mk
+include tests/bench/bench.mk
+include tests/fuzz/fuzz.mk tests/fault/fault.mk
+include tests/unit/gpu.mk
 include tests/tests.mk
 
 # PREFIX/DESTDIR as usual; the shim goes in lib/vramtrace/, where

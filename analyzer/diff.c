@@ -27,10 +27,20 @@
 enum { R_PEAK, R_RESERVE, R_UNTRACKED, R_MINFREE, R_ROUNDING, R_HOLES, R_LARGEST, R_VA_UNMAPPED,
        R_HOST, R_MANAGED, R_MORE, R_FIXED };
 
-static const char *const fixed_names[R_FIXED] = {
-    "peak", "context_reserve", "untracked", "min_free", "rounding_waste", "hole_bytes", "largest_hole",
-    "va_unmapped", "host_pinned_peak", "managed_peak", "more_vram_needed",
+static const char *const fixed_names[] = {
+    [R_PEAK] = "peak",
+    [R_RESERVE] = "context_reserve",
+    [R_UNTRACKED] = "untracked",
+    [R_MINFREE] = "min_free",
+    [R_ROUNDING] = "rounding_waste",
+    [R_HOLES] = "hole_bytes",
+    [R_LARGEST] = "largest_hole",
+    [R_VA_UNMAPPED] = "va_unmapped",
+    [R_HOST] = "host_pinned_peak",
+    [R_MANAGED] = "managed_peak",
+    [R_MORE] = "more_vram_needed",
 };
+_Static_assert(sizeof fixed_names / sizeof fixed_names[0] == R_FIXED, "one name per fixed row");
 
 typedef struct side {
     uint64_t tag[VT_MAX_TAGS];

@@ -293,6 +293,12 @@ static void put_flags(FILE *out, uint32_t flags)
     static const char *const names[] = { "sample",   "runtime",         "ptsz",          "via_procaddr",
                                          "via_dlsym", "first_on_device", "after_failure", "at_peak" };
     const size_t nnames = sizeof names / sizeof names[0];
+    /* Bit k's name is names[k]: the flags are declared in this order. */
+    _Static_assert(VT_EF_SAMPLE == 1u << 0 && VT_EF_RUNTIME == 1u << 1 && VT_EF_PTSZ == 1u << 2 &&
+                       VT_EF_VIA_PROCADDR == 1u << 3 && VT_EF_VIA_DLSYM == 1u << 4 &&
+                       VT_EF_FIRST_ON_DEVICE == 1u << 5 && VT_EF_AFTER_FAILURE == 1u << 6 &&
+                       VT_EF_AT_PEAK == 1u << 7 && sizeof names / sizeof names[0] == 8,
+                   "put_flags names every event flag, bit k as names[k]");
     if (!flags) {
         fputs("0", out);
         return;
@@ -443,10 +449,14 @@ static void dump_usage(FILE *out)
 /* The words put_record starts each kind's line with. */
 static const char *kind_word(unsigned type)
 {
-    static const char *const words[] = { NULL,    "process", "device", "module", "frame", "stack",
-                                         "event", "dropped", "note",   "end",    "range",
-                                         "ggml_buffer" };
-    return type < sizeof words / sizeof words[0] ? words[type] : NULL;
+    static const char *const words[] = {
+        [VT_REC_PROCESS] = "process", [VT_REC_DEVICE] = "device",   [VT_REC_MODULE] = "module",
+        [VT_REC_FRAME] = "frame",     [VT_REC_STACK] = "stack",     [VT_REC_EVENT] = "event",
+        [VT_REC_DROPPED] = "dropped", [VT_REC_NOTE] = "note",       [VT_REC_END] = "end",
+        [VT_REC_RANGE] = "range",     [VT_REC_GGML_BUFFER] = "ggml_buffer",
+    };
+    _Static_assert(sizeof words / sizeof words[0] == VT_REC_TYPES, "one word per enum vt_record_type");
+    return type < VT_REC_TYPES ? words[type] : NULL;
 }
 
 /* --count: the report's way of reading (events and stack nodes in bulk),

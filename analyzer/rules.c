@@ -34,7 +34,10 @@ struct vt_rules {
     size_t norigins;
 };
 
-static const char *const base_tags[VT_TAG_BUILTIN_COUNT] = { "weights", "kv", "scratch", "unknown" };
+static const char *const base_tags[] = {
+    [VT_TAG_WEIGHTS] = "weights", [VT_TAG_KV] = "kv", [VT_TAG_SCRATCH] = "scratch", [VT_TAG_UNKNOWN] = "unknown",
+};
+_Static_assert(sizeof base_tags / sizeof base_tags[0] == VT_TAG_BUILTIN_COUNT, "one name per built-in tag");
 
 int vt_glob_match(const char *p, const char *s)
 {

@@ -458,8 +458,11 @@ static int decode_range(cur_t *c, vt_rec_range_t *g)
 
 const char *vt_ggml_usage_name(uint64_t usage)
 {
-    static const char *const names[] = { "ANY", "WEIGHTS", "COMPUTE" };
-    return usage < sizeof names / sizeof names[0] ? names[usage] : NULL;
+    static const char *const names[] = {
+        [VT_GGML_USAGE_ANY] = "ANY", [VT_GGML_USAGE_WEIGHTS] = "WEIGHTS", [VT_GGML_USAGE_COMPUTE] = "COMPUTE",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == VT_GGML_USAGES, "one name per enum vt_ggml_usage");
+    return usage < VT_GGML_USAGES ? names[usage] : NULL;
 }
 
 static int decode_ggml_buffer(cur_t *c, vt_rec_ggml_buffer_t *g)
@@ -473,10 +476,15 @@ static int decode_ggml_buffer(cur_t *c, vt_rec_ggml_buffer_t *g)
 
 static const char *type_name(unsigned t)
 {
-    static const char *const names[] = { "?",     "PROCESS", "DEVICE",  "MODULE", "FRAME", "STACK",
-                                         "EVENT", "DROPPED", "NOTE",    "END",    "RANGE",
-                                         "GGML_BUFFER" };
-    return t < sizeof names / sizeof names[0] ? names[t] : "?";
+    static const char *const names[] = {
+        [0] = "?",
+        [VT_REC_PROCESS] = "PROCESS", [VT_REC_DEVICE] = "DEVICE",   [VT_REC_MODULE] = "MODULE",
+        [VT_REC_FRAME] = "FRAME",     [VT_REC_STACK] = "STACK",     [VT_REC_EVENT] = "EVENT",
+        [VT_REC_DROPPED] = "DROPPED", [VT_REC_NOTE] = "NOTE",       [VT_REC_END] = "END",
+        [VT_REC_RANGE] = "RANGE",     [VT_REC_GGML_BUFFER] = "GGML_BUFFER",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == VT_REC_TYPES, "one name per enum vt_record_type");
+    return t < VT_REC_TYPES ? names[t] : "?";
 }
 
 /* @return 1 decoded, 0 unknown type (skip), -1 failure in c. */

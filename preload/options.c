@@ -4,7 +4,7 @@
  * time: a process that never touches CUDA pays nothing). No allocation. A bad
  * value gets one warning on stderr and the default; the host program never
  * sees an error because of our environment. The README's table is checked
- * against this one by tests/t/50-shim-env.t.
+ * against this one by tests/t/53-shim-env.t.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -18,9 +18,9 @@ $(B)/obj/preload/%.o: preload/%.c preload/preload.mk | $(B)/.deps-ok
 
 # Lazy binding (-z lazy), not -z now: every process the preload reaches,
 # CUDA or not, would otherwise look up all ~80 libc imports at load; lazily
-# it looks up the few the constructor calls (issue #6: callgrind of
-# /bin/true 208k -> 151k instructions, ~5-9 us of a ~600 us exec;
-# docs/performance.md). Why that is safe for this library:
+# it looks up the few the constructor calls (callgrind of /bin/true: ~27 %
+# fewer instructions, ~5-9 us of a ~600 us exec). Why that is safe for
+# this library:
 #  - Re-entry: a lazy fixup (_dl_fixup) runs only ld.so code and libc's
 #    IFUNC resolvers; it never calls dlsym, dlclose or a CUDA name, so it
 #    cannot re-enter a hook. Every import is defined in libc (or a

@@ -332,9 +332,9 @@ static void emit_new_devices(void)
 
 /* Event times go out rounded down to VRAMTRACE_TIME_RES_US (1 ms by
  * default) after the process record's start. The clock's low bits are noise
- * to zstd: on the bench's alloc/free loop a 1.024 us grain left ~0.6 of the
- * 0.75 bytes per event in the time delta alone, 1 ms leaves almost none
- * (0.74 -> 0.015 B/event; docs/performance.md "Trace size"). Nothing needs
+ * to zstd: on the bench's alloc/free loop a 1.024 us grain leaves ~0.6 of
+ * ~0.75 bytes per event in the time delta alone, 1 ms almost none
+ * (docs/performance.md, "Trace size"). Nothing needs
  * finer: the order of events is the ring's, not the clock's, and the memory
  * timeline and the Perfetto export are read in milliseconds (heaptrack's
  * own timestamps are 10 ms apart). A division, not a mask, so the grain is

@@ -7,22 +7,22 @@
 # and runtime, with RUNPATH so LD_LIBRARY_PATH can swap in another driver.
 SHIM_TEST_LDFLAGS = -L$(B)/sim -Wl,--enable-new-dtags -Wl,-rpath,$(abspath $(B)/sim) -lcudart -lcuda -ldl -pthread
 
-$(B)/tests/shim/%: tests/shim/%.c $(SIM_LIBS) | $(B)/.deps-ok
+$(B)/tests/shim/%: tests/shim/%.c tests/tests.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
 # RTLD_NEXT must resolve relative to the caller, not to the shim.
-$(B)/tests/shim/libnext_%.so: tests/shim/next_%.c
+$(B)/tests/shim/libnext_%.so: tests/shim/next_%.c tests/tests.mk
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
-$(B)/tests/shim/next_main: tests/shim/next_main.c $(B)/tests/shim/libnext_a.so $(B)/tests/shim/libnext_b.so
-	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< -ldl
+$(B)/tests/shim/next_main: tests/shim/next_main.c tests/tests.mk $(B)/tests/shim/libnext_a.so $(B)/tests/shim/libnext_b.so
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
 	    -Wl,-rpath,$(abspath $(B)/tests/shim)
 
 # Another interposer preloaded before the shim, defining one wrapped name.
-$(B)/tests/shim/libinterposer.so: tests/shim/interposer.c
+$(B)/tests/shim/libinterposer.so: tests/shim/interposer.c tests/tests.mk
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< -ldl
 
 TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/closefds $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
 	$(B)/tests/shim/libinterposer.so
@@ -49,3 +49,8 @@ test: $(B)/.deps-ok $(TEST_BINS)
 
 .PHONY: test-bins
 test-bins: $(TEST_BINS)
+
+# Dependency files of the programs built with PROG_DEPFLAGS, wherever
+# their fragment is. Those programs also depend on their fragment, so one
+# built before its rule wrote a .d is rebuilt once.
+-include $(addsuffix .d,$(TEST_BINS))

@@ -26,6 +26,7 @@ enum vt_kind {
     VT_KIND_POOL_TRIM,
     VT_KIND_MEMINFO,
     VT_KIND_POOL_USAGE,
+    VT_KIND_COUNT   /* not a kind: the length of vt_kind_name's table */
 };
 
 enum vt_space {
@@ -33,6 +34,7 @@ enum vt_space {
     VT_SPACE_DEVICE,
     VT_SPACE_HOST,    /* pinned host memory */
     VT_SPACE_MANAGED,
+    VT_SPACE_COUNT  /* not a space: the length of vt_space_name's table */
 };
 
 enum vt_api_id {
@@ -69,18 +71,30 @@ static inline int vt_api_allocates_from_pool(unsigned id)
 
 static inline const char *vt_kind_name(unsigned kind)
 {
+    /* Designated, so an enum reordered cannot shift the names; sized by its
+     * initializers, so a kind added without a name fails the assert. */
     static const char *const names[] = {
-        "route", "alloc", "free", "vmm_create", "vmm_release", "vmm_map", "vmm_unmap",
-        "va_reserve", "va_free", "register", "unregister", "pool_create", "pool_destroy",
-        "pool_trim", "meminfo", "pool_usage",
+        [VT_KIND_ROUTE] = "route",           [VT_KIND_ALLOC] = "alloc",
+        [VT_KIND_FREE] = "free",             [VT_KIND_VMM_CREATE] = "vmm_create",
+        [VT_KIND_VMM_RELEASE] = "vmm_release", [VT_KIND_VMM_MAP] = "vmm_map",
+        [VT_KIND_VMM_UNMAP] = "vmm_unmap",   [VT_KIND_VA_RESERVE] = "va_reserve",
+        [VT_KIND_VA_FREE] = "va_free",       [VT_KIND_REGISTER] = "register",
+        [VT_KIND_UNREGISTER] = "unregister", [VT_KIND_POOL_CREATE] = "pool_create",
+        [VT_KIND_POOL_DESTROY] = "pool_destroy", [VT_KIND_POOL_TRIM] = "pool_trim",
+        [VT_KIND_MEMINFO] = "meminfo",       [VT_KIND_POOL_USAGE] = "pool_usage",
     };
-    return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+    _Static_assert(sizeof names / sizeof names[0] == VT_KIND_COUNT, "one name per enum vt_kind");
+    return kind < VT_KIND_COUNT ? names[kind] : "?";
 }
 
 static inline const char *vt_space_name(unsigned space)
 {
-    static const char *const names[] = { "none", "device", "host", "managed" };
-    return space < 4 ? names[space] : "?";
+    static const char *const names[] = {
+        [VT_SPACE_NONE] = "none", [VT_SPACE_DEVICE] = "device",
+        [VT_SPACE_HOST] = "host", [VT_SPACE_MANAGED] = "managed",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == VT_SPACE_COUNT, "one name per enum vt_space");
+    return space < VT_SPACE_COUNT ? names[space] : "?";
 }
 
 #endif

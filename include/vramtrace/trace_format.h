@@ -179,16 +179,15 @@
 
 /* 2: EVENT ptr became a delta. An allocation lands next to the previous
  * one and a free names a recent address, so the delta is short where the
- * address is not: 6.30 -> 4.5 bytes per event on the random-size bench,
- * 1.26 -> 0.8 on the fixed loop (zstd level 3 in both). */
+ * address is not: ~30 % fewer bytes on the random-size bench, ~35 % on
+ * the fixed loop. */
 /* 3: EVENT's optional fields are left out when 0, behind a presence byte,
  * and events in a row share one record. Most optional fields are 0 in most
  * events (reserved, aux, result, often dt and device), and zstd spent a
- * sequence on each run of them and on each record's type and length. On
- * tests/bench/gentrace's 10M-event trace: 7.17 -> 6.24 bytes per event,
- * and `vramtrace dump`-style reading (zstd and decoding, no model) 34 ->
- * 22 ns per event; the shim's random-size bench 4.10 -> 3.12 bytes per
- * event. */
+ * sequence on each run of them and on each record's type and length: on
+ * tests/bench/gentrace's traces ~13 % fewer bytes and a third less time
+ * to read (zstd and decoding), on the shim's random-size bench ~24 %
+ * fewer bytes. */
 #define VT_FORMAT_VERSION 3u
 
 /* Version 3 EVENT: the bits of the `present` byte, in field order. */
@@ -245,6 +244,7 @@ enum vt_record_type {
     VT_REC_END = 9,
     VT_REC_RANGE = 10,
     VT_REC_GGML_BUFFER = 11,
+    VT_REC_TYPES    /* not a type: one past the last, the length of name tables */
 };
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */
@@ -252,6 +252,7 @@ enum vt_ggml_usage {
     VT_GGML_USAGE_ANY = 0,
     VT_GGML_USAGE_WEIGHTS = 1,
     VT_GGML_USAGE_COMPUTE = 2,
+    VT_GGML_USAGES  /* not a usage: the length of vt_ggml_usage_name's table */
 };
 
 /* Pseudo frames (see PSEUDO FRAMES above). */

@@ -232,9 +232,9 @@ g0=$(date +%s.%N)
 g1=$(date +%s.%N)
 "$GEN" -L -o "$T/stacks.vtrace" -e "$STACK_EVENTS" -l 10000 -s 100000 >/dev/null || echo "bench: gentrace failed" >>"$T/errors"
 # The two traces are ~450 MB of dirty page cache: flushed here, so their
-# writeback cannot land in the first rows' timing (in four runs of session
-# 7 the text row, timed first, was 6-9 % slower than --json, which does
-# more; alternated by hand the two were equal).
+# writeback cannot land in the first rows' timing (unsynced, the text row,
+# timed first, came out 6-9 % slower than --json, which does more;
+# alternated by hand the two were equal).
 sync
 echo "4. ANALYZER (vramtrace report; $AREPS rounds, formats interleaved; medians; big trace generated in $(calc "$g1 - $g0" 1) s)"
 # The LTO build's speed depends on gcc inlining the per-event helpers into

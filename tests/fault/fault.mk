@@ -1,5 +1,5 @@
 # tests/fault/fault.mk: helpers of the fault, security and soak tests
-# (tests/t/7x-*.t). Included from tests/unit/zz-fault.mk, before
+# (tests/t/7x-*.t). Included by the top Makefile, before
 # tests/tests.mk reads TEST_BINS.
 #
 #   $(B)/tests/fault/faultprog         the host program (modes: see its header)
@@ -20,27 +20,27 @@ FAULT := $(B)/tests/fault
 FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
 TEST_BINS += $(FAULT_BINS)
 
-$(FAULT)/faultprog: tests/fault/faultprog.c $(SIM_LIBS) | $(B)/.deps-ok
+$(FAULT)/faultprog: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
-$(FAULT)/faultprog-linked: tests/fault/faultprog.c $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
+$(FAULT)/faultprog-linked: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fno-optimize-sibling-calls -o $@ $< \
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
 	    $(LDFLAGS_COMMON) -L$(B) -Wl,--no-as-needed -Wl,-rpath,$(abspath $(B)) -l:libvramtrace.so $(SHIM_TEST_LDFLAGS)
 
 # Same code, same size (only an immediate differs, so the test can tell
 # their events apart): b is likely mapped where a was.
-$(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c $(SIM_LIBS)
+$(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c tests/fault/fault.mk $(SIM_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) -O1 -fPIC -shared -fvisibility=hidden \
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fPIC -shared -fvisibility=hidden \
 	    -DFAULTDL_NAME=$* -DFAULTDL_SIZE="(7 * 1048576 + $(if $(filter a,$*),1,4097))" -o $@ $< \
 	    $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart
 
-$(FAULT)/libvtfault.so: tests/fault/vtfault.c
+$(FAULT)/libvtfault.so: tests/fault/vtfault.c tests/fault/fault.mk
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
 
 .PHONY: soak
 soak: $(TEST_BINS)

@@ -8,19 +8,6 @@ FAULT_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$VTFAULT $SHIM"
 # Non-empty when the shim is built with ASan or TSan.
 SANITIZED=$(ldd "$SHIM" 2>/dev/null | grep -o 'lib[at]san' | head -1)
 
-# TAP TODO: a known bug, reported to its owner and not fixed yet. It shows
-# as "unexpectedly succeeded" in prove's summary once fixed, so the TODO can
-# be dropped then.
-todo_is() {
-    T=$((T+1))
-    if [ "$1" = "$2" ]; then echo "ok $T - $3 # TODO $4"
-    else echo "not ok $T - $3 # TODO $4"; echo "#   got '$1', want '$2'"; fi
-}
-todo_check() {
-    desc=$1 why=$2; shift 2
-    T=$((T+1))
-    if "$@"; then echo "ok $T - $desc # TODO $why"; else echo "not ok $T - $desc # TODO $why"; fi
-}
 skip() { T=$((T+1)); echo "ok $T # SKIP $*"; }
 
 # plain OUT CMD...: runs CMD on the simulated GPU without the shim; stdout

@@ -15,7 +15,7 @@
 # normal analyzer objects. A crash leaves its input in
 # $(B)/fuzz/crashes/TARGET/; once fixed, copy it into
 # tests/fuzz/regressions/TARGET/ so every `make test` replays it.
-# Included from tests/unit/zz-fault.mk, before tests/tests.mk reads TEST_BINS.
+# Included by the top Makefile, before tests/tests.mk reads TEST_BINS.
 
 FUZZ_TARGETS := reader report rules args
 FUZZ_SECONDS ?= 60

@@ -13,15 +13,6 @@ GiB=1073741824
 # jq may be missing: python3 evaluates an expression over the document `d`.
 j() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$@"; }
 
-for t in "$B/test_model" "$B/test_rules"; do
-    if "$t" >"$D/unit.out" 2>&1; then
-        ok "$(basename "$t") ($(grep -c '^ok' "$D/unit.out") checks)"
-    else
-        nok "$(basename "$t")"
-        grep -v '^ok' "$D/unit.out" | sed 's/^/# /'
-    fi
-done
-
 header() { # PID EXE TOTAL FREE UUID
     echo "process pid=$1 ppid=1 exe=$2 argv=$(basename "$2"),-m,model.gguf host=box start=1000000000"
     echo "device 0 total=$3 free=$4 name=\"NVIDIA Sim\" uuid=$5 t=0"

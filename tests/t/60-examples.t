@@ -2,10 +2,6 @@
 # The field stories of examples/ (examples/README.md), each run under the
 # shim on the simulated GPU, then `vramtrace report --json` on its traces:
 # the verdict and the exact numbers the story promises.
-#
-# Assertions marked TODO are the truth the report does not give yet; they
-# are expected failures (TAP TODO), each with the reason, so a fix shows up
-# as "unexpectedly succeeded" instead of hiding.
 . tests/t/lib.sh
 EX=$B/examples
 for f in "$SHIM" "$VT" "$EX/llama-cli" "$SIM/libcudart.so.13"; do
@@ -57,11 +53,6 @@ try:
 except Exception as e:
     print("error: %s: %r" % (type(e).__name__, e))
 PY
-}
-
-todo_is() {
-    T=$((T+1))
-    if [ "$1" = "$2" ]; then echo "ok $T - $3 # TODO $4"; else echo "not ok $T - $3 # TODO $4"; echo "#   got '$1', want '$2'"; fi
 }
 
 # ---- 1. 70B Q4_K_M on a 24 GiB card: spills to CUDA_Host -------------------

@@ -26,8 +26,8 @@ if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no fi
 if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
 echo "$out" | grep -q "^errors:" && echo "$out" | sed 's/^/# /'
 
-# gentrace -z draws stacks with Zipf weights (docs/performance.md, session
-# 7): the most used of 1,000 stacks takes 1/H(1000) = 13.4 % of the
+# gentrace -z draws stacks with Zipf weights (docs/CHANGELOG.md,
+# bcaf07e): the most used of 1,000 stacks takes 1/H(1000) = 13.4 % of the
 # allocations, against 23 of ~10,000 when drawn uniformly. Its seed is
 # fixed, so the counts are exact.
 T0=$(tmpdir)

@@ -1,4 +1,4 @@
-# tests/unit/zz-gpu.mk: `make test-gpu`, the suite for a machine with an
+# tests/unit/gpu.mk: `make test-gpu`, the suite for a machine with an
 # NVIDIA GPU (tests/gpu/run.sh, docs/python.md). Not part of `make test`:
 # CI has no GPU. `make test-gpu-dry` runs the same script's C parts against
 # the simulated driver, to check the script itself.
