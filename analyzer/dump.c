@@ -348,6 +348,22 @@ static void put_process(FILE *out, const vt_rec_process_t *p)
     fprintf(out, " start_mono=%" PRIu64 " start_wall=%" PRIu64, p->mono_start_ns, p->wall_start_ns);
     if (p->time_res_ns)
         fprintf(out, " time_res=%" PRIu64, p->time_res_ns);
+    if (p->degraded) {
+        static const struct { uint64_t bit; const char *name; } known[] = {
+            { VT_DEGRADED_NO_ZSTD, "no-zstd" },
+            { VT_DEGRADED_NO_LIBUNWIND, "no-libunwind" },
+        };
+        uint64_t rest = p->degraded;
+        const char *sep = " degraded=";
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (rest & known[i].bit) {
+                fprintf(out, "%s%s", sep, known[i].name);
+                rest &= ~known[i].bit;
+                sep = "|";
+            }
+        if (rest)
+            fprintf(out, "%s0x%" PRIx64, sep, rest);
+    }
     putc('\n', out);
 }
 

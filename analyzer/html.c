@@ -195,6 +195,8 @@ static void process(FILE *f, const vt_report_t *r, int pi)
                 in->stop_offset);
     else if (!p->ended)
         fputs("<p><b>Note:</b> no clean exit recorded (killed, or still running).</p>\n", f);
+    if (vt_proc_degraded_note(p))
+        fprintf(f, "<p><b>Note:</b> %s</p>\n", vt_proc_degraded_note(p)); /* constant text: nothing from the trace */
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);

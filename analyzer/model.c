@@ -131,6 +131,7 @@ int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *pr)
     p->mono_start_ns = pr->mono_start_ns;
     p->wall_start_ns = pr->wall_start_ns;
     p->time_res_ns = pr->time_res_ns;
+    p->degraded = pr->degraded;
     p->exe = dup_bytes(pr->exe);
     p->hostname = dup_bytes(pr->hostname);
     p->shim_version = dup_bytes(pr->shim_version);

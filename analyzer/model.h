@@ -192,6 +192,7 @@ typedef struct vt_api_stats {
 typedef struct vt_proc {
     uint64_t pid, ppid, mono_start_ns, wall_start_ns;
     uint64_t time_res_ns; /* grain of event times, from PROCESS; 0 = not stated */
+    uint64_t degraded;    /* vt_degraded bits, from PROCESS: libraries the shim did without */
     char *exe, *hostname, *shim_version;
     char **argv;
     uint32_t argc;

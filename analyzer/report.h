@@ -158,6 +158,9 @@ uint64_t vt_dev_untracked(const vt_dev_t *d);
  * or with `whole` set "incomplete" for a trace cut inside a chunk (the
  * others then describe only its complete chunks). */
 const char *vt_proc_verdict(const vt_proc_t *p, int whole);
+/* What the shim did without (the PROCESS record's degraded bits), as one
+ * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */
+const char *vt_proc_degraded_note(const vt_proc_t *p);
 /* More VRAM the process needed to hold everything (0 without a spill). */
 uint64_t vt_proc_more_vram(const vt_proc_t *p);
 

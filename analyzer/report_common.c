@@ -179,6 +179,22 @@ uint64_t vt_proc_more_vram(const vt_proc_t *p)
     return more;
 }
 
+const char *vt_proc_degraded_note(const vt_proc_t *p)
+{
+    switch (p->degraded & (VT_DEGRADED_NO_ZSTD | VT_DEGRADED_NO_LIBUNWIND)) {
+    case VT_DEGRADED_NO_ZSTD:
+        return "the shim could not load libzstd.so.1: the trace is uncompressed (a larger file, the same records).";
+    case VT_DEGRADED_NO_LIBUNWIND:
+        return "the shim could not load libunwind.so.8: frames its own unwinder could not follow were unwound by "
+               "glibc's backtrace().";
+    case VT_DEGRADED_NO_ZSTD | VT_DEGRADED_NO_LIBUNWIND:
+        return "the shim could not load libzstd.so.1 (the trace is uncompressed: a larger file, the same records) "
+               "nor libunwind.so.8 (frames its own unwinder could not follow were unwound by glibc's backtrace()).";
+    default:
+        return NULL;
+    }
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)

@@ -458,6 +458,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.dropped)
         fprintf(o, "NOTE: the shim dropped %" PRIu64 " events (buffer full); numbers are lower bounds.\n",
                 p->events.dropped);
+    if (vt_proc_degraded_note(p))
+        fprintf(o, "NOTE: %s\n", vt_proc_degraded_note(p));
     vt_report_verdict(o, m);
 
     if (p->tip.valid) {

@@ -285,6 +285,9 @@ static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint
     p->time_res_ns = 0;
     if (c->i < c->n && get_varint(c, "time_res_ns", &p->time_res_ns))
         return -1;
+    p->degraded = 0;
+    if (c->i < c->n && get_varint(c, "degraded", &p->degraded))
+        return -1;
     return 0;
 }
 
@@ -627,6 +630,38 @@ static uint16_t le16(const uint8_t *p)
     return (uint16_t)(p[0] | p[1] << 8);
 }
 
+/* The chunk at off, now in r->raw, becomes the record stream. @return 1. */
+static int chunk_loaded(vt_reader_t *r, uint64_t off, uint32_t rawsize, uint32_t seq)
+{
+    r->s = r->raw;
+    r->slen = rawsize;
+    r->spos = 0;
+    r->ev_pos = r->ev_end = 0;
+    r->s_offset = off;
+    r->s_seq = seq;
+    r->next_seq++;
+    r->base.time = r->process.mono_start_ns;
+    r->base.ptr = 0;
+    return 1;
+}
+
+/* A stored chunk's records, read straight into r->raw: the header's sizes
+ * are already bounded; the buffer grows only as bytes arrive. */
+static int load_stored_chunk(vt_reader_t *r, vt_error_t *err, uint64_t off, uint32_t zsize, uint32_t rawsize,
+                             uint32_t seq)
+{
+    if (zsize != rawsize)
+        return fail(r, err, VT_E_CORRUPT, off + 4, "stored chunk %u: zsize %u, rawsize %u (must be equal)", seq,
+                    zsize, rawsize);
+    ssize_t n = read_grow(r, &r->raw, &r->rawcap, rawsize);
+    if (n < 0)
+        return fail(r, err, errno == ENOMEM ? VT_E_NOMEM : VT_E_IO, off, "%s", strerror(errno));
+    if ((size_t)n < rawsize)
+        return fail(r, err, VT_E_TRUNCATED, off, "%u complete chunks read; stored chunk %u has %zd of %u bytes",
+                    r->next_seq, seq, n, rawsize);
+    return chunk_loaded(r, off, rawsize, seq);
+}
+
 /* Reads the next chunk into r->raw. @return 1, 0 at a clean end, <0 error. */
 static int load_chunk(vt_reader_t *r, vt_error_t *err)
 {
@@ -643,9 +678,10 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
                     "%u complete chunks read; chunk %u header has %zd of 16 bytes", n_done, n_done, n);
 
     uint32_t magic = le32(h), zsize = le32(h + 4), rawsize = le32(h + 8), seq = le32(h + 12);
-    if (magic != VT_CHUNK_MAGIC)
-        return fail(r, err, VT_E_CORRUPT, off, "bad chunk magic 0x%08x (want 0x%08x \"VTCK\")", magic,
-                    VT_CHUNK_MAGIC);
+    int stored = magic == VT_CHUNK_STORED_MAGIC && r->base.version >= VT_FORMAT_VERSION_STORED;
+    if (magic != VT_CHUNK_MAGIC && !stored)
+        return fail(r, err, VT_E_CORRUPT, off, "bad chunk magic 0x%08x (want 0x%08x \"VTCK\"%s)", magic,
+                    VT_CHUNK_MAGIC, r->base.version >= VT_FORMAT_VERSION_STORED ? " or 0x53435456 \"VTCS\"" : "");
     if (zsize > VT_MAX_CHUNK_ZSIZE)
         return fail(r, err, VT_E_LIMIT, off + 4, "chunk zsize %u exceeds %u", zsize, VT_MAX_CHUNK_ZSIZE);
     if (rawsize > VT_MAX_CHUNK_RAW)
@@ -654,6 +690,8 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
         return fail(r, err, VT_E_CORRUPT, off + 12, "chunk seq %u, expected %u", seq, r->next_seq);
     if (zsize == 0)
         return fail(r, err, VT_E_CORRUPT, off + 4, "chunk %u has zsize 0", seq);
+    if (stored)
+        return load_stored_chunk(r, err, off, zsize, rawsize, seq);
 
     n = read_grow(r, &r->zbuf, &r->zcap, zsize);
     if (n < 0)
@@ -693,16 +731,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
         return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: decompressed to %zu bytes, header says %u",
                     seq, d, rawsize);
 
-    r->s = r->raw;
-    r->slen = rawsize;
-    r->spos = 0;
-    r->ev_pos = r->ev_end = 0;
-    r->s_offset = off;
-    r->s_seq = seq;
-    r->next_seq++;
-    r->base.time = r->process.mono_start_ns;
-    r->base.ptr = 0;
-    return 1;
+    return chunk_loaded(r, off, rawsize, seq);
 }
 
 /* Frames the record at r->spos. @return 1 with *type and *c set to its

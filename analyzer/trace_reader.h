@@ -34,6 +34,7 @@ typedef struct vt_rec_process {
     uint32_t argc;
     const vt_bytes_t *argv;   /* argc entries */
     uint64_t time_res_ns;     /* grain of EVENT times; 0 = not stated */
+    uint64_t degraded;        /* vt_degraded bits; 0 = none stated */
 } vt_rec_process_t;
 
 typedef struct vt_rec_device {

@@ -138,6 +138,8 @@ uint64_t vt_stacks_lost(void);
  * cached rules are dropped. subs: the loader's count of unloads now. */
 void vt_stacks_unloaded(unsigned long long subs);
 int vt_stacks_init(void);
+/* 1 when stacks wanted libunwind and vt_stacks_init could not load it. */
+int vt_stacks_without_libunwind(void);
 void vt_stacks_atfork_child(void);
 
 /* ---- unwind_cfi.c (x86-64) ---- */

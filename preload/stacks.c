@@ -16,8 +16,10 @@
  *    so memory grows with unique stacks only. When full, stacks are cut at
  *    the deepest known node and the loss is counted in the trace.
  *  - libunwind is loaded with dlopen on first use, not linked: a process
- *    that never calls CUDA never loads it. Without it, glibc's backtrace()
- *    is the fallback.
+ *    that never calls CUDA never loads it. Without it (a container image
+ *    that lacks it), glibc's backtrace() unwinds what the cached walk
+ *    cannot, or every stack where there is no cached walk (not x86-64);
+ *    it is said once on stderr and in the trace (PROCESS degraded).
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -56,6 +58,9 @@ static void memo_atfork_child(void);
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 static unw_backtrace_fn unw_backtrace_ptr;
+/* Stacks wanted libunwind and it could not be loaded. */
+static int libunwind_missing;
+static _Atomic int warned_libunwind;
 
 typedef struct cache_entry {
     uint64_t hash;
@@ -120,8 +125,23 @@ int vt_stacks_init(void)
             if (fn && !dlsym(RTLD_DEFAULT, "__tsan_init"))
                 fn(first, 2);
         }
+        /* Frame pointers need no library. */
+        if (!unw_backtrace_ptr && vt_opt.unwind != VT_UNWIND_FP) {
+            libunwind_missing = 1;
+            vt_warn_once(&warned_libunwind, "libunwind.so.8 not found: frames the built-in unwinder cannot "
+                                            "follow go to glibc's backtrace()");
+            /* glibc loads its unwinder (libgcc_s) on the first backtrace():
+             * here, not inside an allocation hook. */
+            void *first[2];
+            backtrace(first, 2);
+        }
     }
     return 0;
+}
+
+int vt_stacks_without_libunwind(void)
+{
+    return libunwind_missing;
 }
 
 void vt_stacks_atfork_child(void)

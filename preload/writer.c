@@ -17,7 +17,10 @@
  *    and the count of events lost is said on stderr at exit. RLIMIT_FSIZE is
  *    checked before writing so the host never gets SIGXFSZ from us.
  *  - The thread blocks every signal: the host's handlers never run on it.
- *  - libzstd is loaded with dlopen on first use, like libunwind.
+ *  - libzstd is loaded with dlopen on first use, like libunwind. Without it
+ *    (a container image that lacks it) chunks are stored uncompressed, the
+ *    trace says so (format version 4, PROCESS degraded) and so does stderr,
+ *    once: a larger file rather than no trace.
  *  - fork waits (bounded) until the thread is between chunks, so the child
  *    never inherits a lock the thread held inside malloc or libzstd.
  *  - A release blocked in the driver does not stall the drain for longer
@@ -68,6 +71,10 @@ static char path[600];
 static uint64_t mono_start;
 static uint8_t *raw, *zbuf;
 static size_t raw_len, zcap;
+/* No libzstd: raw is zbuf + sizeof(vt_chunk_header_t), so a stored chunk
+ * goes out as one write, with no copy. */
+static int stored_chunks;
+static _Atomic int warned_stored;
 static uint32_t chunk_seq;
 static uint64_t prev_time, prev_ptr, file_bytes, fsize_limit;
 static int write_failed;
@@ -198,7 +205,12 @@ static void flush_chunk(void)
     close_batch();
     if (!raw_len)
         return;
-    if (!write_failed) {
+    if (!write_failed && stored_chunks) {
+        vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)raw_len, (uint32_t)raw_len, chunk_seq++ };
+        memcpy(zbuf, &h, sizeof h);
+        if (write_all(zbuf, sizeof h + raw_len) != 0)
+            write_failed_now();
+    } else if (!write_failed) {
         size_t z = zstd.compress2(zstd.cctx, zbuf + sizeof(vt_chunk_header_t), zcap, raw, raw_len);
         if (zstd.is_error(z)) {
             errno = EIO;
@@ -662,6 +674,8 @@ static int write_header(const char *exe)
         i += len + 1;
     }
     p = vt_put_varint(p, time_grain_ns());
+    p = vt_put_varint(p, (stored_chunks ? VT_DEGRADED_NO_ZSTD : 0u) |
+                             (vt_stacks_without_libunwind() ? VT_DEGRADED_NO_LIBUNWIND : 0u));
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */
@@ -674,7 +688,9 @@ static int write_header(const char *exe)
     size_t rec_len = (size_t)(vt_put_record(rec, VT_REC_PROCESS, scratch, (size_t)(p - scratch)) - rec);
     memset(&prelude, 0, sizeof prelude);
     memcpy(prelude.magic, VT_FILE_MAGIC, 8);
-    prelude.version = VT_FORMAT_VERSION;
+    /* A file of zstd chunks is a valid version 3 file: readers of version
+     * 3 keep reading every trace a shim with libzstd writes. */
+    prelude.version = stored_chunks ? VT_FORMAT_VERSION_STORED : 3;
     prelude.header_len = (uint32_t)rec_len;
     memcpy(file_start, &prelude, sizeof prelude);
     if (write_all(file_start, sizeof prelude + rec_len) != 0)
@@ -684,11 +700,19 @@ static int write_header(const char *exe)
 
 int vt_writer_start(void)
 {
-    if (load_zstd() != 0) {
-        vt_disable("cannot load libzstd.so.1");
-        return -1;
+    if (!raw && load_zstd() != 0) {
+        stored_chunks = 1;
+        vt_warn_once(&warned_stored, "libzstd.so.1 not found: writing the trace uncompressed "
+                                     "(same events, a larger file)");
     }
-    if (!raw) {
+    if (!raw && stored_chunks) {
+        zbuf = malloc(RAW_CAP + sizeof(vt_chunk_header_t));
+        raw = zbuf ? zbuf + sizeof(vt_chunk_header_t) : NULL;
+        if (!raw) {
+            vt_disable("out of memory for trace buffers");
+            return -1;
+        }
+    } else if (!raw) {
         zcap = zstd.bound(RAW_CAP);
         raw = malloc(RAW_CAP);
         zbuf = malloc(zcap + sizeof(vt_chunk_header_t));

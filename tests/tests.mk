@@ -24,8 +24,13 @@ $(B)/tests/shim/libinterposer.so: tests/shim/interposer.c tests/tests.mk
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< -ldl
 
+# Preloaded before the shim: named libraries cannot be loaded.
+$(B)/tests/shim/libhidelibs.so: tests/shim/hidelibs.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
+
 TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/closefds $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
-	$(B)/tests/shim/libinterposer.so
+	$(B)/tests/shim/libinterposer.so $(B)/tests/shim/libhidelibs.so
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find
 # the build through VT_B; every sanitizer report fails its test (UBSan would

@@ -1,9 +1,10 @@
 #!/bin/sh
 # ollama in Docker, traced: the shim and a trace directory are mounted from
-# the host, and LD_PRELOAD names the shim inside the container. The image
-# needs libzstd.so.1 (the shim writes traces with it; ollama's and most CUDA
-# images have it) and, for full stacks, libunwind.so.8; without libzstd the
-# shim says so once on stderr (`docker logs`) and traces nothing.
+# the host, and LD_PRELOAD names the shim inside the container. The shim
+# uses libzstd.so.1 and libunwind.so.8 when the image has them (ollama's and
+# most CUDA images have libzstd); without libzstd the trace is written
+# uncompressed, without libunwind glibc's backtrace() unwinds what the
+# shim's own unwinder cannot: `docker logs` and the report say which.
 # Afterwards, on the host: vramtrace report /var/lib/vramtrace/ollama
 set -eu
 mkdir -p /var/lib/vramtrace/ollama

@@ -1,4 +1,4 @@
-/* vramtrace trace format, version 3: the contract between preload/ (writer)
+/* vramtrace trace format, version 4: the contract between preload/ (writer)
  * and analyzer/ (reader). Both sides compile against this header; nothing
  * else about the format exists anywhere.
  *
@@ -7,8 +7,10 @@
  *   file    := prelude header_body chunk*
  *   prelude := 16 bytes, vt_file_prelude_t:
  *                magic[8]     = "VRAMTRC\0"
- *                version u16  = VT_FORMAT_VERSION (readers refuse newer;
- *                             they read versions 1 and 2 too, see
+ *                version u16  = the lowest version that describes the
+ *                             file: 4 when it holds stored chunks, else 3
+ *                             (readers refuse newer than VT_FORMAT_VERSION;
+ *                             they read versions 1 to 3 too, see
  *                             VT_REC_EVENT)
  *                flags   u16  = 0 (reserved; readers ignore unknown bits)
  *                header_len u32 = bytes of header_body that follow, <= VT_MAX_HEADER
@@ -22,6 +24,17 @@
  *                seq u32      = 0,1,2,... per file; a gap means corruption
  *              The zstd frame carries its content checksum. The decompressed
  *              bytes are a record stream.
+ *           or, version 4 only, a stored chunk: the same header with
+ *                magic u32    = VT_CHUNK_STORED_MAGIC ("VTCS")
+ *                zsize u32    = rawsize (a stored chunk with any other zsize
+ *                             is corrupt)
+ *              followed by the record stream itself, uncompressed and
+ *              without a checksum. The shim writes them when it cannot load
+ *              libzstd (a container image without it): a larger file with
+ *              the same records. All chunks of a file are one kind or the
+ *              other, but a reader need not rely on that. A version 3
+ *              reader refuses the file by its version, not at its first
+ *              chunk.
  *
  * Every chunk is self-contained: delta state (see EVENT) restarts at each
  * chunk, so a reader can report everything in complete chunks of a file that
@@ -47,7 +60,10 @@
  *                   argv str * argc, then optionally time_res_ns varint:
  *                   the grain of EVENT times (VRAMTRACE_TIME_RES_US), so a
  *                   reader prints no finer digits than the trace holds;
- *                   absent (shims before it, generated traces) = unknown.
+ *                   absent (shims before it, generated traces) = unknown;
+ *                   then optionally degraded varint: the vt_degraded bits,
+ *                   libraries the shim could not load and did without;
+ *                   absent = 0 (none, or a shim that did not say).
  *   VT_REC_DEVICE   ordinal zz, time_ns varint (monotonic, absolute),
  *                   total_bytes varint, free_bytes varint (cuMemGetInfo when
  *                   first seen: total - free is the context reserve plus
@@ -188,7 +204,11 @@
  * tests/bench/gentrace's traces ~13 % fewer bytes and a third less time
  * to read (zstd and decoding), on the shim's random-size bench ~24 %
  * fewer bytes. */
-#define VT_FORMAT_VERSION 3u
+/* 4: stored (uncompressed) chunks, so a process whose container lacks
+ * libzstd is traced all the same. Files without them stay version 3, which
+ * readers of version 3 keep reading. */
+#define VT_FORMAT_VERSION 4u
+#define VT_FORMAT_VERSION_STORED 4u
 
 /* Version 3 EVENT: the bits of the `present` byte, in field order. */
 enum vt_event_present {
@@ -203,6 +223,7 @@ enum vt_event_present {
 };
 #define VT_FILE_MAGIC "VRAMTRC"     /* 7 chars + NUL = 8 bytes on disk */
 #define VT_CHUNK_MAGIC 0x4b435456u  /* "VTCK" little-endian */
+#define VT_CHUNK_STORED_MAGIC 0x53435456u  /* "VTCS" little-endian */
 
 /* Hard bounds a reader enforces before trusting any length. */
 #define VT_MAX_HEADER (1u << 20)
@@ -245,6 +266,12 @@ enum vt_record_type {
     VT_REC_RANGE = 10,
     VT_REC_GGML_BUFFER = 11,
     VT_REC_TYPES    /* not a type: one past the last, the length of name tables */
+};
+
+/* PROCESS degraded bits: what the shim did without. */
+enum vt_degraded {
+    VT_DEGRADED_NO_ZSTD = 1u << 0,      /* libzstd.so.1 not loaded: stored chunks */
+    VT_DEGRADED_NO_LIBUNWIND = 1u << 1, /* libunwind.so.8 not loaded: see stacks.c */
 };
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */

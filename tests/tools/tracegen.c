@@ -65,7 +65,7 @@ void tg_init(tg_t *g, FILE *out)
     memset(g, 0, sizeof *g);
     g->out = out;
     memcpy(g->magic, VT_FILE_MAGIC, 8);
-    g->version = VT_FORMAT_VERSION;
+    g->version = 3; /* what the shim writes with libzstd; stored chunks need VT_FORMAT_VERSION_STORED */
     g->level = 3;
     g->checksum = 1;
 }
@@ -158,24 +158,29 @@ void tg_write_header(tg_t *g)
 void tg_chunk(tg_t *g, const tg_chunk_opts_t *opts)
 {
     tg_write_header(g);
-    size_t bound = ZSTD_compressBound(g->chunk.len);
-    uint8_t *z = malloc(bound);
+    size_t bound = g->stored ? g->chunk.len : ZSTD_compressBound(g->chunk.len);
+    uint8_t *z = malloc(bound ? bound : 1);
     if (!z)
         die("out of memory");
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    if (!cctx)
-        die("out of memory");
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, g->level);
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, g->checksum);
-    if (g->raw_literals)
-        ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
-    size_t zsize =
-        ZSTD_compress2(cctx, z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len);
-    ZSTD_freeCCtx(cctx);
-    if (ZSTD_isError(zsize))
-        die(ZSTD_getErrorName(zsize));
+    size_t zsize = g->chunk.len;
+    if (g->stored) {
+        if (zsize)
+            memcpy(z, g->chunk.p, zsize);
+    } else {
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        if (!cctx)
+            die("out of memory");
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, g->level);
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, g->checksum);
+        if (g->raw_literals)
+            ZSTD_CCtx_setParameter(cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+        zsize = ZSTD_compress2(cctx, z, bound, g->chunk.p ? g->chunk.p : (const uint8_t *)"", g->chunk.len);
+        ZSTD_freeCCtx(cctx);
+        if (ZSTD_isError(zsize))
+            die(ZSTD_getErrorName(zsize));
+    }
     tg_chunk_opts_t o = opts ? *opts : (tg_chunk_opts_t){ 0 };
-    put_le(g, o.has_magic ? o.magic : VT_CHUNK_MAGIC, 4);
+    put_le(g, o.has_magic ? o.magic : g->stored ? VT_CHUNK_STORED_MAGIC : VT_CHUNK_MAGIC, 4);
     put_le(g, o.has_zsize ? o.zsize : (uint32_t)zsize, 4);
     put_le(g, o.has_rawsize ? o.rawsize : (uint32_t)g->chunk.len, 4);
     put_le(g, o.has_seq ? o.seq : g->seq, 4);

@@ -55,6 +55,7 @@ typedef struct tg {
     int level;               /* zstd level */
     int checksum;            /* zstd content checksum, on by default */
     int raw_literals;        /* zstd literals stored, not Huffman-coded (the shim's writer) */
+    int stored;              /* chunks stored uncompressed (VTCS, version 4), as a shim without libzstd */
 } tg_t;
 
 void tg_init(tg_t *g, FILE *out);

@@ -944,6 +944,67 @@ static void test_bulk_differential(uint16_t version)
     tg_buf_free(&src);
 }
 
+/* Chunks stored uncompressed (a shim without libzstd): the same records,
+ * and the same bounds as a zstd chunk's. */
+static void test_stored(void)
+{
+    result_t res;
+    begin("stored");
+    G.stored = 1;
+    G.version = VT_FORMAT_VERSION_STORED;
+    process(1);
+    tg_write_header(&G);
+    event(1000, 2, 0, 0x1000, 64, NULL);
+    tg_chunk(&G, NULL);
+    event(2000, 2, 1, 0x2000, 128, NULL);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)res.rc, 0, "stored chunks: read to a clean end (%s)", res.err.detail);
+    TAP_EQ_U64((uint64_t)res.n, 3, "stored chunks: PROCESS and both events");
+    TAP_OK(res.last.type == VT_REC_EVENT && res.last.u.event.size == 128 && res.last.u.event.ptr == 0x2000 &&
+               res.last.u.event.time_ns == START + 2000 && res.last.chunk_seq == 1,
+           "stored chunks: the second chunk's event decodes against its own chunk's bases");
+
+    begin("stored-v3");
+    G.stored = 1;
+    process(1);
+    tg_write_header(&G);
+    event(1000, 2, 0, 0x1000, 64, NULL);
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "a stored chunk in a version 3 file is corrupt");
+    TAP_OK(strstr(res.err.detail, "bad chunk magic") != NULL, "... a bad chunk magic there: %s", res.err.detail);
+
+    begin("stored-zsize");
+    G.stored = 1;
+    G.version = VT_FORMAT_VERSION_STORED;
+    process(1);
+    tg_write_header(&G);
+    /* The 16-byte prelude, then the header body: where the first chunk is. */
+    uint64_t chunk_at = 16 + G.header.len;
+    event(1000, 2, 0, 0x1000, 64, NULL);
+    tg_chunk(&G, &(tg_chunk_opts_t){ .has_zsize = 1, .zsize = 3 });
+    finish();
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_CORRUPT, "stored chunk whose zsize is not its rawsize: corrupt");
+    TAP_EQ_U64(res.err.offset, chunk_at + 4, "... at its zsize field");
+
+    begin("stored-cut");
+    G.stored = 1;
+    G.version = VT_FORMAT_VERSION_STORED;
+    process(1);
+    tg_write_header(&G);
+    chunk_at = 16 + G.header.len;
+    event(1000, 2, 0, 0x1000, 64, NULL);
+    finish();
+    struct stat st;
+    if (stat(path, &st) != 0 || truncate(path, st.st_size - 2) != 0)
+        perror(path);
+    res = read_all();
+    TAP_EQ_U64((uint64_t)-res.rc, (uint64_t)-VT_E_TRUNCATED, "stored chunk cut short: truncated");
+    TAP_EQ_U64(res.err.offset, chunk_at, "... at the chunk's start");
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -958,6 +1019,7 @@ int main(void)
     test_version3();
     test_payloads();
     test_file_level();
+    test_stored();
     test_stream_mutations();
     test_bulk_differential(VT_FORMAT_VERSION);
     test_bulk_differential(2);
