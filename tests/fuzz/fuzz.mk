@@ -24,7 +24,7 @@ FUZZ_DIR := $(B)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 # Others' code is gated by gcc's -Werror; clang warnings there are reported,
 # not fatal. Our own fuzz sources keep -Werror.
-FUZZ_CFLAGS = $(CPPFLAGS_COMMON) -Ianalyzer -Itests/fuzz -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+FUZZ_CFLAGS = $(CPPFLAGS_COMMON) $(addprefix -Ianalyzer/,$(ANALYZER_ROOMS)) -Itests/fuzz -std=gnu11 -g -O1 -fno-omit-frame-pointer \
 	$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Wall -Wextra -Wno-missing-field-initializers -MMD -MP
 FUZZ_LIBS := -lzstd -lm -lstdc++
 FUZZ_ANALYZER_OBJS = $(filter-out %/main.o,$(ANALYZER_OBJS))
@@ -86,4 +86,4 @@ fuzz-smoke: fuzz-bins
 
 # Header dependencies: a struct that changes under a stale harness object
 # reads as a crash (it did once: vt_frame_t grew, fuzz_rules.o did not).
--include $(wildcard $(B)/obj/tests/fuzz/*.d $(FUZZ_DIR)/obj/fuzz/*.d $(FUZZ_DIR)/obj/analyzer/*.d)
+-include $(wildcard $(B)/obj/tests/fuzz/*.d $(FUZZ_DIR)/obj/fuzz/*.d $(FUZZ_DIR)/obj/analyzer/*/*.d)

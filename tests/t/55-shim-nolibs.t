@@ -27,7 +27,7 @@ run() {
         "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000 \
         >$TMP/$name.out 2>$TMP/$name.err
     echo $? >$TMP/$name.rc
-    "$VT" report $TMP/$name >$TMP/$name.txt 2>&1
+    "$VT" report --wide $TMP/$name >$TMP/$name.txt 2>&1
     "$VT" report --json $TMP/$name >$TMP/$name.json 2>/dev/null
 }
 # q NAME EXPR: a Python expression over p, the first process of NAME's report.

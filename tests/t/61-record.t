@@ -3,7 +3,7 @@
 # SIGINT/SIGTERM on to CMD, returns CMD's exit status, prints the verdict.
 . tests/t/lib.sh
 if ! "$VT" record --help >/dev/null 2>&1; then
-    echo "1..0 # SKIP vramtrace has no record command yet (dispatch in analyzer/main.c)"
+    echo "1..0 # SKIP vramtrace has no record command yet (dispatch in analyzer/commands/main.c)"
     exit 0
 fi
 TMP=$(tmpdir)

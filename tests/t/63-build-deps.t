@@ -16,7 +16,7 @@ mk() { make --no-print-directory SANITIZE=$SAN "$@"; }
 mk -n -B test-bins >$D/everything 2>&1
 compiled() { grep -q -E "[ ]$1( |$)" $D/everything; }
 SOURCES=$(find preload analyzer tests examples -name '*.c' -o -name '*.cpp' | sort)
-HEADERS="preload/*.h analyzer/*.h include/vramtrace/*.h include/vramtrace/*.def tests/sim/*.h"
+HEADERS="preload/*.h analyzer/*/*.h include/vramtrace/*.h include/vramtrace/*.def tests/sim/*.h"
 # Header basenames found in more than one of those folders: a quoted
 # include of one is resolved by -I order, so only its own folder counts.
 dups=$(ls $HEADERS | sed 's|.*/||' | sort | uniq -d)

@@ -1,10 +1,9 @@
 # tests/unit/report.mk: the report's libraries and unit tests.
-# __cxa_demangle (analyzer/demangle.c) lives in the C++ runtime.
+# __cxa_demangle (analyzer/symbols/demangle.c) lives in the C++ runtime.
 ANALYZER_LIBS += -lstdc++
 
 # Unit tests link the report's own modules directly (no main.c).
-REPORT_UNIT_OBJS := $(addprefix $(B)/obj/analyzer/,model.o model_map.o model_spill.o model_frag.o model_witness.o trace_reader.o \
-	stacks.o dwarf_lines.o demangle.o rules.o rules_builtin.o errors.o sizes.o report_common.o fit.o)
+REPORT_UNIT_OBJS := $(ANALYZER_CORE_OBJS) $(B)/obj/analyzer/output/report_common.o
 
 $(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
 	@mkdir -p $(@D)
@@ -20,7 +19,7 @@ TEST_BINS += $(B)/test_model $(B)/test_rules
 
 -include $(B)/obj/tests/unit/test_model.d $(B)/obj/tests/unit/test_rules.d
 
-# Source lines (analyzer/dwarf_lines.c) come from elfutils. The fuzz replay and
+# Source lines (analyzer/symbols/dwarf_lines.c) come from elfutils. The fuzz replay and
 # libFuzzer builds link every analyzer object with their own FUZZ_LIBS,
 # which tests/fuzz/fuzz.mk sets with := after this file is read: a
 # pattern-specific append survives that.

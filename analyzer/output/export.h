@@ -1,5 +1,6 @@
-/* `vramtrace export` (export.c: command and perfetto; export_folded.c:
- * folded stacks). Writers read a finished vt_report_t and never fail. */
+/* The export formats of `vramtrace export` (commands/cmd_export.c):
+ * perfetto.c and export_folded.c. Writers read a finished vt_report_t and
+ * never fail. */
 #ifndef VT_EXPORT_H
 #define VT_EXPORT_H
 
@@ -7,6 +8,10 @@
 
 #include "json.h"
 #include "report.h"
+#include "report_series.h"
+
+/* Chrome trace-event JSON of r, its counter tracks from set (perfetto.c). */
+void vt_export_perfetto(FILE *f, const vt_report_t *r, const vt_series_set_t *set);
 
 /* Folded stacks of device allocation sites, outermost frame first, one
  * line per site with a non-zero weight: bytes live at its GPU's peak, or

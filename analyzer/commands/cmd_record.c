@@ -1,4 +1,4 @@
-/* record.c: `vramtrace record [-o DIR] [--lib PATH] [--] CMD ARGS...`
+/* cmd_record.c: `vramtrace record [-o DIR] [--lib PATH] [--] CMD ARGS...`
  *
  * Runs CMD under the shim, like `heaptrack CMD` or `nsys profile CMD`, so a
  * user can trace their own server without learning LD_PRELOAD:

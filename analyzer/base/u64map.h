@@ -15,8 +15,8 @@
  *  - A slot's tag is 0 when free and nonzero (0x80 | 7 bits of the key's
  *    hash) when occupied; probes compare those hash bits before the key.
  */
-#ifndef VT_MODEL_MAP_H
-#define VT_MODEL_MAP_H
+#ifndef VT_U64MAP_H
+#define VT_U64MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -72,11 +72,11 @@ typedef struct vt_series_set {
 /* Attaches a recorder to r (r->series) before vt_report_load; one
  * vt_proc_series_t per input, each series at most max_buckets buckets. */
 vt_series_set_t *vt_series_attach(vt_report_t *r, int max_buckets);
-/* report.c's replay loop: the recorder's look at the models after each
+/* pipeline/load.c's reading loop: the recorder's look at the models after each
  * event (the on_event contract of report.h). */
 void vt_series_on_event(vt_series_set_t *set, vt_report_t *r, int input, const vt_event_t *ev);
 void vt_series_free(vt_series_set_t *s);
-/* Forgets what was recorded, for a replay from the start (report.c). */
+/* Forgets what was recorded, for a reading from the start (pipeline/load.c). */
 void vt_series_rewind(vt_series_set_t *s);
 
 /* Points of a series in time order: calls fn(ctx, t, total, by_tag) at most

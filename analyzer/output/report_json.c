@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "model_map.h"
+#include "u64map.h"
 #include "report.h"
 
 static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const uint64_t *v)

@@ -18,8 +18,8 @@
  *    on this machine. The cache is why a const stacks still changes inside.
  *  - Functions returning int return 0 or a negative VT_E_*.
  */
-#ifndef VT_STACKS_H
-#define VT_STACKS_H
+#ifndef VT_STACK_TREE_H
+#define VT_STACK_TREE_H
 
 #include <stdint.h>
 

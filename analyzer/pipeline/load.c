@@ -1,13 +1,9 @@
-/* `vramtrace report TRACE|DIR...`: options, reading every trace and
- * replaying them in one merged time order (so the per-GPU view sees every
- * process on one timeline), then printing.
- *
- * Exit status: 0 report printed; 1 with --fail-on-spill when any process
- * spilled; 2 unusable input (not a trace, corrupt, newer version, bad rules
- * file, bad usage). A trace cut short (VT_E_TRUNCATED) is not unusable: it
- * is reported up to its last complete chunk and the report says where it
- * stopped. Among several traces a bad one costs only its own section
- * (keep_going, report.h): the rest are reported, then the exit status is 2.
+/* load.c: every trace of a report read and fed to its model in one merged
+ * time order (so the per-GPU view sees every process on one timeline), with
+ * a lookahead that lets the model prefetch what each event needs; the
+ * report's options shared by every trace-reading command (report.h).
+ * A trace cut short (VT_E_TRUNCATED) is read up to its last complete chunk;
+ * among several traces a bad one costs only its own section (keep_going).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,48 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "html.h"
+#include "errors.h"
 #include "report_series.h"
 #include "report.h"
 #include "sizes.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: vramtrace report [options] TRACE|DIR...\n"
-            "\n"
-            "Explains the VRAM use of traced processes: did the model spill out of VRAM,\n"
-            "which allocation tipped it, what filled the card (weights / kv / scratch),\n"
-            "and how much headroom was really left. A DIR means every *.vtrace in it:\n"
-            "one report, per process and per GPU.\n"
-            "\n"
-            "options:\n"
-            "  --json            machine-readable output, schema vramtrace-report/2 (docs/report.md)\n"
-            "  --html FILE       one self-contained page (charts, sites, address space) into FILE\n"
-            "  --color WHEN      auto (default: when stdout is a terminal and NO_COLOR is unset),\n"
-            "                    always or never; --json and --html are never coloured\n"
-            "  --fail-on-spill   exit 1 when any process spilled (for CI gates)\n"
-            "  --margin PCT      the free-memory margin to check, %% of total (default 15)\n"
-            "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
-            "                    $VRAMTRACE_RULES when set)\n"
-            "  --top N           allocation sites shown per process (default 10, 0 = all)\n"
-            "  --no-source       stacks without file:line (by default read from the DWARF of\n"
-            "                    binaries on this machine whose build id matches the trace)\n"
-            "  --raw-strings     print strings from the trace (names, argv, paths) as they are;\n"
-            "                    by default control characters and invalid UTF-8 print as \\xNN\n"
-            "  --wide            text lines as long as they come; by default they fit 80\n"
-            "                    columns (long lines wrap, long function names lose their middle)\n"
-            "  --sort KEY        order of the sites: peak (bytes live at peak, the default),\n"
-            "                    bytes (allocated over the run) or calls\n"
-            "  --filter FUNCTION only sites with a stack frame whose name contains FUNCTION\n"
-            "  --leaks           per site: allocations never freed (live at the end)\n"
-            "  --churn           per site: allocations freed again (what caching allocators hide)\n"
-            "  --histogram       allocation sizes in power-of-two buckets\n"
-            "\n"
-            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
-            "usable traces are still reported).\n");
-}
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -320,7 +278,7 @@ static void progress(const vt_report_t *r, double start, int *shown)
     *shown = 1;
 }
 
-static int replay(vt_report_t *r)
+static int feed_merged(vt_report_t *r)
 {
     int rc = 0;
     for (int i = 0; i < r->nin && !rc; i++)
@@ -328,7 +286,7 @@ static int replay(vt_report_t *r)
     int tty = isatty(2), shown = 0;
     double start = now_s(), last = start;
     uint64_t n = 0;
-    /* Fixed for the replay: read once, not after every event's calls. */
+    /* Fixed for the whole read: loaded once, not after every event's calls. */
     vt_series_set_t *const series = r->series;
     const vt_event_obs_t on_event = r->on_event;
     while (!rc) {
@@ -485,12 +443,12 @@ static int match_marks(const vt_report_input_t *in, vt_marks_t **out)
 }
 
 /* ggml marked buffers in these traces: they are read again to match each
- * mark to its allocation, then replayed from the start into new models
- * given the matches, and what watched the first replay forgets it. Traces
+ * mark to its allocation, then fed again from the start into new models
+ * given the matches, and what watched the first reading forgets it. Traces
  * without ggml never come here. A trace that cannot be read again (a
- * pipe, or gone) leaves the first replay's report standing, tagged by the
- * rules alone. @return as replay(). */
-static int replay_with_marks(vt_report_t *r)
+ * pipe, or gone) leaves the first reading's report standing, tagged by the
+ * rules alone. @return as feed_merged(). */
+static int read_again_with_marks(vt_report_t *r)
 {
     vt_marks_t **marks = calloc((size_t)r->nin, sizeof *marks);
     vt_reader_t **again = calloc((size_t)r->nin, sizeof *again);
@@ -536,7 +494,7 @@ static int replay_with_marks(vt_report_t *r)
     r->hook_in = NULL;
     if (r->on_rewind)
         r->on_rewind(r->on_event_ctx);
-    return replay(r);
+    return feed_merged(r);
 }
 
 int vt_report_load(vt_report_t *r, char *const *args, int nargs)
@@ -621,10 +579,10 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     if (!r->nin)
         return VT_EXIT_BAD_INPUT;   /* every trace was bad, each said why */
     vt_fmt_set_time_grain(grain);
-    rc = replay(r);
+    rc = feed_merged(r);
     for (int i = 0; i < r->nin && !rc; i++)
         if (vt_model_marks_seen(r->in[i].model)) {
-            rc = replay_with_marks(r);
+            rc = read_again_with_marks(r);
             break;
         }
     if (rc)
@@ -663,175 +621,4 @@ int vt_report_use_color(const vt_report_t *r, FILE *out)
     /* https://no-color.org: present and not empty disables colour. */
     const char *nc = getenv("NO_COLOR");
     return !(nc && *nc) && isatty(fileno(out));
-}
-
-int vt_cmd_report(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "html", required_argument, NULL, 'H' },
-        { "fail-on-spill", no_argument, NULL, 'f' },
-        { "margin", required_argument, NULL, VT_OPT_MARGIN },
-        { "rules", required_argument, NULL, VT_OPT_RULES },
-        { "top", required_argument, NULL, 't' },
-        { "color", required_argument, NULL, 'c' },
-        { "no-source", no_argument, NULL, 'S' },
-        { "raw-strings", no_argument, NULL, 'R' },
-        { "wide", no_argument, NULL, 'w' },
-        { "leaks", no_argument, NULL, 'L' },
-        { "churn", no_argument, NULL, 'T' },
-        { "histogram", no_argument, NULL, 'g' },
-        { "sort", required_argument, NULL, 's' },
-        { "filter", required_argument, NULL, 'F' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    vt_report_t *r = vt_report_new();
-    if (!r)
-        return VT_EXIT_BAD_INPUT;
-    r->opts.color = -1;
-    r->keep_going = 1;
-    const char *html = NULL;
-    int rc = VT_EXIT_OK, c;
-    optind = 1;
-    opterr = 1;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'j':
-            r->opts.json = 1;
-            break;
-        case 'H':
-            html = optarg;
-            break;
-        case 'f':
-            r->opts.fail_on_spill = 1;
-            break;
-        case 'S':
-            r->opts.no_source = 1;
-            break;
-        case 'R':
-            r->opts.raw_strings = 1;
-            break;
-        case 'w':
-            r->opts.wide = 1;
-            break;
-        case 'L':
-            r->opts.leaks = 1;
-            break;
-        case 'T':
-            r->opts.churn = 1;
-            break;
-        case 'g':
-            r->opts.histogram = 1;
-            break;
-        case 'F':
-            r->opts.filter = optarg;
-            break;
-        case 's':
-            if (!strcmp(optarg, "peak"))
-                r->opts.order = VT_ORDER_PEAK;
-            else if (!strcmp(optarg, "bytes"))
-                r->opts.order = VT_ORDER_BYTES;
-            else if (!strcmp(optarg, "calls"))
-                r->opts.order = VT_ORDER_CALLS;
-            else {
-                fprintf(stderr, "vramtrace: report: --sort wants peak, bytes or calls, got '%s'\n", optarg);
-                rc = VT_EXIT_BAD_INPUT;
-                goto out;
-            }
-            break;
-        case 'c':
-            if ((rc = vt_report_color_opt(r, "report", optarg)))
-                goto out;
-            break;
-        case VT_OPT_MARGIN:
-        case VT_OPT_RULES:
-            if ((rc = vt_report_opt(r, "report", c, optarg)))
-                goto out;
-            break;
-        case 't':
-            r->opts.top = (int)strtol(optarg, &end, 10);
-            if (end == optarg || *end || r->opts.top < 0) {
-                fprintf(stderr, "vramtrace: report: --top wants a count, got '%s'\n", optarg);
-                rc = VT_EXIT_BAD_INPUT;
-                goto out;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            goto out;
-        default:
-            usage(stderr);
-            rc = VT_EXIT_BAD_INPUT;
-            goto out;
-        }
-    }
-    if (html && r->opts.json) {
-        fprintf(stderr, "vramtrace: report: --html and --json are exclusive\n");
-        usage(stderr);
-        rc = VT_EXIT_BAD_INPUT;
-        goto out;
-    }
-    /* `report --html run1` reads as "report run1 as HTML", but --html takes
-     * the page to write: say which argument is missing, not only usage. */
-    if (optind >= argc) {
-        if (html)
-            fprintf(stderr,
-                    "vramtrace: report: no TRACE or DIR to report: --html %s names the page to write; "
-                    "the traces come after it (vramtrace report --html page.html TRACE|DIR...)\n",
-                    html);
-        else
-            fprintf(stderr, "vramtrace: report: no TRACE or DIR to report\n");
-        fprintf(stderr, "usage: vramtrace report [options] TRACE|DIR... (--help for the options)\n");
-        rc = VT_EXIT_BAD_INPUT;
-        goto out;
-    }
-    vt_html_t *h = NULL;
-    if (html) {
-        r->keep_layout = 1;
-        if (!(h = vt_html_new(r))) {
-            fprintf(stderr, "vramtrace: out of memory\n");
-            rc = VT_EXIT_BAD_INPUT;
-            goto out;
-        }
-    }
-    rc = vt_report_load(r, argv + optind, argc - optind);
-    if (rc) {
-        vt_html_free(h);
-        goto out;
-    }
-    int spilled = 0;
-    for (int i = 0; i < r->nin; i++)
-        spilled |= vt_model_proc(r->in[i].model)->tip.valid;
-    if (h) {
-        rc = vt_html_write(h, html);
-        vt_html_free(h);
-        if (rc)
-            goto out;
-    } else if (r->opts.json) {
-        vt_report_json(r, stdout);
-    } else {
-        r->opts.color = vt_report_use_color(r, stdout);
-        vt_report_text(r, stdout);
-    }
-    fflush(stdout);
-    /* 2 when a trace was left out or damaged (the others were reported),
-     * else 1 for a spill with --fail-on-spill, else 3 when a trace is cut. */
-    int incomplete = 0, damaged = 0;
-    for (int i = 0; i < r->nin; i++) {
-        incomplete |= r->in[i].truncated;
-        damaged |= r->in[i].damaged;
-    }
-    if (rc)
-        ;
-    else if (r->nbad || damaged)
-        rc = VT_EXIT_BAD_INPUT;
-    else if (spilled && r->opts.fail_on_spill)
-        rc = 1;
-    else if (incomplete)
-        rc = VT_EXIT_INCOMPLETE;
-out:
-    vt_report_free(r);
-    return rc;
 }

@@ -40,7 +40,7 @@ int vt_m_ggml_record(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
         return 0;   /* USAGE_ANY says nothing about the content */
     m->p.ggml.marks++;
     if (m->marks_given)
-        return 0;   /* matched before this replay */
+        return 0;   /* matched before this reading */
     if (m->nseen >= MAX_MARKS) {
         m->p.ggml.unmatched++;
         return 0;
@@ -251,7 +251,7 @@ vt_marks_t *vt_marks_match(const vt_model_t *m, vt_reader_t *reader, vt_error_t 
         vt_record_t rec;
         int got = vt_reader_next(reader, &rec, err);
         if (got == 0 || got == VT_E_TRUNCATED)
-            break;   /* a partial last chunk: the replays stop there too */
+            break;   /* a partial last chunk: the readings stop there too */
         if (got < 0) {
             rc = got;
             break;
@@ -281,7 +281,7 @@ void vt_model_give_marks(vt_model_t *m, vt_marks_t *marks)
     vt_marks_free(m->marks_given);
     m->marks_given = marks;
     m->marks_next = 0;
-    m->p.ggml.marks = 0;   /* counted again as this replay reads them */
+    m->p.ggml.marks = 0;   /* counted again as this reading meets them */
     m->p.ggml.matched = marks->matched;
     m->p.ggml.unmatched = marks->unmatched;
     m->p.ggml.remarked = marks->remarked;

@@ -42,7 +42,7 @@
 #include <stddef.h>
 
 #include "errors.h"
-#include "stacks.h"
+#include "stack_tree.h"
 
 enum {
     VT_TAG_WEIGHTS = 0,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "errors.h"
 #include "sizes.h"
 
 void vt_html_esc(FILE *f, const char *s)

@@ -1,5 +1,5 @@
 /* Private to model*.c: the live-allocation table and helpers shared by the
- * replay (model.c), spill detection (model_spill.c) and fragmentation
+ * model (model.c), spill detection (model_spill.c) and fragmentation
  * (model_frag.c). Invariant: every live_t reachable from one of the four
  * maps, or (a released VMM handle) from a live mapping's `link`, has been
  * charged exactly once to its space's counters; releasing it uncharges
@@ -26,7 +26,7 @@ enum live_kind {
 
 /* model_witness.c: one ggml mark matched to an allocation, named by its
  * ordinal: proc.events.total when its event was fed, the same in every
- * replay of a trace. */
+ * reading of a trace. */
 typedef struct vt_mark {
     uint64_t ordinal;
     uint32_t seq;    /* order found: the later of two marks on one allocation wins */
@@ -126,7 +126,7 @@ struct vt_model {
     int keep_layout;
     vt_frag_log_t flog[VT_MAX_DEVICES];
     /* ggml marks (model_witness.c): the marks read (seen), or, in a
-     * replay given the matches, those (marks_given, next = the first not
+     * reading given the matches, those (marks_given, next = the first not
      * yet reached). */
     vt_seen_mark_t *seen;
     size_t nseen, seen_cap;

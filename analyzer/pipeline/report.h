@@ -1,7 +1,7 @@
 /* `vramtrace report`: shared state of the report command, built by
- * report.c (options, reading, merge), report_gpus.c (per-GPU combined view)
+ * load.c (options, reading, merge), report_gpus.c (per-GPU combined view)
  * and printed by report_text.c, report_json.c or html*.c. export, diff and
- * replay load traces the same way (vt_report_load) and read the result.
+ * the `replay` command load traces the same way (vt_report_load) and read the result.
  *
  * Contract: the printers only read a finished vt_report_t (every model
  * finished); they never fail and never touch the files. on_event observers
@@ -40,7 +40,7 @@ typedef struct vt_report_input {
     char *path;
     vt_reader_t *reader;
     vt_model_t *model;
-    /* Lookahead (report.c): events read but not fed yet, oldest at qhead,
+    /* Lookahead (load.c): events read but not fed yet, oldest at qhead,
      * so the model can start loading what each needs a few events before
      * it is fed. STACK and FRAME records (the ones a trace writes before
      * each new stack's first event) queue among them in qrec, a FRAME's
@@ -100,13 +100,13 @@ struct vt_report {
     int keep_layout;      /* models keep each device's address space at peak */
     vt_event_obs_t on_event;
     void *on_event_ctx;
-    /* Called when the replay starts again from the first event (ggml's
+    /* Called when reading starts again from the first event (ggml's
      * marks came after the allocations they name, model.h): on_event's
-     * state from the first replay must go. */
+     * state from the first reading must go. */
     void (*on_rewind)(void *ctx);
     /* The time-series recorder (report_series.c), if attached: called
      * directly, not through on_event, so the LTO build can inline it into
-     * the replay loop (it runs for every event of an --html report). */
+     * the reading loop (pipeline/load.c; it runs for every event of an --html report). */
     struct vt_series_set *series;
     vt_rules_t *rules;
     vt_report_input_t *in;

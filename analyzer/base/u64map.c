@@ -1,6 +1,6 @@
-/* u64 -> u32 open-addressing map (see model_map.h; the hash and the
+/* u64 -> u32 open-addressing map (see u64map.h; the hash and the
  * lookups are inline there). */
-#include "model_map.h"
+#include "u64map.h"
 
 #include <stdlib.h>
 

@@ -1,11 +1,11 @@
-/* Calling-context tree storage (see stacks.h). Nodes are dense arrays by id
+/* Calling-context tree storage (see stack_tree.h). Nodes are dense arrays by id
  * (ids are dense from 1 in the writer); frames are deduplicated by ip, the
  * whole of it: two frames at one address in different load epochs
  * (trace_format.h, VT_REC_STACK) are different code. Where the ip is an
  * address (module, source line), its epoch bits are masked.
  * Source lines live in a separate cache (struct srccache) filled only by
  * vt_stacks_get_src. */
-#include "stacks.h"
+#include "stack_tree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 #include "demangle.h"
 #include "dwarf_lines.h"
 #include "grow.h"
-#include "model_map.h"
+#include "u64map.h"
 #include "vramtrace/trace_format.h"
 
 /* A gap in node ids larger than this is treated as corruption: it would

@@ -1,4 +1,4 @@
-/* The replay model: one process's trace, replayed event by event into the
+/* The model: one process's trace, fed event by event into the
  * state the report reads (what was live where, peaks, headroom, spills,
  * fragmentation, sites).
  *
@@ -7,7 +7,7 @@
  *    vt_model_finish() once; the report reads vt_model_proc() afterwards.
  *  - Memory is bounded by live allocations + unique stacks + sites, never by
  *    the number of events.
- *  - Bad events never fail the replay: a free of an unknown pointer (or a
+ *  - Bad events never fail the model: a free of an unknown pointer (or a
  *    double free) is counted in events.unmatched_frees; an allocation at a
  *    pointer that is still live implicitly frees the old one (events can be
  *    dropped) and is counted in events.implicit_frees; unknown api ids are
@@ -28,9 +28,9 @@
 
 #include <stdint.h>
 
-#include "model_map.h"
+#include "u64map.h"
 #include "rules.h"
-#include "stacks.h"
+#include "stack_tree.h"
 #include "trace_reader.h"
 #include "vramtrace/entrypoints.h"
 
@@ -293,10 +293,10 @@ void vt_model_finish(vt_model_t *m);
  * allocation holds (model_witness.c). A mark names its allocation by base
  * address and time only, and the file holds it anywhere after that
  * allocation's event, often after its free (the shim queues marks apart
- * from the threads' event buffers): a replay cannot use a mark when its
- * allocation is fed. So a replay only collects the marks
+ * from the threads' event buffers): a reading cannot use a mark when its
+ * allocation is fed. So a reading only collects the marks
  * (vt_model_marks_seen); vt_marks_match reads the trace again and names
- * each mark's allocation; a new replay given those (vt_model_give_marks)
+ * each mark's allocation; a new reading given those (vt_model_give_marks)
  * tags every marked allocation as it is fed. A trace without ggml is
  * read once. */
 typedef struct vt_marks vt_marks_t;

@@ -55,4 +55,12 @@ extern int vt_text_raw;
  * it as it is; 0 when it would escape the byte at p. */
 size_t vt_text_glyph_len(const unsigned char *p, size_t n);
 
+/* Exit statuses of the commands (commands.h): what the pipeline and the
+ * outputs return on their way out. */
+#define VT_EXIT_OK 0
+#define VT_EXIT_BAD_INPUT 2
+/* report: a trace stops inside a chunk, so its verdict covers only part of
+ * the run (a spill with --fail-on-spill still exits 1). */
+#define VT_EXIT_INCOMPLETE 3
+
 #endif

@@ -11,11 +11,11 @@
  *    none. Without debug info in the module file itself,
  *    /usr/lib/debug/.build-id/xx/rest.debug is tried (same checks).
  *  - addr is a file address: ip - module base (load bias), already moved
- *    into the call instruction by the caller (see stacks.c).
+ *    into the call instruction by the caller (see stack_tree.c).
  *  - At most VT_DWARF_MAX_OPEN modules are open at once (least recently
  *    used closed first), so memory is bounded whatever the trace names.
  *    Remembering which modules are unusable, and caching lines per ip, is
- *    the caller's job (stacks.c), as is asking only for printed frames.
+ *    the caller's job (stack_tree.c), as is asking only for printed frames.
  *  - Nothing here prints: an unusable module or a lookup that finds nothing
  *    means "no line", never a failed report.
  *  - The file is mapped (ELF_C_READ_MMAP): a binary truncated by someone

@@ -1,4 +1,4 @@
-/* Event replay (contract: model.h; live table invariants: model_internal.h).
+/* The model fed event by event (contract: model.h; live table invariants: model_internal.h).
  * Per event the order is fixed: judge the request against the state before
  * it (spill, smoking guns), then apply it (charge or release), then update
  * peaks, estimates and the margin rule from the state after it. */
@@ -1116,8 +1116,8 @@ static inline void prefetch_object(const void *p, size_t size)
 enum { PF_ALLOC = 1, PF_FREE = 2 };   /* stage 0's cookie: what ev is */
 
 /* Declared inline (model.h's declaration keeps this an external
- * definition): a hint that lets the LTO build inline it into report.c's
- * replay loop at every call. Left to gcc's heuristics it went out of line
+ * definition): a hint that lets the LTO build inline it into pipeline/load.c's
+ * reading loop (pipeline/load.c) at every call. Left to gcc's heuristics it went out of line
  * after unrelated changes (another call site, a larger do_alloc), and the
  * 100k-stack trace then took 9-25 % longer: its stage-1 and -2 loads, which
  * may miss, stalled the loop from inside a call. */

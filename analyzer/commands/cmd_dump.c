@@ -1,4 +1,4 @@
-/* dump.c: `vramtrace dump [--stacks] TRACE`, every record decoded, one line
+/* cmd_dump.c: `vramtrace dump [--stacks] TRACE`, every record decoded, one line
  * each, in file order; `vramtrace dump --count TRACE`, how many of each.
  *
  * Contract: the output is line-oriented `kind key=value ...` that tests and

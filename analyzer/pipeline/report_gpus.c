@@ -1,7 +1,7 @@
 /* The per-GPU combined view: every process's tracked device bytes summed
  * per GPU UUID on one timeline (monotonic time; every trace on a host
  * shares the clock). Driven by the model's device hook, in the merged event
- * order report.c produces. Devices without a DEVICE record (no UUID) are
+ * order load.c produces. Devices without a DEVICE record (no UUID) are
  * left out: they cannot be matched across processes. */
 #include "report.h"
 
