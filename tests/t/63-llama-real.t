@@ -90,12 +90,15 @@ scenario() {
         python3 tests/llama/tag_bytes.py "$d.json" >"$d.bytes" 2>&1
         check_$name "$flavour" "$d"
         is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
+        is "$(val "$d.bytes" disagreements)" 0 "$flavour $name: ggml's marks and the built-in rules agree on every site"
     done
 }
 # What every scenario that loads the model compares with llama.cpp's log.
 check_loaded() {
     near "$(val "$2.bytes" weights.device)" "$(mib_bytes "$2.log" "CUDA0 model buffer size")" \
         "$1 $name: GPU weights = llama.cpp's CUDA0 model buffer"
+    near "$(val "$2.bytes" marked.weights.device)" "$(mib_bytes "$2.log" "CUDA0 model buffer size")" \
+        "$1 $name: ggml's WEIGHTS marks alone tag the CUDA0 model buffer"
     want=$(mib_bytes "$2.log" "CUDA_Host model buffer size")
     if [ -n "$want" ]; then
         near "$(val "$2.bytes" weights.pinned)" "$want" "$1 $name: pinned weights = llama.cpp's CUDA_Host model buffer"

@@ -92,7 +92,13 @@ if mount -t tmpfs -o size=1m tmpfs $TMP/shared 2>/dev/null; then
     plain $TMP/plain6 $FP pairs $M
     shimmed $TMP/out $TMP/shared $FP pairs $M &
     pid=$!
-    sleep 0.1
+    # Filled once the trace holds chunks, not at a fixed time: on a loaded
+    # machine the process may not have made its first CUDA call in 0.1 s.
+    i=0
+    while [ $i -lt 200 ] && ! [ -s "$(ls $TMP/shared/*.vtrace 2>/dev/null | head -1)" ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
     dd if=/dev/zero of=$TMP/shared/filler bs=4k 2>/dev/null
     sleep 0.3
     rm -f $TMP/shared/filler
