@@ -808,8 +808,10 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
     /* Only an address ggml could name carries a mark: an allocation or a
      * registration that succeeded. */
-    int by_addr = kind == L_ALLOC || kind == L_REGISTER;
-    int usage = by_addr && ev->result == 0 && ev->ptr && m->marks_given ? vt_m_mark_for(m) : 0;
+    int usage = 0;
+    if (__builtin_expect(m->marks_given != NULL, 0) && (kind == L_ALLOC || kind == L_REGISTER) && ev->result == 0 &&
+        ev->ptr)
+        usage = vt_m_mark_for(m);
     uint32_t si;
     if (site_for(m, ev->stack, space, di, usage, &si))
         return VT_E_NOMEM;
