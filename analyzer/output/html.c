@@ -144,12 +144,12 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
         return;
     }
     fputs("<h3>Top allocation sites <small>(by bytes live at peak)</small></h3>\n<table>\n"
-          "<tr><th>#</th><th>at peak</th><th>tag</th><th>where</th><th>calls</th><th>rule and stack</th></tr>\n",
+          "<tr><th>#</th><th>at peak</th><th>tag</th><th>where</th><th>calls</th><th>what decided the tag, and the stack</th></tr>\n",
           f);
     for (size_t k = 0; k < shown; k++) {
         const vt_site_t *s = &p->sites[rank[k]];
         char a[VT_SIZE_BUF], rule[1024], where[32];
-        vt_rules_describe(vt_model_rules(m), &s->match, rule, sizeof rule);
+        vt_site_evidence(m, s, rule, sizeof rule);
         if (s->space == VT_SPACE_DEVICE)
             snprintf(where, sizeof where, "GPU %d", s->device);
         else
@@ -157,7 +157,7 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%s</td><td>", k + 1, vt_fmt_bytes(a, s->at_peak));
         vt_html_esc(f, tagn(m, s->match.tag));
         fprintf(f, "</td><td>%s</td><td class=\"n\">%" PRIu64 "</td><td><details><summary>", where, s->calls);
-        vt_html_esc(f, rule[0] ? rule : "no rule matched (untagged: write a rule for a frame below)");
+        vt_html_esc(f, rule);
         fputs("</summary>", f);
         stack_list(f, m, s->stack);
         fputs("</details></td></tr>\n", f);

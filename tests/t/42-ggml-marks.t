@@ -62,6 +62,8 @@ is "$(j "$D/late.json" "[(s['tag'], s['decided_by'], s['ggml_mark'], s['peak_byt
    "marks after frees: one cgo stack makes one site per mark (weights, compute) and one unmarked"
 "$VT" report --wide "$D/late.vtrace" >"$D/late.out" 2>&1
 like "$(cat "$D/late.out")" "weights  GPU 0            1 call   ggml mark: WEIGHTS" "text: the site says ggml's mark decided"
+"$VT" report --html "$D/late.html" "$D/late.vtrace" >/dev/null 2>&1
+like "$(cat "$D/late.html")" "<summary>ggml mark: WEIGHTS</summary>" "html: the site says ggml's mark decided"
 like "$(cat "$D/late.out")" "ggml buffer marks: 3 read, 2 on traced allocations (they set those tags), 1 on memory not traced" \
    "text: the marks' count line"
 
