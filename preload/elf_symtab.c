@@ -42,13 +42,16 @@ typedef struct sym_cand {
     uint64_t addr;
     uint32_t size;
     uint32_t name;
-    uint32_t rank;
+    uint32_t rank; /* sym_rank_without_name */
 } sym_cand_t;
 
 /* Several names often share an address (aliases, C1/C2 constructors,
  * __GI_ wrappers); prefer the one with an extent, then the most public,
- * then one a user would have written (malloc over __libc_malloc). */
-static uint32_t sym_rank(const Elf64_Sym *s, const char *name)
+ * then one a user would have written (malloc over __libc_malloc). The
+ * name's part is added only where an address has several names: reading
+ * every name's first bytes faults in most of a big string table (7 MB in
+ * /usr/bin/node) for the few aliases. */
+static uint32_t sym_rank_without_name(const Elf64_Sym *s)
 {
     uint32_t r = s->st_size ? 8 : 0;
     switch (ELF64_ST_BIND(s->st_info)) {
@@ -56,25 +59,64 @@ static uint32_t sym_rank(const Elf64_Sym *s, const char *name)
     case STB_WEAK: r += 2; break;
     default: break;
     }
-    if (!(name[0] == '_' && name[1] == '_'))
-        r += 1;
     return r;
 }
 
-static int cand_cmp(const void *a, const void *b)
+static uint32_t sym_rank(const sym_cand_t *c, const char *strtab)
 {
-    const sym_cand_t *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank > y->rank ? -1 : 1;
-    /* Deterministic across runs: qsort is not stable. */
-    return x->name < y->name ? -1 : x->name > y->name;
+    const char *name = strtab + c->name;
+    return c->rank + !(name[0] == '_' && name[1] == '_');
 }
 
-/* 1 if symbol i names a defined function with a well-formed name. */
+/* Among the candidates at one address, 1 if x is the better name: higher
+ * rank, then the lower name offset (so the choice is the same every run). */
+static int cand_better(const sym_cand_t *x, const sym_cand_t *y, const char *strtab)
+{
+    uint32_t rx = sym_rank(x, strtab), ry = sym_rank(y, strtab);
+    if (rx != ry)
+        return rx > ry;
+    return x->name < y->name;
+}
+
+/* Stable LSD radix sort by addr, one byte a pass, skipping the bytes every
+ * address shares (a library's addresses fit in 3-4 bytes). /usr/bin/node's
+ * .symtab holds 78k functions: qsort with a comparison callback took
+ * 20-30 ms of the writer's time on them, on the traced program's cores.
+ * @return whichever of a and tmp holds the sorted candidates. */
+static sym_cand_t *sort_by_addr(sym_cand_t *a, sym_cand_t *tmp, size_t n)
+{
+    uint64_t all_or = 0, all_and = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= a[i].addr;
+        all_and &= a[i].addr;
+    }
+    uint64_t varying = all_or ^ all_and;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (!((varying >> shift) & 0xff))
+            continue;
+        size_t count[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(a[i].addr >> shift) & 0xff]++;
+        size_t at = 0;
+        for (size_t d = 0; d < 256; d++) {
+            size_t c = count[d];
+            count[d] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(a[i].addr >> shift) & 0xff]++] = a[i];
+        sym_cand_t *swap = a;
+        a = tmp;
+        tmp = swap;
+    }
+    return a;
+}
+
+/* 1 if symbol i names a defined function with a well-formed name. In a
+ * string table that ends in NUL (terminated), every name inside it ends
+ * too, and no name needs a search for its NUL. */
 static int usable_sym(const uint8_t *symbase, size_t i, const char *strtab, size_t strsize,
-                      Elf64_Sym *out)
+                      int terminated, Elf64_Sym *out)
 {
     Elf64_Sym s;
     memcpy(&s, symbase + i * sizeof s, sizeof s);
@@ -85,7 +127,7 @@ static int usable_sym(const uint8_t *symbase, size_t i, const char *strtab, size
         return 0;
     if (s.st_name == 0 || s.st_name >= strsize)
         return 0;
-    if (!memchr(strtab + s.st_name, '\0', strsize - s.st_name))
+    if (!terminated && !memchr(strtab + s.st_name, '\0', strsize - s.st_name))
         return 0;
     if (out)
         *out = s;
@@ -116,43 +158,51 @@ static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_
     size_t nsyms = symsec->sh_size / sizeof(Elf64_Sym);
     if (nsyms == 0)
         return -1;
+    int terminated = strsize && strtab[strsize - 1] == '\0';
 
     /* Counted first: most entries of a big .symtab are objects, sections
      * and files, and the candidate array is the largest allocation here. */
     size_t nfuncs = 0;
     for (size_t i = 1; i < nsyms; i++) /* entry 0 is the reserved null symbol */
-        nfuncs += usable_sym(symbase, i, strtab, strsize, NULL);
-    sym_cand_t *cand = malloc((nfuncs ? nfuncs : 1) * sizeof *cand);
-    if (!cand)
+        nfuncs += usable_sym(symbase, i, strtab, strsize, terminated, NULL);
+    /* Twice: the radix sort's second buffer. */
+    sym_cand_t *buf = malloc((nfuncs ? 2 * nfuncs : 1) * sizeof *buf);
+    if (!buf)
         return -1;
+    sym_cand_t *cand = buf;
     size_t n = 0;
     for (size_t i = 1; i < nsyms && n < nfuncs; i++) {
         Elf64_Sym s;
-        if (!usable_sym(symbase, i, strtab, strsize, &s))
+        if (!usable_sym(symbase, i, strtab, strsize, terminated, &s))
             continue;
         cand[n].addr = s.st_value;
         cand[n].size = s.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s.st_size;
         cand[n].name = s.st_name;
-        cand[n].rank = sym_rank(&s, strtab + s.st_name);
+        cand[n].rank = sym_rank_without_name(&s);
         n++;
     }
-    qsort(cand, n, sizeof *cand, cand_cmp);
+    cand = sort_by_addr(cand, buf + nfuncs, n);
 
     vt_elf_func_t *funcs = malloc((n ? n : 1) * sizeof *funcs);
     if (!funcs) {
-        free(cand);
+        free(buf);
         return -1;
     }
     size_t m = 0;
+    sym_cand_t best = {0};
     for (size_t i = 0; i < n; i++) {
-        if (m && funcs[m - 1].addr == cand[i].addr)
-            continue; /* the best-ranked alias came first */
-        funcs[m].addr = cand[i].addr;
-        funcs[m].size = cand[i].size;
-        funcs[m].name = cand[i].name;
-        m++;
+        if (m && funcs[m - 1].addr == cand[i].addr) {
+            if (cand_better(&cand[i], &best, strtab))
+                best = cand[i];
+        } else {
+            best = cand[i];
+            m++;
+        }
+        funcs[m - 1].addr = best.addr;
+        funcs[m - 1].size = best.size;
+        funcs[m - 1].name = best.name;
     }
-    free(cand);
+    free(buf);
     if (m < n) {
         vt_elf_func_t *shrunk = realloc(funcs, (m ? m : 1) * sizeof *funcs);
         if (shrunk)
