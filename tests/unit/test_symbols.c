@@ -530,6 +530,112 @@ static void test_parser(void)
     free(img);
 }
 
+/* ---- aliases and order, on a built image ------------------------------- */
+
+/* An ELF64 image of three sections (null, .symtab, .strtab) holding the
+ * given function symbols; names are laid out in the order given. */
+typedef struct { const char *name; uint64_t addr, size; int bind; } built_sym_t;
+
+static char *build_image(const built_sym_t *syms, size_t n, size_t *len)
+{
+    size_t strsize = 1;
+    for (size_t i = 0; i < n; i++)
+        strsize += strlen(syms[i].name) + 1;
+    size_t symoff = sizeof(Elf64_Ehdr), stroff = symoff + (n + 1) * sizeof(Elf64_Sym);
+    size_t shoff = (stroff + strsize + 7) & ~(size_t)7;
+    *len = shoff + 3 * sizeof(Elf64_Shdr);
+    char *img = calloc(1, *len);
+    Elf64_Ehdr eh = {.e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+                     .e_shoff = shoff, .e_ehsize = sizeof eh, .e_shentsize = sizeof(Elf64_Shdr),
+                     .e_shnum = 3};
+    memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    memcpy(img, &eh, sizeof eh);
+    size_t name = 1;
+    for (size_t i = 0; i < n; i++) {
+        Elf64_Sym sym = {.st_name = (uint32_t)name,
+                         .st_info = ELF64_ST_INFO(syms[i].bind, STT_FUNC),
+                         .st_shndx = 1, .st_value = syms[i].addr, .st_size = syms[i].size};
+        memcpy(img + symoff + (i + 1) * sizeof sym, &sym, sizeof sym);
+        strcpy(img + stroff + name, syms[i].name);
+        name += strlen(syms[i].name) + 1;
+    }
+    Elf64_Shdr sh[3] = {{0},
+                        {.sh_type = SHT_SYMTAB, .sh_offset = symoff, .sh_link = 2,
+                         .sh_size = (n + 1) * sizeof(Elf64_Sym), .sh_entsize = sizeof(Elf64_Sym)},
+                        {.sh_type = SHT_STRTAB, .sh_offset = stroff, .sh_size = strsize}};
+    memcpy(img + shoff, sh, sizeof sh);
+    return img;
+}
+
+static const char *name_at(const vt_elf_symtab_t *t, uint64_t addr)
+{
+    const vt_elf_func_t *f = vt_elf_find(t, addr);
+    return f ? t->strtab + f->name : "-";
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_aliases_and_order(void)
+{
+    /* Each address's winner: sized, then global over weak over local,
+     * then a name without "__", then the name laid out first. */
+    static const built_sym_t aliases[] = {
+        {"__libc_malloc", 0x2000, 0x40, STB_GLOBAL}, {"malloc", 0x2000, 0x40, STB_GLOBAL},
+        {"local_sized", 0x3000, 0x10, STB_LOCAL}, {"__weak_sized", 0x3000, 0x10, STB_WEAK},
+        {"global_unsized", 0x4000, 0, STB_GLOBAL}, {"__local_sized", 0x4000, 0x10, STB_LOCAL},
+        {"first", 0x5000, 8, STB_WEAK}, {"second", 0x5000, 8, STB_WEAK},
+        {"third", 0x5000, 8, STB_LOCAL},
+        {"high", 0x7fff000000001000ull, 0x10, STB_GLOBAL}, {"low", 0x10, 0x10, STB_GLOBAL},
+    };
+    size_t n = sizeof aliases / sizeof aliases[0], len;
+    char *img = build_image(aliases, n, &len);
+    vt_elf_symtab_t t;
+    TAP_OK(vt_elf_parse(img, len, &t) == 0 && t.source == VT_ELF_SYMTAB, "built image parses");
+    TAP_EQ_U64(t.count, 6, "one entry per address");
+    TAP_EQ_STR(name_at(&t, 0x2000), "malloc", "equal rank otherwise: the name without __");
+    TAP_EQ_STR(name_at(&t, 0x3000), "__weak_sized", "weak over local, before the name");
+    TAP_EQ_STR(name_at(&t, 0x4000), "__local_sized", "sized over unsized, before binding");
+    TAP_EQ_STR(name_at(&t, 0x5000), "first", "a tie: the name laid out first");
+    TAP_EQ_STR(name_at(&t, 0x7fff000000001008ull), "high", "an address in the top byte");
+    TAP_EQ_STR(name_at(&t, 0x18), "low", "and one in the lowest");
+    vt_elf_symtab_free(&t);
+    free(img);
+
+    /* Random addresses over all 64 bits: the table comes out sorted, each
+     * address once, whatever bytes the addresses share. */
+    enum { NRAND = 5000 };
+    static built_sym_t rnd[NRAND];
+    static uint64_t want[NRAND];
+    static char names[NRAND][8];
+    for (size_t i = 0; i < NRAND; i++) {
+        unsigned shift = (unsigned)(next_rand() % 64);
+        want[i] = (next_rand() >> shift) | 1;
+        if (i % 7 == 0 && i)
+            want[i] = want[i - 1]; /* some aliases */
+        snprintf(names[i], sizeof names[i], "f%zu", i);
+        rnd[i] = (built_sym_t){names[i], want[i], 0, STB_GLOBAL};
+    }
+    img = build_image(rnd, NRAND, &len);
+    qsort(want, NRAND, sizeof *want, cmp_u64);
+    size_t distinct = 0;
+    for (size_t i = 0; i < NRAND; i++)
+        if (i == 0 || want[i] != want[i - 1])
+            want[distinct++] = want[i];
+    int same = vt_elf_parse(img, len, &t) == 0 && t.count == distinct;
+    for (size_t i = 0; same && i < distinct; i++)
+        same = t.funcs[i].addr == want[i];
+    TAP_OK(same, "%d random addresses come out sorted, %zu distinct", NRAND, distinct);
+    vt_elf_symtab_free(&t);
+    free(img);
+}
+
 static void test_find(void)
 {
     static const char str[] = "\0a\0b\0c";
@@ -646,6 +752,7 @@ int main(int argc, char **argv)
     test_find();
     test_notes();
     test_parser();
+    test_aliases_and_order();
     test_files();
 
     vt_symbols_fini();
