@@ -6,6 +6,7 @@
 #   BENCH_QUICK=1     smoke sizes (~30 s): checks every row prints
 #   BENCH_EVENTS=N    events in the analyzer's big trace (default 50M)
 #   BENCH_REPS=N      repetitions of each hot-path run (default 5, quick 1)
+#   row 5 alone:      sh tests/bench/llama-load.sh [ROUNDS] (see its header)
 #
 # Run from the repository root after `make`; needs nothing from the network.
 # heaptrack is the anchor of rows 1 and 3; without it those columns say how
@@ -315,43 +316,11 @@ for which in big stacks; do
 done
 
 # ---- 5. real llama.cpp ------------------------------------------------------
-# node-llama-cpp 3.21.1's prebuilt CUDA llama.cpp loading a 346 MiB model
-# onto the simulated GPU, untraced and traced in turn each round; the ratio
-# is the median of each round's traced/untraced load time (llama.loadModel's
-# wall time, measured inside node). Uses the packages tests/t/63-llama-real.t
-# installed; never installs them itself.
-LLAMA_MODULES=${VT_LLAMA_CACHE:-${HOME:-/tmp}/.cache/vramtrace/llama-3.21.1}/shipped/node_modules
+# tests/bench/llama-load.sh, which runs alone too: see its header.
 LREPS=$([ "$QUICK" = 1 ] && echo 1 || echo 9)
 echo
 echo "5. REAL LLAMA.CPP MODEL LOAD ($LREPS rounds, untraced and traced interleaved; medians)"
-if [ ! -d "$LLAMA_MODULES/node-llama-cpp" ] || ! command -v node >/dev/null; then
-    echo "   skipped: no node or no node-llama-cpp in $LLAMA_MODULES (make test installs it)"
-else
-    python3 tests/llama/make_gguf.py "$T/llama.gguf" 4
-    load_ms() {   # load_ms PRELOAD: one load's milliseconds, or nothing
-        mkdir -p "$T/llama.vt"
-        env VTSIM_DEVICES=24GiB GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR="$T/llama.vt" LD_LIBRARY_PATH="$SIM" \
-            LD_PRELOAD="$1" node tests/llama/run.mjs "$LLAMA_MODULES" "$T/llama.gguf" 99 512 0 0 2>/dev/null |
-            awk '$1 == "load_ms" { print $2 }'
-        rm -rf "$T/llama.vt"
-    }
-    load_ms "" >/dev/null   # page cache and node's compile cache warm for both sides
-    round=0
-    while [ $round -lt $LREPS ]; do
-        u=$(load_ms ""); t=$(load_ms "$SHIM")
-        if [ -n "$u" ] && [ -n "$t" ]; then
-            echo "$u" >>"$T/ll.u"; echo "$t" >>"$T/ll.t"; calc "$t / $u" 4 >>"$T/ll.r"; echo >>"$T/ll.r"
-        else
-            echo "real llama.cpp load failed (round $round)" >>"$T/errors"
-        fi
-        round=$((round + 1))
-    done
-    if [ -s "$T/ll.r" ]; then
-        r=$(grep . "$T/ll.r" | median)
-        printf "   untraced %s ms, traced %s ms, traced/untraced %sx   target <= 1.02x: %s\n" \
-            "$(median <"$T/ll.u")" "$(median <"$T/ll.t")" "$(calc "$r" 3)" "$(verdict "$r" "<=" 1.02 x)"
-    fi
-fi
+B=$B sh tests/bench/llama-load.sh "$LREPS" || echo "real llama.cpp load failed" >>"$T/errors"
 
 if [ -s "$T/errors" ]; then
     echo
