@@ -11,6 +11,14 @@
  *  - pinned host and managed peaks summed; more VRAM needed (spill) summed.
  * Deltas are B - A, relative to A ("n/a" when A is 0).
  *
+ * Below the rows, the call sites: addresses differ from run to run (ASLR,
+ * another build), so a site is matched by what its stack says: its space,
+ * its device and each frame's demangled function and module basename,
+ * innermost first. Sites of one run with the same such stack (several
+ * processes, or return addresses that differ within one function) are one
+ * site, their bytes summed. Ranked by |B - A| of the bytes each held at
+ * its space's peak.
+ *
  * Exit status: 0 compared, 2 unusable input or bad usage.
  */
 #include <getopt.h>
@@ -19,6 +27,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "export.h"
 #include "fit.h"
 #include "json.h"
 #include "report.h"
@@ -54,10 +63,12 @@ static void usage(FILE *f)
                "\n"
                "Compares two runs (each a TRACE or a DIR of traces): weights, KV, scratch and\n"
                "unknown at peak, context reserve, untracked memory, fragmentation, peak and\n"
-               "headroom, with absolute and relative deltas (B - A).\n"
+               "headroom, with absolute and relative deltas (B - A); then the call sites,\n"
+               "matched across the runs by their symbolized stacks, by how much they changed.\n"
                "\n"
                "options:\n"
                "  --json          machine-readable output, schema vramtrace-diff/1 (docs/report.md)\n"
+               "  --top N         call sites shown, by |B - A| (default 10, 0 = all; JSON has all)\n"
                "  --rules FILE    tagging rules for both runs (repeatable); --margin PCT likewise\n"
                "  --color WHEN    auto (default), always or never\n"
                "  --wide          lines as long as they come (default: they fit 80 columns)\n"
@@ -98,6 +109,155 @@ static void reduce(const vt_report_t *r, side_t *s)
             s->v[R_VA_UNMAPPED] += d->peak_va_reserved > d->peak_va_mapped ? d->peak_va_reserved - d->peak_va_mapped : 0;
         }
     }
+}
+
+/* One call site of one run, as the runs are matched: every site of every
+ * process with the same key is one. */
+typedef struct dsite {
+    char *key;               /* space, device, then "function\x1fmodule\x1e" per frame, innermost first */
+    const vt_model_t *m;     /* the first process with it: where its stack is printed from */
+    const vt_site_t *site;   /* its first site there */
+    uint64_t at_peak, calls;
+} dsite_t;
+
+typedef struct dsites {
+    dsite_t *v;
+    size_t n;
+} dsites_t;
+
+/* A site of A, of B, or of both (gone: B NULL, new: A NULL). */
+typedef struct pair {
+    const dsite_t *a, *b;
+    int64_t delta;
+} pair_t;
+
+static char *site_key(const vt_model_t *m, const vt_site_t *s)
+{
+    vt_frame_t fr[VT_MAX_STACK_DEPTH];
+    int n = vt_stacks_get(vt_model_stacks(m), s->stack, fr, VT_MAX_STACK_DEPTH);
+    char *key = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&key, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "%u\x1f%d\x1e", s->space, s->space == VT_SPACE_DEVICE ? s->device : -1);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\x1f%s\x1e", fr[i].display, fr[i].module_base);
+    if (fclose(f)) {
+        free(key);
+        return NULL;
+    }
+    return key;
+}
+
+static int key_order(const void *x, const void *y)
+{
+    return strcmp(((const dsite_t *)x)->key, ((const dsite_t *)y)->key);
+}
+
+static void sites_free(dsites_t *d)
+{
+    for (size_t i = 0; d->v && i < d->n; i++)
+        free(d->v[i].key);
+    free(d->v);
+    d->v = NULL;
+    d->n = 0;
+}
+
+/* Every site of r, one per key, sorted by key. @return 0 or -1 (no memory). */
+static int collect_sites(const vt_report_t *r, dsites_t *d)
+{
+    size_t total = 0;
+    for (int i = 0; i < r->nin; i++)
+        total += vt_model_proc(r->in[i].model)->nsites;
+    d->n = 0;
+    if (!(d->v = calloc(total ? total : 1, sizeof *d->v)))
+        return -1;
+    for (int i = 0; i < r->nin; i++) {
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        for (size_t k = 0; k < p->nsites; k++) {
+            dsite_t *e = &d->v[d->n];
+            if (!(e->key = site_key(r->in[i].model, &p->sites[k])))
+                return -1;
+            e->m = r->in[i].model;
+            e->site = &p->sites[k];
+            e->at_peak = p->sites[k].at_peak;
+            e->calls = p->sites[k].calls;
+            d->n++;
+        }
+    }
+    qsort(d->v, d->n, sizeof *d->v, key_order);
+    size_t out = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (out && !strcmp(d->v[out - 1].key, d->v[i].key)) {
+            d->v[out - 1].at_peak += d->v[i].at_peak;
+            d->v[out - 1].calls += d->v[i].calls;
+            free(d->v[i].key);
+            continue;
+        }
+        d->v[out++] = d->v[i];
+    }
+    d->n = out;
+    return 0;
+}
+
+static uint64_t magnitude(int64_t v) { return v < 0 ? -(uint64_t)v : (uint64_t)v; }
+
+static const char *pair_key(const pair_t *p) { return (p->b ? p->b : p->a)->key; }
+
+/* Largest |B - A| first; then the larger of the two; then by key, so the
+ * order never depends on the order of the files. */
+static int pair_order(const void *x, const void *y)
+{
+    const pair_t *p = x, *q = y;
+    uint64_t dp = magnitude(p->delta), dq = magnitude(q->delta);
+    if (dp != dq)
+        return dp > dq ? -1 : 1;
+    uint64_t mp = p->a && (!p->b || p->a->at_peak > p->b->at_peak) ? p->a->at_peak : p->b->at_peak;
+    uint64_t mq = q->a && (!q->b || q->a->at_peak > q->b->at_peak) ? q->a->at_peak : q->b->at_peak;
+    if (mp != mq)
+        return mp > mq ? -1 : 1;
+    return strcmp(pair_key(p), pair_key(q));
+}
+
+/* Both runs' sites matched by key, ranked (pair_order). NULL: no memory. */
+static pair_t *match_sites(const dsites_t *a, const dsites_t *b, size_t *n)
+{
+    pair_t *v = calloc(a->n + b->n + 1, sizeof *v);
+    size_t i = 0, k = 0;
+    *n = 0;
+    if (!v)
+        return NULL;
+    while (i < a->n || k < b->n) {
+        int c = i == a->n ? 1 : k == b->n ? -1 : strcmp(a->v[i].key, b->v[k].key);
+        pair_t *p = &v[(*n)++];
+        p->a = c <= 0 ? &a->v[i++] : NULL;
+        p->b = c >= 0 ? &b->v[k++] : NULL;
+        p->delta = (int64_t)((p->b ? p->b->at_peak : 0) - (p->a ? p->a->at_peak : 0));
+    }
+    qsort(v, *n, sizeof *v, pair_order);
+    return v;
+}
+
+static const char *pair_status(const pair_t *p)
+{
+    return !p->b ? "gone" : !p->a ? "new" : p->delta ? "changed" : "same";
+}
+
+/* The site's telling frame (vt_telling_frame), -1 when its stack is empty. */
+static int site_frame(const dsite_t *e, vt_frame_t *fr, int *n)
+{
+    const vt_site_t *s = e->site;
+    *n = vt_stacks_get(vt_model_stacks(e->m), s->stack, fr, VT_MAX_STACK_DEPTH);
+    return vt_telling_frame(fr, *n, s->match.frame >= 0 ? s->match.frame : s->stack_match.frame);
+}
+
+static void site_where(const vt_site_t *s, char *buf, size_t size)
+{
+    if (s->space == VT_SPACE_DEVICE)
+        snprintf(buf, size, "GPU %d", s->device);
+    else
+        snprintf(buf, size, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
 }
 
 static int load(vt_report_t **out, char *path, char **rules, int nrules, const char *margin)
@@ -161,7 +321,82 @@ static void text(FILE *o, int color, char **paths, const side_t *s, const row_t 
     }
 }
 
-static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n)
+/* The sites that changed, appeared or went, the first `top` (0: all) by
+ * |B - A|, two lines each: the numbers, then the telling frame. */
+static void sites_text(FILE *o, int color, const pair_t *v, size_t n, size_t top, int wide)
+{
+    const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
+    const char *up = color ? "\033[31m" : "", *down = color ? "\033[32m" : "";
+    size_t same = 0, shown = 0, listed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].a && v[i].b && !v[i].delta) {
+            same++;
+            continue;
+        }
+        if (top && listed++ >= top)
+            continue;
+        if (!shown++)
+            fprintf(o, "\n%sCall sites by |B - A| of their bytes at peak%s (matched by stack)\n"
+                       "%s  %-8s %-11s %12s %12s %12s%s\n",
+                    bold, off, bold, "tag", "where", "A", "B", "B - A", off);
+        const dsite_t *e = v[i].b ? v[i].b : v[i].a;
+        char a[VT_SIZE_BUF], b[VT_SIZE_BUF], d[VT_SIZE_BUF + 1], where[32], name[160];
+        site_where(e->site, where, sizeof where);
+        fprintf(o, "  %-8s %-11s %12s %12s %s%12s%s%s\n", vt_rules_tag_name(vt_model_rules(e->m), e->site->match.tag),
+                where, v[i].a ? vt_fmt_bytes(a, v[i].a->at_peak) : "-", v[i].b ? vt_fmt_bytes(b, v[i].b->at_peak) : "-",
+                v[i].delta ? (v[i].delta > 0 ? up : down) : "", signed_size(d, v[i].delta), v[i].delta ? off : "",
+                !v[i].a ? "  new" : !v[i].b ? "  gone" : "");
+        vt_frame_t fr[VT_MAX_STACK_DEPTH];
+        int nf, f = site_frame(e, fr, &nf);
+        if (f < 0) {
+            fprintf(o, "    (no stack recorded)\n");
+            continue;
+        }
+        const char *fn = fr[f].display[0] ? vt_text(fr[f].display) : "?";
+        if (!wide)
+            fn = vt_fit_elide(name, sizeof name, vt_fit_elide_args(name, sizeof name, fn), 56);
+        fprintf(o, "    %s%s%s%s\n", fn, fr[f].module_base[0] ? "  [" : "", vt_text(fr[f].module_base),
+                fr[f].module_base[0] ? "]" : "");
+    }
+    if (!shown)
+        fprintf(o, "\nCall sites: none changed (%zu matched).\n", same);
+    else if (listed > shown)
+        fprintf(o, "  ... %zu more changed sites (--top 0 shows all); %zu unchanged\n", listed - shown, same);
+    else
+        fprintf(o, "  %zu site%s unchanged\n", same, same == 1 ? "" : "s");
+}
+
+static void sites_json(vt_json_t *j, const pair_t *v, size_t n)
+{
+    vt_json_arr(j, "sites");
+    for (size_t i = 0; i < n; i++) {
+        const dsite_t *e = v[i].b ? v[i].b : v[i].a;
+        vt_frame_t fr[VT_MAX_STACK_DEPTH];
+        int nf, f = site_frame(e, fr, &nf);
+        vt_json_obj(j, NULL);
+        vt_json_str(j, "status", pair_status(&v[i]));
+        vt_json_str(j, "space", vt_space_name(e->site->space));
+        vt_json_i64(j, "device", e->site->space == VT_SPACE_DEVICE ? e->site->device : -1);
+        vt_json_str(j, "tag", vt_rules_tag_name(vt_model_rules(e->m), e->site->match.tag));
+        vt_json_u64(j, "a", v[i].a ? v[i].a->at_peak : 0);
+        vt_json_u64(j, "b", v[i].b ? v[i].b->at_peak : 0);
+        vt_json_i64(j, "delta", v[i].delta);
+        vt_json_u64(j, "calls_a", v[i].a ? v[i].a->calls : 0);
+        vt_json_u64(j, "calls_b", v[i].b ? v[i].b->calls : 0);
+        if (f >= 0) {
+            vt_json_str(j, "function", fr[f].display);
+            vt_json_str(j, "module", fr[f].module_base);
+        } else {
+            vt_json_null(j, "function");
+            vt_json_null(j, "module");
+        }
+        vt_export_stack_args(j, e->m, e->site->stack);
+        vt_json_obj_end(j);
+    }
+    vt_json_arr_end(j);
+}
+
+static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n, const pair_t *v, size_t nv)
 {
     vt_json_t j;
     vt_json_init(&j, o);
@@ -188,6 +423,7 @@ static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n)
         vt_json_obj_end(&j);
     }
     vt_json_obj_end(&j);
+    sites_json(&j, v, nv);
     vt_json_obj_end(&j);
     vt_json_finish(&j);
 }
@@ -200,11 +436,14 @@ int vt_cmd_diff(int argc, char **argv)
         { "rules", required_argument, NULL, VT_OPT_RULES },
         { "color", required_argument, NULL, 'c' },
         { "wide", no_argument, NULL, 'w' },
+        { "top", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     char *rules[64];
     int nrules = 0, as_json = 0, wide = 0, c, rc = VT_EXIT_OK;
+    long top = 10;
+    char *end;
     const char *margin = NULL, *color = "auto";
     vt_report_t *rep[2] = { NULL, NULL };
     optind = 1;
@@ -215,6 +454,13 @@ int vt_cmd_diff(int argc, char **argv)
         case VT_OPT_MARGIN: margin = optarg; break;
         case 'c': color = optarg; break;
         case 'w': wide = 1; break;
+        case 't':
+            top = strtol(optarg, &end, 10);
+            if (end == optarg || *end || top < 0) {
+                fprintf(stderr, "vramtrace: diff: --top wants a count, got '%s'\n", optarg);
+                return VT_EXIT_BAD_INPUT;
+            }
+            break;
         case VT_OPT_RULES:
             if (nrules < 64)
                 rules[nrules++] = optarg;
@@ -235,19 +481,32 @@ int vt_cmd_diff(int argc, char **argv)
     }
     if (!rc && vt_report_color_opt(rep[0], "diff", color))
         rc = VT_EXIT_BAD_INPUT;
+    dsites_t sites[2] = { { NULL, 0 }, { NULL, 0 } };
+    pair_t *pairs = NULL;
+    size_t npairs = 0;
+    if (!rc && (collect_sites(rep[0], &sites[0]) || collect_sites(rep[1], &sites[1]) ||
+                !(pairs = match_sites(&sites[0], &sites[1], &npairs)))) {
+        fprintf(stderr, "vramtrace: diff: out of memory\n");
+        rc = VT_EXIT_BAD_INPUT;
+    }
     if (!rc) {
         row_t rw[VT_MAX_TAGS + R_FIXED];
         int n = rows(rep[0], &s[0], &s[1], rw);
         if (as_json)
-            json(stdout, argv + optind, s, rw, n);
+            json(stdout, argv + optind, s, rw, n, pairs, npairs);
         else {
             vt_fit_t fit;
             FILE *o = vt_fit_begin(&fit, stdout, wide ? 0 : VT_FIT_COLUMNS);
-            text(o, vt_report_use_color(rep[0], stdout), argv + optind, s, rw, n);
+            int colored = vt_report_use_color(rep[0], stdout);
+            text(o, colored, argv + optind, s, rw, n);
+            sites_text(o, colored, pairs, npairs, (size_t)top, wide);
             vt_fit_end(&fit);
         }
         fflush(stdout);
     }
+    free(pairs);
+    sites_free(&sites[0]);
+    sites_free(&sites[1]);
     vt_report_free(rep[0]);
     vt_report_free(rep[1]);
     return rc;

@@ -47,6 +47,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     m->p.last_failed_dev = -1;
     m->p.last_failed_tag = -1;
     m->p.host_weights_after = -1;
+    m->p.last_alloc_site = UINT32_MAX;
     m->retry_dev = -1;
     return m;
 }
@@ -897,6 +898,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     m->seq++;
     if (live_insert(m, map, &e, ev->time_ns, hole))
         return VT_E_NOMEM;
+    p->last_alloc_site = si;
     if (d) {
         d->allocs++;
         if (d->have_free) {

@@ -243,6 +243,10 @@ typedef struct vt_proc {
     /* sites */
     vt_site_t *sites;
     size_t nsites;
+    /* The site of the latest successful allocation, registration or
+     * cuMemCreate (UINT32_MAX: none yet): what a per-event observer reads
+     * to know the tag and stack an allocation was given. */
+    uint32_t last_alloc_site;
 } vt_proc_t;
 
 typedef struct vt_model vt_model_t;

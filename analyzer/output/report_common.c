@@ -145,6 +145,16 @@ const char *vt_api_name(unsigned api)
     return info ? info->name : "?";
 }
 
+int vt_telling_frame(const vt_frame_t *fr, int n, int matched_frame)
+{
+    if (matched_frame >= 0 && matched_frame < n)
+        return matched_frame;
+    for (int i = 0; i < n; i++)
+        if (fr[i].display[0] && strncmp(fr[i].module_base, "libcuda", 7))
+            return i;
+    return n > 0 ? 0 : -1;
+}
+
 const char *vt_base(const char *path)
 {
     const char *s = path ? strrchr(path, '/') : NULL;

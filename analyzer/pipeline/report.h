@@ -212,6 +212,13 @@ const char *vt_decided_name(int decided);
  * scope, its last member, its source line and its module. Width 0 prints
  * the name whole. */
 void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, int width);
+/* The frame of a stack's n frames fr (innermost first) that says what the
+ * allocation is for, for one-line names (diff's sites, Perfetto slices):
+ * matched_frame when in range (the frame the deciding rule matched), else
+ * the innermost frame with a name outside the CUDA libraries (libcuda*,
+ * libcudart*: the allocator call itself tells nothing), else frame 0;
+ * -1 when n is 0. */
+int vt_telling_frame(const vt_frame_t *fr, int n, int matched_frame);
 /* Basename of a path-like string. */
 const char *vt_base(const char *path);
 
