@@ -114,7 +114,7 @@ static void reduce(const vt_report_t *r, side_t *s)
 /* One call site of one run, as the runs are matched: every site of every
  * process with the same key is one. */
 typedef struct dsite {
-    char *key;               /* space, device, then "function\x1fmodule\x1e" per frame, innermost first */
+    char *key;               /* space, device, tag, ggml mark, then "function\x1fmodule\x1e" per frame, innermost first */
     const vt_model_t *m;     /* the first process with it: where its stack is printed from */
     const vt_site_t *site;   /* its first site there */
     uint64_t at_peak, calls;
@@ -140,7 +140,11 @@ static char *site_key(const vt_model_t *m, const vt_site_t *s)
     FILE *f = open_memstream(&key, &len);
     if (!f)
         return NULL;
-    fprintf(f, "%u\x1f%d\x1e", s->space, s->space == VT_SPACE_DEVICE ? s->device : -1);
+    /* The tag's name and ggml's mark are part of it: one stack can hold
+     * marked weights and an unmarked KV cache (a cgo gate), two findings
+     * a single row would blur. */
+    fprintf(f, "%u\x1f%d\x1f%s\x1f%u\x1e", s->space, s->space == VT_SPACE_DEVICE ? s->device : -1,
+            vt_rules_tag_name(vt_model_rules(m), s->match.tag), s->ggml_usage);
     for (int i = 0; i < n; i++)
         fprintf(f, "%s\x1f%s\x1e", fr[i].display, fr[i].module_base);
     if (fclose(f)) {

@@ -67,6 +67,13 @@ like "$(cat "$D/late.html")" "<summary>ggml mark: WEIGHTS</summary>" "html: the 
 like "$(cat "$D/late.out")" "ggml buffer marks: 3 read, 2 on traced allocations (they set those tags), 1 on memory not traced" \
    "text: the marks' count line"
 
+# diff by call site: the marked weights and the unmarked 1 GiB share one
+# stack, and stay two sites (a single row would blur them).
+"$VT" diff --json "$D/late.vtrace" "$D/late.vtrace" >"$D/self.json" 2>"$D/self.err"
+is "$(j "$D/self.json" "sorted((s['tag'], s['a'], s['b']) for s in d['sites'])")" \
+   "[[\"scratch\", $((256 * MiB)), $((256 * MiB))], [\"unknown\", $GiB, $GiB], [\"weights\", $((4 * GiB)), $((4 * GiB))]]" \
+   "diff: the marked weights and the unmarked buffer of one stack are two sites"
+
 # -- 2. the same marks before their allocations in the file ----------------
 {
     header 101
