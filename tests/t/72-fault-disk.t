@@ -39,6 +39,8 @@ accounted() {
     check "$1: the disk really filled (events lost: $lost, in the trace: $in)" [ "$in" -lt $want ]
     is "$((in + lost))" $want "$1: events in the trace + events said lost = all $want"
     report=$TMP/report; "$VT" report --wide "$f" >$report 2>&1
+    "$VT" report --json "$f" 2>/dev/null | python3 -c 'import json,sys; e=json.load(sys.stdin)["processes"][0]["events"]
+print(e["dropped"], e["dropped_exact"], e["dropped_by_reason"])' >$TMP/json_events
 }
 # recorded DESC: the last chunk fitted: END and the report hold the loss.
 recorded() {
@@ -48,6 +50,8 @@ recorded() {
     is "$(grep -c "^NOTE: the shim lost $lost events ($lost not written: disk full or write error)" $report)" 1 \
         "$1: the report's note says why"
     is "$(grep -c 'could not record' $TMP/out.err)" 0 "$1: stderr does not say the trace lacks the loss"
+    is "$(cat $TMP/json_events)" "$lost True {'buffer_full': 0, 'signal_handler_in_shim': 0, 'call_not_returned': 0, 'not_written': $lost, 'unnamed': 0}" \
+        "$1: JSON: dropped exact, by reason"
 }
 # unrecorded DESC: no room even for the last chunk: the loss is unknown.
 unrecorded() {
@@ -55,6 +59,7 @@ unrecorded() {
         "$1: the report says the loss after the last chunk is unknown"
     is "$(grep -c '^vramtrace: .* events not in .*; the trace could not record this$' $TMP/out.err)" 1 \
         "$1: stderr says the trace could not record the loss"
+    is "$(cat $TMP/json_events)" "0 False None" "$1: JSON: dropped is not exact, no reasons"
 }
 
 # RLIMIT_FSIZE: the shim checks the limit before writing, so the host never
@@ -134,6 +139,6 @@ if mount -t tmpfs -o size=1m tmpfs $TMP/shared 2>/dev/null; then
     recorded "tmpfs filled by another file mid-run"
     umount $TMP/shared
 else
-    for i in $(seq 9); do skip "cannot mount a tmpfs here (not root, or no mount permission)"; done
+    for i in $(seq 10); do skip "cannot mount a tmpfs here (not root, or no mount permission)"; done
 fi
 done_testing
