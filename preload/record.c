@@ -174,7 +174,9 @@ static vt_ring_slot_t *ring;
 static uint64_t ring_mask;
 static _Atomic uint64_t ring_tail;
 static uint64_t ring_head;          /* writer thread only */
-static _Atomic uint64_t ring_dropped;
+/* The program's events lost, by vt_lost_reason; the writer adds
+ * VT_LOST_UNWRITTEN itself. */
+static _Atomic uint64_t ring_lost[VT_LOST_REASONS];
 /* Held slots passed over whose release has not published since: dropped
  * unless it returns before stop. */
 static _Atomic uint64_t held_passed;
@@ -218,7 +220,7 @@ static vt_ring_slot_t *ring_claim(int count_drop, uint64_t *claimed_pos)
             }
         } else if (diff < 0 || (seq & SEQ_HELD)) { /* a lap behind, or still held: full */
             if (count_drop)
-                atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&ring_lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
             return NULL;
         } else {
             pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
@@ -341,16 +343,18 @@ size_t vt_ring_drain_final(vt_event_t *out, size_t max)
             n += ring_drain(out + n, max - n, 0);
             continue;
         }
-        atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ring_lost[VT_LOST_UNRETURNED], 1, memory_order_relaxed);
         ring_head++;
     }
-    atomic_fetch_add_explicit(&ring_dropped, atomic_exchange(&held_passed, 0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&ring_lost[VT_LOST_UNRETURNED], atomic_exchange(&held_passed, 0),
+                              memory_order_relaxed);
     return n;
 }
 
-uint64_t vt_ring_dropped(void)
+void vt_ring_lost(uint64_t lost[VT_LOST_REASONS])
 {
-    return atomic_load_explicit(&ring_dropped, memory_order_relaxed);
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        lost[i] = atomic_load_explicit(&ring_lost[i], memory_order_relaxed);
 }
 
 /* ---- start-up, on the first intercepted call ---- */
@@ -384,7 +388,8 @@ static void atfork_child(void)
     for (int i = 0; i < VT_MAX_DEVICES; i++)
         if (atomic_load(&vt_devices[i].state) == 3)
             atomic_store(&vt_devices[i].state, 2);
-    atomic_store(&ring_dropped, 0);
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        atomic_store(&ring_lost[i], 0);
     atomic_store(&held_passed, 0);
     atomic_store(&vt_state, VT_ST_IDLE);
 }
@@ -709,7 +714,7 @@ int vt_call_begin(vt_call_t *call, unsigned api)
          * unrecorded and is counted as dropped: the report must not say
          * nothing was lost. */
         if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) == VT_ST_ACTIVE)
-            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&ring_lost[VT_LOST_IN_HANDLER], 1, memory_order_relaxed);
         return 0;
     }
     if (!info)

@@ -111,9 +111,10 @@ size_t vt_ring_drain(vt_event_t *out, size_t max);
 /* The same at stop, passing over every unpublished slot: those and the
  * held slots passed over whose call never returned are counted as dropped. */
 size_t vt_ring_drain_final(vt_event_t *out, size_t max);
-/* Program events lost so far. A held slot passed over counts only at stop:
- * until then its call may still return. */
-uint64_t vt_ring_dropped(void);
+/* Program events lost so far, by vt_lost_reason (the ring's reasons;
+ * VT_LOST_UNWRITTEN is the writer's and 0 here). A held slot passed over
+ * counts only at stop: until then its call may still return. */
+void vt_ring_lost(uint64_t lost[VT_LOST_REASONS]);
 
 /* Per-device facts captured on first use, published for the writer. */
 typedef struct vt_device_slot {

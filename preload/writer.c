@@ -13,9 +13,13 @@
  *  - Before an event is encoded, every stack node, frame name, module and
  *    device it refers to has been written.
  *  - A write that fails (disk full, RLIMIT_FSIZE, I/O error) stops all
- *    further writes: the file stays readable up to its last complete chunk,
- *    and the count of events lost is said on stderr at exit. RLIMIT_FSIZE is
- *    checked before writing so the host never gets SIGXFSZ from us.
+ *    further event chunks: a partial chunk is cut off, so the file ends at
+ *    its last complete chunk, and the events that follow are counted as
+ *    lost (unwritten). At stop one small chunk with the loss by reason and
+ *    END is tried once more: it fits where space came back, in the bytes a
+ *    cut chunk freed, or in the room kept below RLIMIT_FSIZE for it. The
+ *    loss is said on stderr at exit either way. RLIMIT_FSIZE is checked
+ *    before writing so the host never gets SIGXFSZ from us.
  *  - The thread blocks every signal: the host's handlers never run on it.
  *  - libzstd is loaded with dlopen on first use, like libunwind. Without it
  *    (a container image that lacks it) chunks are stored uncompressed, the
@@ -78,8 +82,14 @@ static _Atomic int warned_stored;
 static uint32_t chunk_seq;
 static uint64_t prev_time, prev_ptr, file_bytes, fsize_limit;
 static int write_failed;
-static uint64_t events_written, events_lost;
-static uint64_t chunk_events; /* events in the chunk being built */
+/* A partial chunk could not be cut off: nothing may follow it. */
+static int file_ragged;
+/* Set for the chunk with END: it may use the room kept below RLIMIT_FSIZE. */
+static int writing_last_chunk;
+/* events_written: in the file (samples too); unwritten: the program's events
+ * recorded but never written (VT_LOST_UNWRITTEN). */
+static uint64_t events_written, unwritten;
+static uint64_t chunk_events, chunk_program_events; /* in the chunk being built */
 static uint32_t nodes_emitted;
 static uint64_t last_dropped, last_stacks_lost;
 static _Atomic int warned_write;
@@ -168,11 +178,19 @@ static int reclaim_trace_fd(void)
     return 0;
 }
 
+/* Room below RLIMIT_FSIZE that only the last chunk may use: DROPPED + END
+ * with every reason at its widest is about 140 raw bytes, compressed or
+ * stored, plus the chunk header and zstd's frame. */
+#define LAST_CHUNK_ROOM 256u
+
 static int write_all(const uint8_t *p, size_t n)
 {
     if (!is_trace_file(fd) && reclaim_trace_fd() != 0)
         return -1;
-    if (fsize_limit && file_bytes + n > fsize_limit) {
+    uint64_t limit = fsize_limit;
+    if (limit && !writing_last_chunk)
+        limit = limit > LAST_CHUNK_ROOM ? limit - LAST_CHUNK_ROOM : 0;
+    if (limit && file_bytes + n > limit) {
         errno = EFBIG;
         return -1;
     }
@@ -198,6 +216,26 @@ static void write_failed_now(void)
                  strerror(err));
 }
 
+/* One whole chunk, or none: part of a chunk that did not fit is cut off
+ * again, so the file still ends at a chunk boundary and a later, smaller
+ * chunk can follow it. The seq of a chunk cut off is used again. */
+static int write_chunk(const uint8_t *p, size_t n)
+{
+    uint64_t at = file_bytes;
+    if (write_all(p, n) == 0)
+        return 0;
+    int err = errno;
+    chunk_seq--;
+    if (file_bytes != at) {
+        if (is_trace_file(fd) && ftruncate(fd, (off_t)at) == 0 && lseek(fd, (off_t)at, SEEK_SET) == (off_t)at)
+            file_bytes = at;
+        else
+            file_ragged = 1;
+    }
+    errno = err;
+    return -1;
+}
+
 static void close_batch(void);
 
 static void flush_chunk(void)
@@ -208,7 +246,7 @@ static void flush_chunk(void)
     if (!write_failed && stored_chunks) {
         vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)raw_len, (uint32_t)raw_len, chunk_seq++ };
         memcpy(zbuf, &h, sizeof h);
-        if (write_all(zbuf, sizeof h + raw_len) != 0)
+        if (write_chunk(zbuf, sizeof h + raw_len) != 0)
             write_failed_now();
     } else if (!write_failed) {
         size_t z = zstd.compress2(zstd.cctx, zbuf + sizeof(vt_chunk_header_t), zcap, raw, raw_len);
@@ -218,16 +256,16 @@ static void flush_chunk(void)
         } else {
             vt_chunk_header_t h = { VT_CHUNK_MAGIC, (uint32_t)z, (uint32_t)raw_len, chunk_seq++ };
             memcpy(zbuf, &h, sizeof h);
-            if (write_all(zbuf, sizeof h + z) != 0)
+            if (write_chunk(zbuf, sizeof h + z) != 0)
                 write_failed_now();
         }
     }
     if (write_failed) {
         /* This chunk's events never reached the file: say them lost. */
         events_written -= chunk_events;
-        events_lost += chunk_events;
+        unwritten += chunk_program_events;
     }
-    chunk_events = 0;
+    chunk_events = chunk_program_events = 0;
     raw_len = 0;
     prev_time = mono_start;
     prev_ptr = 0;
@@ -409,19 +447,42 @@ static void emit_event(const vt_event_t *ev)
     prev_ptr = ev->ptr;
     events_written++;
     chunk_events++;
+    chunk_program_events += !(ev->flags & VT_EF_SAMPLE);
+}
+
+/* The program's events lost, by reason; returns their sum. */
+static uint64_t lost_by_reason(uint64_t lost[VT_LOST_REASONS])
+{
+    vt_ring_lost(lost);
+    lost[VT_LOST_UNWRITTEN] = unwritten;
+    uint64_t sum = 0;
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        sum += lost[i];
+    return sum;
+}
+
+/* The loss by reason, as DROPPED and END end (trace_format.h). */
+static uint8_t *put_lost(uint8_t *p, const uint64_t lost[VT_LOST_REASONS])
+{
+    p = vt_put_varint(p, VT_LOST_REASONS);
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        p = vt_put_varint(p, lost[i]);
+    return p;
 }
 
 static void emit_counts(int force)
 {
-    uint64_t dropped = vt_ring_dropped(), lost = vt_stacks_lost();
-    if (!force && dropped == last_dropped && lost == last_stacks_lost)
+    uint64_t lost[VT_LOST_REASONS];
+    uint64_t dropped = lost_by_reason(lost), stacks_lost = vt_stacks_lost();
+    if (!force && dropped == last_dropped && stacks_lost == last_stacks_lost)
         return;
     last_dropped = dropped;
-    last_stacks_lost = lost;
-    uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
+    last_stacks_lost = stacks_lost;
+    uint8_t buf[(4 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
     p = vt_put_varint(p, vt_now_ns());
     p = vt_put_varint(p, dropped);
-    p = vt_put_varint(p, lost);
+    p = vt_put_varint(p, stacks_lost);
+    p = put_lost(p, lost);
     emit(VT_REC_DROPPED, buf, (size_t)(p - buf));
 }
 
@@ -437,7 +498,8 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
         n = take(batch, BATCH);
         taken += n;
         if (write_failed) {
-            events_lost += n;
+            for (size_t i = 0; i < n; i++)
+                unwritten += !(batch[i].flags & VT_EF_SAMPLE);
             continue;
         }
         /* Nodes and devices are published before the events that use them,
@@ -451,6 +513,36 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
     if (!write_failed)
         vt_ggml_records(emit);
     return taken;
+}
+
+/* Said at exit whether or not the trace could record it: the one place a
+ * loss after the disk filled is told when END did not fit either. */
+static void say_lost(const uint64_t lost[VT_LOST_REASONS], uint64_t dropped)
+{
+    static const char *const reason[VT_LOST_REASONS] = {
+        [VT_LOST_RING_FULL] = "buffer full",
+        [VT_LOST_IN_HANDLER] = "signal handler inside the shim",
+        [VT_LOST_UNRETURNED] = "call not returned at exit",
+        [VT_LOST_UNWRITTEN] = "not written: disk full or write error",
+    };
+    char msg[512];
+    int len = snprintf(msg, sizeof msg, "vramtrace: %llu events not in %s, lost (", (unsigned long long)dropped,
+                       path);
+    const char *sep = "";
+    for (int i = 0; i < VT_LOST_REASONS && len < (int)sizeof msg; i++) {
+        if (!lost[i])
+            continue;
+        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%llu %s", sep, (unsigned long long)lost[i],
+                        reason[i]);
+        sep = ", ";
+    }
+    if (len < (int)sizeof msg)
+        len += snprintf(msg + len, sizeof msg - (size_t)len, ")%s\n",
+                        write_failed ? "; the trace could not record this" : "");
+    if (len > (int)sizeof msg - 1)
+        len = (int)sizeof msg - 1;
+    ssize_t ignored = write(2, msg, (size_t)len);
+    (void)ignored;
 }
 
 static uint64_t drain(void)
@@ -790,23 +882,26 @@ void vt_writer_stop(void)
      * counted as dropped, not left to hide the events behind them. */
     drain_with(vt_ring_drain_final);
     finish_chunk();
+    /* After a failed write the file ends at a chunk boundary (write_chunk):
+     * one more small chunk may fit and tell the reader what was lost. */
+    if (write_failed && !file_ragged && is_trace_file(fd)) {
+        write_failed = 0;
+        writing_last_chunk = 1;
+    }
+    uint64_t lost[VT_LOST_REASONS];
+    uint64_t dropped = lost_by_reason(lost);
     if (!write_failed) {
-        uint8_t buf[3 * VT_VARINT_MAX], *p = buf;
+        uint8_t buf[(3 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
         emit_counts(1);
         p = vt_put_varint(p, vt_now_ns());
         p = vt_put_varint(p, events_written);
-        p = vt_put_varint(p, vt_ring_dropped());
+        p = vt_put_varint(p, dropped);
+        p = put_lost(p, lost);
         emit(VT_REC_END, buf, (size_t)(p - buf));
         flush_chunk();
     }
-    if (events_lost || vt_ring_dropped()) {
-        char msg[256];
-        int len = snprintf(msg, sizeof msg, "vramtrace: %llu events not in %s (%llu dropped, %llu unwritten)\n",
-                           (unsigned long long)(events_lost + vt_ring_dropped()), path,
-                           (unsigned long long)vt_ring_dropped(), (unsigned long long)events_lost);
-        ssize_t ignored = write(2, msg, (size_t)len);
-        (void)ignored;
-    }
+    if (dropped)
+        say_lost(lost, dropped);
     if (is_trace_file(fd))   /* never a descriptor the program reused */
         close(fd);
     fd = -1;
@@ -886,8 +981,8 @@ void vt_writer_atfork_child(void)
     prev_time = prev_ptr = 0;
     chunk_seq = 0;
     file_bytes = 0;
-    write_failed = 0;
-    events_written = events_lost = chunk_events = 0;
+    write_failed = file_ragged = writing_last_chunk = 0;
+    events_written = unwritten = chunk_events = chunk_program_events = 0;
     nodes_emitted = 0;
     last_dropped = last_stacks_lost = 0;
     frame_set = NULL;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "report.h"
 #include "trace_reader.h"
 #include "vramtrace/entrypoints.h"
 
@@ -150,6 +151,15 @@ typedef struct stacks {
 } stacks_t;
 
 /* Grows arr (of elem-size entries) to hold index i. */
+/* " lost=KEY:N,..." for the loss by reason, when the record states it; ends
+ * the line. */
+static void dump_lost(FILE *out, const vt_lost_t *l)
+{
+    for (uint32_t i = 0; i < l->reasons && i < VT_LOST_REASONS; i++)
+        fprintf(out, "%s%s:%" PRIu64, i ? "," : " lost=", vt_lost_reason_key((int)i), l->lost[i]);
+    fputc('\n', out);
+}
+
 static int ensure(void **arr, size_t *cap, size_t i, size_t elem)
 {
     if (i < *cap)
@@ -415,8 +425,9 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         put_event(out, &rec->u.event, REL(rec->u.event.time_ns));
         break;
     case VT_REC_DROPPED:
-        fprintf(out, "dropped t=%" PRId64 " total=%" PRIu64 " stacks_lost=%" PRIu64 "\n",
-                REL(rec->u.dropped.time_ns), rec->u.dropped.dropped_total, rec->u.dropped.stacks_lost_total);
+        fprintf(out, "dropped t=%" PRId64 " total=%" PRIu64 " stacks_lost=%" PRIu64, REL(rec->u.dropped.time_ns),
+                rec->u.dropped.dropped_total, rec->u.dropped.stacks_lost_total);
+        dump_lost(out, &rec->u.dropped.by_reason);
         break;
     case VT_REC_NOTE:
         fprintf(out, "note t=%" PRId64 " text=", REL(rec->u.note.time_ns));
@@ -424,8 +435,9 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         putc('\n', out);
         break;
     case VT_REC_END:
-        fprintf(out, "end t=%" PRId64 " events=%" PRIu64 " dropped=%" PRIu64 "\n", REL(rec->u.end.time_ns),
+        fprintf(out, "end t=%" PRId64 " events=%" PRIu64 " dropped=%" PRIu64, REL(rec->u.end.time_ns),
                 rec->u.end.events_total, rec->u.end.dropped_total);
+        dump_lost(out, &rec->u.end.by_reason);
         break;
     case VT_REC_RANGE:
         fprintf(out, "range t=%" PRId64 " tid=%" PRIu64 " depth=%" PRIu64 " %s name=", REL(rec->u.range.time_ns),

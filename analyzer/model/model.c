@@ -1240,6 +1240,8 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
     case VT_REC_EVENT:
         return feed_event(m, &rec->u.event);
     case VT_REC_DROPPED:
+        if (rec->u.dropped.dropped_total >= m->p.events.dropped && rec->u.dropped.by_reason.reasons)
+            m->p.events.by_reason = rec->u.dropped.by_reason;
         if (rec->u.dropped.dropped_total > m->p.events.dropped)
             m->p.events.dropped = rec->u.dropped.dropped_total;
         if (rec->u.dropped.stacks_lost_total > m->p.events.stacks_lost)
@@ -1250,6 +1252,8 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
     case VT_REC_END:
         m->p.ended = 1;
         m->p.end_time_ns = rel(m, rec->u.end.time_ns);
+        if (rec->u.end.dropped_total >= m->p.events.dropped && rec->u.end.by_reason.reasons)
+            m->p.events.by_reason = rec->u.end.by_reason;
         if (rec->u.end.dropped_total > m->p.events.dropped)
             m->p.events.dropped = rec->u.end.dropped_total;
         return 0;

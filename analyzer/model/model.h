@@ -207,6 +207,9 @@ typedef struct vt_proc {
     struct {
         uint64_t allocs, frees, failed, dropped, stacks_lost;
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;
+        /* dropped by reason, from the same record as dropped; reasons 0
+         * when the trace does not say (older shims) */
+        vt_lost_t by_reason;
     } events;
     vt_api_stats_t apis[VT_API_COUNT];
     /* Successful requests that hold memory (not address reservations or

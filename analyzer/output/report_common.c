@@ -205,6 +205,25 @@ const char *vt_proc_degraded_note(const vt_proc_t *p)
     }
 }
 
+static const struct {
+    const char *key, *text;
+} lost_reasons[VT_LOST_REASONS] = {
+    [VT_LOST_RING_FULL] = { "buffer_full", "buffer full" },
+    [VT_LOST_IN_HANDLER] = { "signal_handler_in_shim", "from a signal handler inside the shim" },
+    [VT_LOST_UNRETURNED] = { "call_not_returned", "call not returned at exit" },
+    [VT_LOST_UNWRITTEN] = { "not_written", "not written: disk full or write error" },
+};
+
+const char *vt_lost_reason_key(int reason)
+{
+    return reason >= 0 && reason < VT_LOST_REASONS ? lost_reasons[reason].key : NULL;
+}
+
+const char *vt_lost_reason_text(int reason)
+{
+    return reason >= 0 && reason < VT_LOST_REASONS ? lost_reasons[reason].text : NULL;
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)

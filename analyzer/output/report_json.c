@@ -361,6 +361,21 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "frees", p->events.frees);
     vt_json_u64(j, "failed", p->events.failed);
     vt_json_u64(j, "dropped", p->events.dropped);
+    /* dropped is a lower bound unless the trace ended cleanly: the loss
+     * after its last DROPPED record is unknown. */
+    vt_json_bool(j, "dropped_exact", p->ended && !in->truncated && !in->damaged);
+    if (p->events.by_reason.reasons) {
+        vt_json_obj(j, "dropped_by_reason");
+        uint64_t named = 0;
+        for (int i = 0; i < VT_LOST_REASONS; i++) {
+            vt_json_u64(j, vt_lost_reason_key(i), p->events.by_reason.lost[i]);
+            named += p->events.by_reason.lost[i];
+        }
+        vt_json_u64(j, "unnamed", p->events.dropped - named);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "dropped_by_reason");
+    }
     vt_json_u64(j, "total", p->events.total);
     vt_json_u64(j, "unmatched_frees", p->events.unmatched_frees);
     vt_json_u64(j, "implicit_frees", p->events.implicit_frees);

@@ -434,6 +434,52 @@ static void sites_table(FILE *o, const vt_report_t *r, const vt_model_t *m)
     free(rank);
 }
 
+/* "NOTE: the shim lost N events (why); ..." from the last DROPPED or END. */
+static void lost_note(FILE *o, const vt_proc_t *p)
+{
+    const vt_lost_t *l = &p->events.by_reason;
+    fprintf(o, "NOTE: the shim lost %" PRIu64 " events (", p->events.dropped);
+    if (!l->reasons) {
+        fprintf(o, "the trace does not say why");
+    } else {
+        const char *sep = "";
+        uint64_t named = 0;
+        for (int i = 0; i < VT_LOST_REASONS; i++) {
+            if (!l->lost[i])
+                continue;
+            fprintf(o, "%s%" PRIu64 " %s", sep, l->lost[i], vt_lost_reason_text(i));
+            named += l->lost[i];
+            sep = ", ";
+        }
+        if (named < p->events.dropped)
+            fprintf(o, "%s%" PRIu64 " for reasons this version cannot name", sep, p->events.dropped - named);
+    }
+    fprintf(o, "); numbers are lower bounds.\n");
+}
+
+/* The Events line's loss: exact only when the trace ended cleanly. A trace
+ * without END (or cut inside a chunk) holds the loss up to its last DROPPED
+ * record; what came after is unknown, and never printed as 0. */
+static void dropped_clause(FILE *o, const vt_proc_t *p, const vt_report_input_t *in)
+{
+    if (p->ended && !in->truncated && !in->damaged) {
+        fprintf(o, ", %" PRIu64 " dropped", p->events.dropped);
+        return;
+    }
+    if (in->truncated || in->damaged) {
+        const char *why = in->truncated ? "the trace ends mid-chunk" : "the trace is damaged there";
+        if (p->events.dropped)
+            fprintf(o, ", dropped: %" PRIu64 " before offset %" PRIu64 ", unknown after: %s", p->events.dropped,
+                    in->stop_offset, why);
+        else
+            fprintf(o, ", dropped: unknown after offset %" PRIu64 ": %s", in->stop_offset, why);
+    } else if (p->events.dropped) {
+        fprintf(o, ", dropped: %" PRIu64 " by the last chunk, unknown after it: no END record", p->events.dropped);
+    } else {
+        fprintf(o, ", dropped: unknown after the last chunk: no END record");
+    }
+}
+
 static void process_section(FILE *o, const vt_report_t *r, const vt_report_input_t *in)
 {
     const vt_model_t *m = in->model;
@@ -456,8 +502,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     else if (!p->ended)
         fprintf(o, "NOTE: no clean exit recorded: the process died or was still running when the trace was read.\n");
     if (p->events.dropped)
-        fprintf(o, "NOTE: the shim dropped %" PRIu64 " events (buffer full); numbers are lower bounds.\n",
-                p->events.dropped);
+        lost_note(o, p);
     if (vt_proc_degraded_note(p))
         fprintf(o, "NOTE: %s\n", vt_proc_degraded_note(p));
     vt_report_verdict(o, m);
@@ -505,8 +550,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         if (p->apis[api].calls)
             fprintf(o, "  %-22s %7" PRIu64 " %8" PRIu64 " %*s\n", vt_api_name(api), p->apis[api].calls,
                     p->apis[api].failed, W, vt_fmt_bytes(a, p->apis[api].bytes));
-    fprintf(o, "Events: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64 " failed, %" PRIu64 " dropped",
-            p->events.allocs, p->events.frees, p->events.failed, p->events.dropped);
+    fprintf(o, "Events: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64 " failed", p->events.allocs,
+            p->events.frees, p->events.failed);
+    dropped_clause(o, p, in);
     if (p->events.unmatched_frees)
         fprintf(o, ", %" PRIu64 " frees of unknown pointers", p->events.unmatched_frees);
     if (p->events.implicit_frees)

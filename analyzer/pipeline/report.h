@@ -161,6 +161,10 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole);
 /* What the shim did without (the PROCESS record's degraded bits), as one
  * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */
 const char *vt_proc_degraded_note(const vt_proc_t *p);
+/* A vt_lost_reason's JSON key and its words in the text report, or NULL
+ * for a reason this reader does not know. */
+const char *vt_lost_reason_key(int reason);
+const char *vt_lost_reason_text(int reason);
 /* More VRAM the process needed to hold everything (0 without a spill). */
 uint64_t vt_proc_more_vram(const vt_proc_t *p);
 

@@ -291,6 +291,32 @@ static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint
     return 0;
 }
 
+/* The optional loss by reason at the end of DROPPED and END. The counts
+ * must add up to no more than the total they break down. */
+static int decode_lost(cur_t *c, uint64_t dropped_total, vt_lost_t *l)
+{
+    memset(l, 0, sizeof *l);
+    if (c->i == c->n)
+        return 0;
+    uint64_t reasons, sum = 0;
+    if (get_varint(c, "reasons", &reasons))
+        return -1;
+    if (reasons > VT_LOST_REASONS_MAX)
+        return cur_fail(c, VT_E_LIMIT, "reasons", "more than VT_LOST_REASONS_MAX (64) loss reasons");
+    for (uint64_t k = 0; k < reasons; k++) {
+        uint64_t n;
+        if (get_varint(c, "lost", &n))
+            return -1;
+        if (n > dropped_total - sum)
+            return cur_fail(c, VT_E_CORRUPT, "lost", "the losses by reason add up to more than dropped_total");
+        sum += n;
+        if (k < VT_LOST_REASONS)
+            l->lost[k] = n;
+    }
+    l->reasons = (uint32_t)reasons;
+    return 0;
+}
+
 static int decode_device(cur_t *c, vt_rec_device_t *d)
 {
     int64_t ord;
@@ -509,7 +535,8 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
     case VT_REC_DROPPED:
         return get_varint(c, "time_ns", &rec->u.dropped.time_ns) ||
                        get_varint(c, "dropped_total", &rec->u.dropped.dropped_total) ||
-                       get_varint(c, "stacks_lost_total", &rec->u.dropped.stacks_lost_total)
+                       get_varint(c, "stacks_lost_total", &rec->u.dropped.stacks_lost_total) ||
+                       decode_lost(c, rec->u.dropped.dropped_total, &rec->u.dropped.by_reason)
                    ? -1
                    : 1;
     case VT_REC_NOTE:
@@ -519,7 +546,8 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
     case VT_REC_END:
         return get_varint(c, "time_ns", &rec->u.end.time_ns) ||
                        get_varint(c, "events_total", &rec->u.end.events_total) ||
-                       get_varint(c, "dropped_total", &rec->u.end.dropped_total)
+                       get_varint(c, "dropped_total", &rec->u.end.dropped_total) ||
+                       decode_lost(c, rec->u.end.dropped_total, &rec->u.end.by_reason)
                    ? -1
                    : 1;
     case VT_REC_RANGE:

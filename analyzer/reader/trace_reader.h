@@ -58,8 +58,18 @@ typedef struct vt_rec_stack {
     uint64_t node_id, parent_id, ip;
 } vt_rec_stack_t;
 
+/* The loss by reason that DROPPED and END may end with (trace_format.h):
+ * reasons = how many the record stated (0: none, an older shim), lost[] the
+ * counts of those this reader knows; their sum is at most dropped_total, and
+ * the rest was lost for reasons it cannot name. */
+typedef struct vt_lost {
+    uint32_t reasons;
+    uint64_t lost[VT_LOST_REASONS];
+} vt_lost_t;
+
 typedef struct vt_rec_dropped {
     uint64_t time_ns, dropped_total, stacks_lost_total;
+    vt_lost_t by_reason;
 } vt_rec_dropped_t;
 
 typedef struct vt_rec_note {
@@ -69,6 +79,7 @@ typedef struct vt_rec_note {
 
 typedef struct vt_rec_end {
     uint64_t time_ns, events_total, dropped_total;
+    vt_lost_t by_reason;
 } vt_rec_end_t;
 
 typedef struct vt_rec_range {

@@ -117,11 +117,18 @@
  *                   mono_start_ns: its precision, which the PROCESS record
  *                   states. Other records' times are exact.
  *   VT_REC_DROPPED  time_ns varint, dropped_total varint (cumulative count of
- *                   events lost to a full buffer), stacks_lost_total varint
+ *                   the program's events the trace does not hold: lost, for
+ *                   any reason), stacks_lost_total varint, then optionally
+ *                   the loss by reason (see LOSS BY REASON)
  *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)
- *   VT_REC_END      time_ns varint, events_total varint, dropped_total varint
- *                   Written once at clean process exit. Its absence means the
- *                   process died (SIGKILL, crash) or is still running.
+ *   VT_REC_END      time_ns varint, events_total varint (events in the file),
+ *                   dropped_total varint (as in DROPPED), then optionally the
+ *                   loss by reason. Written once at process exit, also after
+ *                   the disk filled: the shim then cuts a partial chunk off
+ *                   and tries once more, with this small chunk alone. Its
+ *                   absence means the process died (SIGKILL, crash), is
+ *                   still running, or the disk had no room even for that:
+ *                   the loss after the last DROPPED is unknown.
  *   VT_REC_RANGE    time_ns varint, tid varint, depth varint, push u8,
  *                   name str (annotation/NVTX ranges: phase tags)
  *   VT_REC_GGML_BUFFER  time_ns varint, buffer varint (the program's
@@ -165,6 +172,13 @@
  *                5/6 RESERVED_MEM_CURRENT/HIGH, 7/8 USED_MEM_CURRENT/HIGH),
  *                else 0. The shim samples 5 and 7 of every pool it has seen
  *                right after each MEMINFO sample, with the same flags.
+ *
+ * LOSS BY REASON (DROPPED and END, optional, appended; shims before it
+ * write none, and a reader then knows the total only):
+ *   reasons varint (<= VT_LOST_REASONS_MAX), then that many counts varint,
+ *   cumulative, in vt_lost_reason order. Their sum is dropped_total; a
+ *   reader that knows fewer reasons than the record holds counts the rest
+ *   as lost for a reason it cannot name.
  *
  * result is the CUresult / cudaError_t the program got back. A failed
  * request is an event like any other, with its size: it is usually the most
@@ -273,6 +287,17 @@ enum vt_degraded {
     VT_DEGRADED_NO_ZSTD = 1u << 0,      /* libzstd.so.1 not loaded: stored chunks */
     VT_DEGRADED_NO_LIBUNWIND = 1u << 1, /* libunwind.so.8 not loaded: see stacks.c */
 };
+
+/* Why the shim lost a program's event (DROPPED, END: LOSS BY REASON).
+ * New reasons are appended, never renumbered. */
+enum vt_lost_reason {
+    VT_LOST_RING_FULL = 0,  /* the event buffer had no free slot */
+    VT_LOST_IN_HANDLER = 1, /* a signal handler's call while its thread was inside the shim */
+    VT_LOST_UNRETURNED = 2, /* a release whose call had not returned when the process exited */
+    VT_LOST_UNWRITTEN = 3,  /* recorded, but the file write failed (disk full, RLIMIT_FSIZE, I/O) */
+    VT_LOST_REASONS         /* not a reason: how many this header knows */
+};
+#define VT_LOST_REASONS_MAX 64u
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */
 enum vt_ggml_usage {

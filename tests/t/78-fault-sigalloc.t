@@ -29,7 +29,12 @@ dropped=$("$VT" dump $f | sed -n 's/^end .* dropped=\([0-9]*\).*/\1/p')
 echo "# $calls calls: $in in the trace, $dropped dropped"
 is "$((in + dropped))" $calls "handler allocating: events in the trace + dropped = all $calls calls"
 is "$(not_in $TMP/out.err)" "$dropped" "handler allocating: stderr says the $dropped events not in the trace"
-"$VT" report $f >$TMP/report 2>&1
+"$VT" report --wide $f >$TMP/report 2>&1
 is "$(sed -n 's/^Events: .* \([0-9]*\) dropped.*/\1/p' $TMP/report | head -1)" "$dropped" \
     "handler allocating: the report says the $dropped events it does not count"
+is "$("$VT" dump $f | sed -n 's/^end .* lost=\(.*\)/\1/p')" \
+    "buffer_full:0,signal_handler_in_shim:$dropped,call_not_returned:0,not_written:0" \
+    "handler allocating: END says all $dropped came from a signal handler inside the shim"
+is "$(grep -c "^NOTE: the shim lost $dropped events ($dropped from a signal handler inside the shim)" $TMP/report)" 1 \
+    "handler allocating: the report's note says why"
 done_testing
