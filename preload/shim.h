@@ -126,8 +126,8 @@ static inline uint64_t vt_now_ns(void)
 
 /* Per-device facts: record.c captures them on a device's first use, the
  * writer emits them. state goes 0 -> 1 (one thread captures) -> 2 (ready,
- * release) -> 3 (written); never back to 0 once ready, except a failed
- * capture, which goes from 1 back to 0. */
+ * published with release) -> 3 (written); a failed capture goes back to 0,
+ * and a fork child sets 3 back to 2 so its own trace has them too. */
 typedef struct vt_device_slot {
     _Atomic int state;    /* 0 unseen, 1 capturing, 2 ready, 3 emitted */
     uint64_t time_ns, total, free_at_first;

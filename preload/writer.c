@@ -24,7 +24,7 @@
  *  - fork waits (bounded) until the thread is between chunks, so the child
  *    never inherits a lock the thread held inside malloc or libzstd.
  *  - A release blocked in the driver does not stall the drain for longer
- *    than record.c's HELD_WAIT_NS: its slot is passed over. At stop
+ *    than ring.c's HELD_WAIT_NS: its slot is passed over. At stop
  *    everything still in the ring is written; a release that never
  *    returned (blocked or cancelled in the driver) is counted as dropped,
  *    so trace + dropped = the program's calls.
