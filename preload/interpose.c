@@ -13,8 +13,8 @@
  *     swapped for that name's wrapper. Pointers we don't wrap pass untouched.
  *
  * dlsym rules, learnt from other interposers' bug trackers:
- *  - The real dlsym comes from dlvsym (GLIBC_2.34 first, then 2.2.5), since
- *    calling "dlsym" from inside this library would find ourselves.
+ *  - The real dlsym comes from dlvsym (real_dl.c), since calling "dlsym"
+ *    from inside this library would find ourselves.
  *  - glibc resolves RTLD_NEXT and RTLD_DEFAULT relative to the CALLER's
  *    object. A plain C call from here would make us the caller, so every
  *    lookup we don't intercept is forwarded with a tail jump that keeps the
@@ -39,44 +39,8 @@
 #include "shim.h"
 
 static _Atomic(void *) real_fn[VT_API_COUNT];
-void *vt_next_dlsym; /* glibc's dlsym; read by the trampoline */
-
-typedef void *(*dlsym_fn)(void *, const char *);
-
-__attribute__((no_sanitize("address", "undefined", "thread"))) static void resolve_real_dlsym(void)
-{
-    if (vt_next_dlsym)
-        return;
-    void *fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!fn)
-        fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n(&vt_next_dlsym, fn, __ATOMIC_RELEASE);
-}
-
-void *vt_real_dlsym(void *handle, const char *name)
-{
-    resolve_real_dlsym();
-    dlsym_fn fn = (dlsym_fn)vt_next_dlsym;
-    return fn ? fn(handle, name) : NULL;
-}
 
 /* ---- dlclose ---- */
-
-typedef int (*dlclose_fn)(void *);
-static _Atomic(dlclose_fn) next_dlclose;
-
-/* Our own export would be found from here by name: RTLD_NEXT skips it. */
-int vt_real_dlclose(void *handle)
-{
-    dlclose_fn fn = atomic_load_explicit(&next_dlclose, memory_order_acquire);
-    if (!fn) {
-        fn = (dlclose_fn)vt_real_dlsym(RTLD_NEXT, "dlclose");
-        if (!fn)
-            return -1; /* no libc dlclose: unloading nothing is safe */
-        atomic_store_explicit(&next_dlclose, fn, memory_order_release);
-    }
-    return fn(handle);
-}
 
 /* How long a dlclose waits for the writer to name the library's frames.
  * Bounded because the caller may hold the loader's lock (a dlclose from a
@@ -263,7 +227,7 @@ static int caller_is_driver(void *caller)
 __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_route(void *handle, const char *name, void *caller)
 {
     route_t fwd = { NULL, 0 };
-    resolve_real_dlsym();
+    vt_real_dlsym_resolve();
     if (!vt_next_dlsym) {
         /* No glibc dlsym to jump to (not seen with glibc): answer "not
          * found" rather than let the trampoline jump to NULL. */

@@ -1,47 +1,37 @@
-/* record.c: the recording API every wrapper calls, and the event ring.
+/* record.c: the recording API every wrapper calls, and the shim's
+ * lifecycle: start-up on the first call, fork, exit, device facts, pools
+ * and the samples taken beside the program's events.
  *
  * Contract:
  *  - Nothing happens before the first intercepted call: that call starts the
- *    shim (options, stacks, writer thread, trace file). A process that never
- *    touches CUDA starts no thread and writes no file.
+ *    shim (options, ring, stacks, writer thread, trace file). A process that
+ *    never touches CUDA starts no thread and writes no file.
  *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
- *    allocate: a CAS to claim a ring slot, the cached CFI unwind (stacks.c),
- *    a lock-free lookup in the stack tree. Only a never-seen stack takes
- *    the stack tree's insert lock. Start-up, device facts and samples are
- *    out of line, so the common path carries none of their cost.
+ *    allocate: a CAS to claim a ring slot (ring.c, inline), the cached CFI
+ *    unwind (stacks.c), a lock-free lookup in the stack tree. Only a
+ *    never-seen stack takes the stack tree's insert lock. Start-up, device
+ *    facts and samples are out of line, so the common path carries none of
+ *    their cost.
  *  - A full ring drops the event and counts it; the count is in the trace.
  *  - Any internal failure turns the shim into a pass-through, said once on
- *    stderr. The program always gets the real function's result untouched.
+ *    stderr (state.c). The program always gets the real function's result
+ *    untouched.
  *  - fork: the child forgets the parent's ring and file and starts its own
- *    trace lazily, on its own first CUDA call.
+ *    trace lazily, on its own first CUDA call. Each file that keeps state
+ *    says what of it survives, in its own atfork_child.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
-
-__thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
-_Atomic int vt_state = VT_ST_IDLE;
-vt_device_slot_t vt_devices[VT_MAX_DEVICES];
-
-static _Atomic int warned_disable;
-
-uint64_t vt_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- event times: CLOCK_MONOTONIC, read through the TSC ----
  * clock_gettime was the largest single cost of an event at depth 0 (a
@@ -125,238 +115,6 @@ static inline uint64_t event_now_ns(void)
 }
 #endif
 
-void vt_warn_once(_Atomic int *flag, const char *fmt, ...)
-{
-    if (atomic_exchange(flag, 1))
-        return;
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "vramtrace: ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-    va_end(ap);
-    size_t len = strlen(buf);
-    if (len < sizeof buf - 1)
-        buf[len++] = '\n';
-    /* write(2), not stdio: stderr's lock may be held by the host. */
-    ssize_t ignored = write(2, buf, len);
-    (void)ignored;
-}
-
-void vt_disable(const char *why)
-{
-    atomic_store(&vt_state, VT_ST_OFF);
-    vt_warn_once(&warned_disable, "%s; tracing is off, the program runs unchanged", why);
-}
-
-/* ---- the ring: a bounded queue with per-slot sequence numbers, many
- * producers and one consumer (the writer).
- *
- * A slot at position pos goes: seq == pos free; claimed (the tail moved
- * past pos), seq still pos while its event is copied in, nanoseconds; or
- * seq == pos | SEQ_HELD while a release holds it across the real call;
- * seq == pos + 1 published; pos + ring size read, free for the next lap.
- *
- * A held slot can stay held for seconds (cudaFree waits behind a running
- * kernel) or for ever (its thread cancelled inside the driver), and the
- * writer reads in order: it passes over a slot held HELD_WAIT_NS at the
- * head, taking it with a CAS the returning release then loses. That release
- * publishes in a fresh slot, after the events made during its call; one
- * that never returns is counted as dropped at stop. ---- */
-
-#define SEQ_HELD (1ull << 63)
-/* Far above a release's own time in the driver (microseconds, when no
- * kernel is waited for) and a preempted thread's wait, far below what a
- * live reader notices: chunks land every VRAMTRACE_FLUSH_MS (100 ms). */
-#define HELD_WAIT_NS 250000000ull
-
-static vt_ring_slot_t *ring;
-static uint64_t ring_mask;
-static _Atomic uint64_t ring_tail;
-static uint64_t ring_head;          /* writer thread only */
-/* The program's events lost, by vt_lost_reason; the writer adds
- * VT_LOST_UNWRITTEN itself. */
-static _Atomic uint64_t ring_lost[VT_LOST_REASONS];
-/* Held slots passed over whose release has not published since: dropped
- * unless it returns before stop. */
-static _Atomic uint64_t held_passed;
-/* The held slot at the head and when the writer first found it there;
- * writer thread only. */
-static uint64_t held_head_pos = UINT64_MAX, held_head_since;
-
-static int ring_init(void)
-{
-    size_t bytes = (size_t)vt_opt.ring * sizeof(vt_ring_slot_t);
-    if (!ring) {
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return -1;
-        ring = p;
-    }
-    ring_mask = vt_opt.ring - 1;
-    for (uint64_t i = 0; i <= ring_mask; i++)
-        atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
-    atomic_store(&ring_tail, 0);
-    ring_head = 0;
-    atomic_store(&held_passed, 0);
-    held_head_pos = UINT64_MAX;
-    return 0;
-}
-
-/* count_drop = 0 for the shim's own samples: "dropped" counts only events
- * the program made, so trace + dropped = the program's calls exactly. */
-static vt_ring_slot_t *ring_claim(int count_drop, uint64_t *claimed_pos)
-{
-    uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
-    for (;;) {
-        vt_ring_slot_t *slot = &ring[pos & ring_mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        int64_t diff = (int64_t)(seq - pos);
-        if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&ring_tail, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                *claimed_pos = pos;
-                return slot;
-            }
-        } else if (diff < 0 || (seq & SEQ_HELD)) { /* a lap behind, or still held: full */
-            if (count_drop)
-                atomic_fetch_add_explicit(&ring_lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
-            return NULL;
-        } else {
-            pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
-        }
-    }
-}
-
-vt_ring_slot_t *vt_ring_claim(void)
-{
-    uint64_t pos;
-    return ring_claim(1, &pos);
-}
-
-vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos)
-{
-    vt_ring_slot_t *slot = ring_claim(1, pos);
-    if (slot)
-        atomic_store_explicit(&slot->seq, *pos | SEQ_HELD, memory_order_release);
-    return slot;
-}
-
-void vt_ring_publish(vt_ring_slot_t *slot)
-{
-    uint64_t pos = atomic_load_explicit(&slot->seq, memory_order_relaxed);
-    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
-}
-
-/* Takes one passed-over release back from the count stop would drop;
- * 0 when stop has counted it already. */
-static int take_held_passed(void)
-{
-    uint64_t n = atomic_load_explicit(&held_passed, memory_order_relaxed);
-    while (n && !atomic_compare_exchange_weak_explicit(&held_passed, &n, n - 1, memory_order_relaxed,
-                                                       memory_order_relaxed))
-        ;
-    return n != 0;
-}
-
-void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev)
-{
-    uint64_t held = pos | SEQ_HELD;
-    if (atomic_compare_exchange_strong_explicit(&slot->seq, &held, pos, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        slot->ev = *ev;
-        atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
-        return;
-    }
-    /* Passed over: the slot is another event's now. Published late, the
-     * free still comes before any allocation that reuses its address and
-     * returns after this one publishes; one that returned in the moment
-     * between the driver's release and here comes before it. */
-    if (!take_held_passed())
-        return;
-    vt_ring_slot_t *late = vt_ring_claim();
-    if (late) {
-        late->ev = *ev;
-        vt_ring_publish(late);
-    }
-}
-
-/* Passes over the held slot at the head once it has been held wait_ns
- * there. Returns 1 when it did, 0 when it waits or its release is
- * publishing it right now. */
-static int pass_held_head(vt_ring_slot_t *slot, uint64_t wait_ns)
-{
-    if (wait_ns) {
-        uint64_t now = vt_now_ns();
-        if (held_head_pos != ring_head) {
-            held_head_pos = ring_head;
-            held_head_since = now;
-        }
-        if (now - held_head_since < wait_ns)
-            return 0;
-    }
-    uint64_t held = ring_head | SEQ_HELD;
-    if (!atomic_compare_exchange_strong_explicit(&slot->seq, &held, ring_head + ring_mask + 1,
-                                                 memory_order_relaxed, memory_order_relaxed))
-        return 0;
-    atomic_fetch_add_explicit(&held_passed, 1, memory_order_relaxed);
-    ring_head++;
-    return 1;
-}
-
-static size_t ring_drain(vt_event_t *out, size_t max, uint64_t held_wait_ns)
-{
-    size_t n = 0;
-    while (n < max) {
-        vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        if (seq != ring_head + 1) {
-            if (seq == (ring_head | SEQ_HELD) && pass_held_head(slot, held_wait_ns))
-                continue;
-            break;
-        }
-        out[n++] = slot->ev;
-        atomic_store_explicit(&slot->seq, ring_head + ring_mask + 1, memory_order_release);
-        ring_head++;
-    }
-    return n;
-}
-
-size_t vt_ring_drain(vt_event_t *out, size_t max)
-{
-    return ring_drain(out, max, HELD_WAIT_NS);
-}
-
-/* At stop: held slots are passed over at once, and a slot claimed but
- * never published (its thread cancelled between claim and publish) is
- * counted as dropped and passed over, left as it is, so a late publish
- * writes only into a slot nobody reads. Releases passed over that never
- * came back are dropped now. */
-size_t vt_ring_drain_final(vt_event_t *out, size_t max)
-{
-    size_t n = ring_drain(out, max, 0);
-    uint64_t tail = atomic_load_explicit(&ring_tail, memory_order_acquire);
-    while (n < max && ring_head < tail) {
-        vt_ring_slot_t *slot = &ring[ring_head & ring_mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        if (seq == ring_head + 1 || seq == (ring_head | SEQ_HELD)) {
-            n += ring_drain(out + n, max - n, 0);
-            continue;
-        }
-        atomic_fetch_add_explicit(&ring_lost[VT_LOST_UNRETURNED], 1, memory_order_relaxed);
-        ring_head++;
-    }
-    atomic_fetch_add_explicit(&ring_lost[VT_LOST_UNRETURNED], atomic_exchange(&held_passed, 0),
-                              memory_order_relaxed);
-    return n;
-}
-
-void vt_ring_lost(uint64_t lost[VT_LOST_REASONS])
-{
-    for (int i = 0; i < VT_LOST_REASONS; i++)
-        lost[i] = atomic_load_explicit(&ring_lost[i], memory_order_relaxed);
-}
-
 /* ---- start-up, on the first intercepted call ---- */
 
 /* The writer first: it walks the modules only inside a drain, so once it
@@ -388,9 +146,7 @@ static void atfork_child(void)
     for (int i = 0; i < VT_MAX_DEVICES; i++)
         if (atomic_load(&vt_devices[i].state) == 3)
             atomic_store(&vt_devices[i].state, 2);
-    for (int i = 0; i < VT_LOST_REASONS; i++)
-        atomic_store(&ring_lost[i], 0);
-    atomic_store(&held_passed, 0);
+    vt_ring_atfork_child();
     atomic_store(&vt_state, VT_ST_IDLE);
 }
 
@@ -454,7 +210,7 @@ static int start_held(void)
     if (vt_opt.disable)
         return -1;
     event_clock_init();
-    if (ring_init() != 0) {
+    if (vt_ring_init() != 0) {
         vt_disable("cannot map the event buffer");
         return -1;
     }
@@ -608,8 +364,7 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
 static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
                            uint32_t tid, uint32_t stack)
 {
-    uint64_t pos;
-    vt_ring_slot_t *slot = ring_claim(0, &pos);
+    vt_ring_slot_t *slot = vt_ring_claim_uncounted();
     if (!slot)
         return -1;
     vt_event_t *ev = &slot->ev;
@@ -714,7 +469,7 @@ int vt_call_begin(vt_call_t *call, unsigned api)
          * unrecorded and is counted as dropped: the report must not say
          * nothing was lost. */
         if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) == VT_ST_ACTIVE)
-            atomic_fetch_add_explicit(&ring_lost[VT_LOST_IN_HANDLER], 1, memory_order_relaxed);
+            vt_ring_count_drop();
         return 0;
     }
     if (!info)

@@ -1,20 +1,30 @@
 /* Internal declarations of the shim (libvramtrace.so), grouped by the file
- * that defines them. Nothing here is exported: the shim is built with
- * -fvisibility=hidden and a version script that exports only the wrapped
- * CUDA entry points, dlsym and dlclose.
+ * that defines them, each group opening with that file's contract. Nothing
+ * here is exported: the shim is built with -fvisibility=hidden and a
+ * version script that exports only the wrapped CUDA entry points, dlsym
+ * and dlclose.
  *
- * Layers, top to bottom:
+ * The hub, which may call each other (and any leaf):
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
  *   interpose.c  finds the real functions; routes dlsym and cuGetProcAddress
- *   record.c     the recording API the wrappers call: guard, ring, samples
- *   stacks.c     unwinding and calling-context-tree interning
- *   livemap.c    live device bytes per pointer, for peak-triggered samples
+ *   record.c     the recording API the wrappers call, and the shim's
+ *                lifecycle: start-up, fork, device facts, pools, samples
+ * The leaves, which call only files listed below them (tests/t/56-shim-graph.t
+ * checks it on the objects):
  *   writer.c     background thread: encode, compress, write the trace file
- *   symbols.c    module map and symbol names (writer thread only)
- *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
- *   options.c    VRAMTRACE_* environment, parsed once
+ *   stacks.c     unwinding and calling-context-tree interning
+ *   unwind_cfi.c the .eh_frame rules stacks.c caches
  *   pyframes.c   CPython frames merged into stacks as pseudo frames
  *   ranges.c     annotation API and NVTX injection: range pseudo frames
+ *   ggml_buffers.c ggml's buffer usage, as GGML_BUFFER records
+ *   symbols.c    module map and symbol names (writer thread only)
+ *   elf_symtab.c an ELF file's symbols, for symbols.c
+ *   livemap.c    live device bytes per pointer, for peak-triggered samples
+ *   ring.c       the event queue between the wrappers and the writer
+ *   real_dl.c    the loader's own dlsym and dlclose, past ours
+ *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
+ *   options.c    VRAMTRACE_* environment, parsed once
+ *   state.c      the state word, the thread guard, device facts, warnings
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
  * the writer thread.
  */
@@ -24,10 +34,16 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "loader_lock.h"
 #include "vramtrace/entrypoints.h"
 #include "vramtrace/trace_format.h"
+
+/* Every name declared here is the shim's own: hidden on the declaration
+ * too, so another file's variable is addressed directly, not through the
+ * GOT, as a static of its own would be (vt_state, vt_ring on the hot path). */
+#pragma GCC visibility push(hidden)
 
 #define VT_EXPORT __attribute__((visibility("default")))
 #define VT_MAX_DEVICES 64
@@ -55,15 +71,15 @@ void vt_options_load(void);
  * warn). Reads only its argument, so it is safe in a constructor. */
 int vt_options_bool(const char *text);
 
-/* ---- record.c ---- */
-typedef struct vt_tls {
-    int guard;            /* > 0 while inside the shim: nested calls pass through */
-    int runtime_depth;    /* > 0 inside a cuda* wrapper: driver calls fold into it */
-    uint32_t tid;
-} vt_tls_t;
-
-extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
-
+/* ---- record.c ----
+ * The recording API every wrapper calls, and the shim's lifecycle.
+ *  - Nothing happens before the first intercepted call: that call starts
+ *    the shim (options, ring, stacks, writer thread, trace file). A process
+ *    that never touches CUDA starts no thread and writes no file.
+ *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
+ *    allocate. Start-up, device facts and samples are out of line.
+ *  - fork: the child forgets the parent's ring and file and starts its own
+ *    trace lazily, on its own first CUDA call (each file's atfork_child). */
 typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot held across a release call */
@@ -81,32 +97,147 @@ int vt_call_begin(vt_call_t *call, unsigned api);
 /* Completes the event with the result, captures the stack and publishes. */
 void vt_call_end(vt_call_t *call, uint32_t result);
 
-/* Shim-wide state. */
+/* ---- state.c ----
+ * What every file shares. A leaf: calls no other file of the shim. */
+typedef struct vt_tls {
+    int guard;            /* > 0 while inside the shim: nested calls pass through */
+    int runtime_depth;    /* > 0 inside a cuda* wrapper: driver calls fold into it */
+    uint32_t tid;
+} vt_tls_t;
+
+extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
+
+/* IDLE until the first call, OFF for good once disabled or stopped; a fork
+ * child that was ACTIVE goes back to IDLE. */
 enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF };
 extern _Atomic int vt_state;
-/* Says msg on stderr once per process, prefixed "vramtrace: ". */
+/* Says msg on stderr once per process, prefixed "vramtrace: ". No lock, no
+ * allocation: one write(2). */
 void vt_warn_once(_Atomic int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Turns the shim into a pass-through for the rest of the process. */
 void vt_disable(const char *why);
-uint64_t vt_now_ns(void);
 
-/* Ring of events between hooks and the writer (single consumer). */
+static inline uint64_t vt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Per-device facts: record.c captures them on a device's first use, the
+ * writer emits them. state goes 0 -> 1 (one thread captures) -> 2 (ready,
+ * published with release) -> 3 (written); a failed capture goes back to 0,
+ * and a fork child sets 3 back to 2 so its own trace has them too. */
+typedef struct vt_device_slot {
+    _Atomic int state;    /* 0 unseen, 1 capturing, 2 ready, 3 emitted */
+    uint64_t time_ns, total, free_at_first;
+    uint8_t uuid[16];
+    char name[128];
+} vt_device_slot_t;
+extern vt_device_slot_t vt_devices[VT_MAX_DEVICES];
+
+/* ---- ring.c ----
+ * The queue of events between the program's threads (many producers) and
+ * the writer (one consumer). Producers take no lock and allocate nothing;
+ * their half is inline here so the hot path calls nothing. A full ring
+ * drops the event and counts it, except the shim's own samples, so trace +
+ * dropped = the program's calls exactly. */
 typedef struct vt_ring_slot {
     _Atomic uint64_t seq;
     vt_event_t ev;
 } vt_ring_slot_t;
+/* A slot's seq while a release holds it across its call (ring.c). */
+#define VT_RING_SEQ_HELD (1ull << 63)
+typedef struct vt_ring {
+    vt_ring_slot_t *slots; /* mapped once, by the first vt_ring_init */
+    uint64_t mask;         /* slots - 1; VRAMTRACE_RING is a power of two */
+    _Atomic uint64_t tail; /* next position to claim */
+    uint64_t head;         /* next position to read; writer thread only */
+    /* The program's events lost, by vt_lost_reason; the writer adds
+     * VT_LOST_UNWRITTEN itself. */
+    _Atomic uint64_t lost[VT_LOST_REASONS];
+    /* Held slots passed over whose release has not published since:
+     * dropped unless it returns before stop. */
+    _Atomic uint64_t held_passed;
+    /* The held slot at the head and when the writer first found it there;
+     * writer thread only. */
+    uint64_t held_head_pos, held_head_since;
+} vt_ring_t;
+extern vt_ring_t vt_ring;
+
+/* count_drop = 0 for the shim's own samples: "dropped" counts only events
+ * the program made. */
+static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed_pos)
+{
+    uint64_t pos = atomic_load_explicit(&vt_ring.tail, memory_order_relaxed);
+    for (;;) {
+        vt_ring_slot_t *slot = &vt_ring.slots[pos & vt_ring.mask];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        int64_t diff = (int64_t)(seq - pos);
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&vt_ring.tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                *claimed_pos = pos;
+                return slot;
+            }
+        } else if (diff < 0 || (seq & VT_RING_SEQ_HELD)) { /* a lap behind, or still held: full */
+            if (count_drop)
+                atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
+            return NULL;
+        } else {
+            pos = atomic_load_explicit(&vt_ring.tail, memory_order_relaxed);
+        }
+    }
+}
+
 /* A slot to fill and publish at once; NULL (counted as dropped) when full. */
-vt_ring_slot_t *vt_ring_claim(void);
-void vt_ring_publish(vt_ring_slot_t *slot);
+static inline vt_ring_slot_t *vt_ring_claim(void)
+{
+    uint64_t pos;
+    return vt_ring_claim_at(1, &pos);
+}
+
+/* The same for an event the shim takes on its own account (a sample): NULL
+ * when full, not counted, since the program lost nothing. */
+static inline vt_ring_slot_t *vt_ring_claim_uncounted(void)
+{
+    uint64_t pos;
+    return vt_ring_claim_at(0, &pos);
+}
+
 /* A slot held across a call (a release, ordered before any allocation that
  * reuses its address); *pos gets its position for vt_ring_publish_held. */
-vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos);
+static inline vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos)
+{
+    vt_ring_slot_t *slot = vt_ring_claim_at(1, pos);
+    if (slot)
+        atomic_store_explicit(&slot->seq, *pos | VT_RING_SEQ_HELD, memory_order_release);
+    return slot;
+}
+
+static inline void vt_ring_publish(vt_ring_slot_t *slot)
+{
+    uint64_t pos = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+}
+
+/* An event the program made that is not in the ring (a wrapper entered
+ * from a signal handler inside the shim). */
+static inline void vt_ring_count_drop(void)
+{
+    atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_IN_HANDLER], 1, memory_order_relaxed);
+}
+
+/* Maps the ring at the first start and empties it; -1 when it cannot be
+ * mapped. */
+int vt_ring_init(void);
+void vt_ring_atfork_child(void);
 /* Publishes ev in its held slot or, when the writer passed over the slot
  * meanwhile, in a fresh one. */
 void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev);
 /* Writer side: copies up to max published events in order; stops at the
  * first unpublished slot, unless it is a slot held across a call for long
- * (record.c, HELD_WAIT_NS): that one is passed over. */
+ * (ring.c, HELD_WAIT_NS): that one is passed over. */
 size_t vt_ring_drain(vt_event_t *out, size_t max);
 /* The same at stop, passing over every unpublished slot: those and the
  * held slots passed over whose call never returned are counted as dropped. */
@@ -115,15 +246,6 @@ size_t vt_ring_drain_final(vt_event_t *out, size_t max);
  * VT_LOST_UNWRITTEN is the writer's and 0 here). A held slot passed over
  * counts only at stop: until then its call may still return. */
 void vt_ring_lost(uint64_t lost[VT_LOST_REASONS]);
-
-/* Per-device facts captured on first use, published for the writer. */
-typedef struct vt_device_slot {
-    _Atomic int state;    /* 0 unseen, 1 capturing, 2 ready, 3 emitted */
-    uint64_t time_ns, total, free_at_first;
-    uint8_t uuid[16];
-    char name[128];
-} vt_device_slot_t;
-extern vt_device_slot_t vt_devices[VT_MAX_DEVICES];
 
 /* ---- stacks.c ---- */
 /* Captures the caller's stack (skipping `skip` shim frames) and returns its
@@ -175,10 +297,6 @@ int vt_live_init(void);
  * driver/runtime lacks it. */
 void *vt_real(unsigned api);
 void vt_set_real(unsigned api, void *fn);
-/* dlsym that bypasses our own interposition. */
-void *vt_real_dlsym(void *handle, const char *name);
-/* libc's dlclose, not our export. */
-int vt_real_dlclose(void *handle);
 /* The process's libcuda handle (RTLD_NOLOAD), or NULL. */
 void *vt_libcuda(void);
 /* Real driver helpers used for device facts and samples. */
@@ -223,6 +341,19 @@ int vt_ranges_frames(uint64_t *out, int cap);
  * without copying anything. */
 int vt_ranges_open(void);
 
+/* ---- real_dl.c ----
+ * The loader's own dlsym and dlclose. A leaf: every file that looks a
+ * symbol up or closes a handle it opened goes through these, never through
+ * the shim's exports (interpose.c), which would route the lookup again. */
+/* dlsym that bypasses our own interposition. */
+void *vt_real_dlsym(void *handle, const char *name);
+/* libc's dlclose, not our export. */
+int vt_real_dlclose(void *handle);
+/* glibc's dlsym, found on first use; NULL until vt_real_dlsym_resolve (or
+ * when glibc has none). interpose.c's dlsym trampoline jumps through it. */
+extern void *vt_next_dlsym;
+void vt_real_dlsym_resolve(void);
+
 /* ---- loader_lock.c: loader_lock.h ---- */
 
 /* ---- writer.c ---- */
@@ -237,5 +368,7 @@ int vt_writer_sync(unsigned timeout_ms);
 void vt_writer_atfork_prepare(void);
 void vt_writer_atfork_parent(void);
 void vt_writer_atfork_child(void);
+
+#pragma GCC visibility pop
 
 #endif

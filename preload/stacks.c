@@ -42,25 +42,63 @@ typedef struct node {
     uint32_t pad;
 } node_t;
 
-static node_t *nodes;
-static _Atomic uint32_t *table;
-static _Atomic uint32_t node_count;
-static _Atomic uint64_t stacks_lost;
-/* Load epoch tagged into native ips (trace_format.h, VT_REC_STACK). The
- * tree and the writer's FRAME records are keyed by ip: without it, code of
- * a library mapped where an unloaded one was would share the old one's
- * nodes and names. */
-static _Atomic uint32_t ip_epoch;
-static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void memo_init(void);
-static void memo_atfork_child(void);
+#define MEMO_SLAB 16 /* walk memos mapped at a time (memo_acquire) */
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
-static unw_backtrace_fn unw_backtrace_ptr;
-/* Stacks wanted libunwind and it could not be loaded. */
-static int libunwind_missing;
-static _Atomic int warned_libunwind;
+
+/* Everything this file keeps process-wide, in one struct so that what fork
+ * does to each field is decided in one place (vt_stacks_atfork_child): a
+ * field added here is reset in a child unless that function keeps it, by
+ * name. Per-thread state (the stack cache, the walk memo, the stack's
+ * bounds) is thread-local, below. */
+typedef struct stacks {
+    /* The calling-context tree (see the contract above). */
+    node_t *nodes;
+    _Atomic uint32_t *table;
+    _Atomic uint32_t node_count;
+    _Atomic uint64_t lost;
+    /* Load epoch tagged into native ips (trace_format.h, VT_REC_STACK). The
+     * tree and the writer's FRAME records are keyed by ip: without it, code
+     * of a library mapped where an unloaded one was would share the old
+     * one's nodes and names. */
+    _Atomic uint32_t ip_epoch;
+    pthread_mutex_t insert_lock;
+
+    unw_backtrace_fn unw_backtrace_ptr;
+    /* Stacks wanted libunwind and it could not be loaded. */
+    int libunwind_missing;
+    _Atomic int warned_libunwind;
+    /* The loader's __libc_stack_end (the stack pointer at process entry),
+     * looked up at init: naming it here would make the shim need ld.so. */
+    void *const *libc_stack_end;
+
+    /* The walk memos' free list and slab (memo_acquire), under memo_lock. */
+    pthread_mutex_t memo_lock;
+    struct walk_memo *memo_free, *memo_slab;
+    unsigned memo_slab_used;
+    pthread_key_t memo_key;
+    int memo_key_ok;
+
+    /* The cached CFI rules (x86-64). Both generations are under 2^16;
+     * user-space addresses on x86-64 are under 2^47. */
+    struct rule_slot *rules;
+    _Atomic uint64_t rules_gen;
+    _Atomic unsigned long long rules_subs;
+
+    /* VRAMTRACE_UNWIND=check: counts for the line written at exit. */
+    _Atomic uint64_t check_stacks, check_fallbacks, check_mismatches;
+} stacks_t;
+
+#define STACKS_INITIAL                                                                                          \
+    {                                                                                                           \
+        .insert_lock = PTHREAD_MUTEX_INITIALIZER, .memo_lock = PTHREAD_MUTEX_INITIALIZER,                       \
+        .memo_slab_used = MEMO_SLAB, .rules_gen = 1,                                                            \
+    }
+static stacks_t stacks = STACKS_INITIAL;
+static const stacks_t stacks_initial = STACKS_INITIAL;
+
+static void memo_init(void);
 
 typedef struct cache_entry {
     uint64_t hash;
@@ -79,30 +117,27 @@ static uint64_t mix(uint64_t h, uint64_t v)
 static void rules_init(void);
 #endif
 
-/* The loader's __libc_stack_end (the stack pointer at process entry),
- * looked up at init: naming it here would make the shim need ld.so. */
-static void *const *libc_stack_end;
 
 int vt_stacks_init(void)
 {
-    if (!nodes) {
+    if (!stacks.nodes) {
         void *n = mmap(NULL, NODE_CAP * sizeof(node_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         void *t = mmap(NULL, TABLE_SIZE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (n == MAP_FAILED || t == MAP_FAILED)
             return -1;
-        nodes = n;
-        table = t;
+        stacks.nodes = n;
+        stacks.table = t;
     }
 #if defined(__x86_64__)
     if (vt_opt.depth > 0 && vt_opt.unwind != VT_UNWIND_FP)
         rules_init(); /* without it every stack goes to libunwind */
 #endif
     memo_init();
-    if (!libc_stack_end)
-        libc_stack_end = (void *const *)vt_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
-    if (!unw_backtrace_ptr && vt_opt.depth > 0) {
+    if (!stacks.libc_stack_end)
+        stacks.libc_stack_end = (void *const *)vt_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
+    if (!stacks.unw_backtrace_ptr && vt_opt.depth > 0) {
         void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
         if (h) {
             unw_backtrace_fn fn = (unw_backtrace_fn)vt_real_dlsym(h, "unw_backtrace");
@@ -113,7 +148,7 @@ int vt_stacks_init(void)
             void **as = (void **)vt_real_dlsym(h, "_ULx86_64_local_addr_space");
             if (set_policy && as && *as)
                 set_policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
-            unw_backtrace_ptr = fn;
+            stacks.unw_backtrace_ptr = fn;
             /* libunwind opens its memory-validation pipe on its first
              * unwind: here, while record.c holds any closed fd 0-2. */
             /* Not under ThreadSanitizer: a libunwind per-thread cache made
@@ -126,9 +161,9 @@ int vt_stacks_init(void)
                 fn(first, 2);
         }
         /* Frame pointers need no library. */
-        if (!unw_backtrace_ptr && vt_opt.unwind != VT_UNWIND_FP) {
-            libunwind_missing = 1;
-            vt_warn_once(&warned_libunwind, "libunwind.so.8 not found: frames the built-in unwinder cannot "
+        if (!stacks.unw_backtrace_ptr && vt_opt.unwind != VT_UNWIND_FP) {
+            stacks.libunwind_missing = 1;
+            vt_warn_once(&stacks.warned_libunwind, "libunwind.so.8 not found: frames the built-in unwinder cannot "
                                             "follow go to glibc's backtrace()");
             /* glibc loads its unwinder (libgcc_s) on the first backtrace():
              * here, not inside an allocation hook. */
@@ -141,30 +176,63 @@ int vt_stacks_init(void)
 
 int vt_stacks_without_libunwind(void)
 {
-    return libunwind_missing;
+    return stacks.libunwind_missing;
 }
 
 void vt_stacks_atfork_child(void)
 {
-    pthread_mutex_init(&insert_lock, NULL);
-    memo_atfork_child();
+    stacks_t parent = stacks;
+    stacks = stacks_initial;
+    /* What survives: what describes the process's memory, which the child
+     * shares, as opposed to the locks, which a parent's thread that does
+     * not exist here may have held.
+     *  - The tree: the child's writer names it again from node 1, so ids
+     *    captured from here on stay valid, and its losses and load epoch
+     *    go with it. */
+    stacks.nodes = parent.nodes;
+    stacks.table = parent.table;
+    stacks.node_count = parent.node_count;
+    stacks.lost = parent.lost;
+    stacks.ip_epoch = parent.ip_epoch;
+    /*  - The unwinders found at init: the libraries stay loaded, and what
+     *    could not be loaded was said once already. */
+    stacks.unw_backtrace_ptr = parent.unw_backtrace_ptr;
+    stacks.libunwind_missing = parent.libunwind_missing;
+    stacks.warned_libunwind = parent.warned_libunwind;
+    stacks.libc_stack_end = parent.libc_stack_end;
+    /*  - The memo slabs and key. The memos the parent's other threads held
+     *    are not given back: those threads do not exist in the child, so
+     *    they never exit. */
+    stacks.memo_free = parent.memo_free;
+    stacks.memo_slab = parent.memo_slab;
+    stacks.memo_slab_used = parent.memo_slab_used;
+    stacks.memo_key = parent.memo_key;
+    stacks.memo_key_ok = parent.memo_key_ok;
+    /*  - The CFI rules: the same modules are mapped at the same places. */
+    stacks.rules = parent.rules;
+    stacks.rules_gen = parent.rules_gen;
+    stacks.rules_subs = parent.rules_subs;
+    /*  - The check counts: the summary at exit covers the process's life. */
+    stacks.check_stacks = parent.check_stacks;
+    stacks.check_fallbacks = parent.check_fallbacks;
+    stacks.check_mismatches = parent.check_mismatches;
     memset(stack_cache, 0, sizeof stack_cache);
 }
 
 uint32_t vt_stack_count(void)
 {
-    return atomic_load_explicit(&node_count, memory_order_acquire);
+    return atomic_load_explicit(&stacks.node_count, memory_order_acquire);
 }
 
 void vt_stack_node(uint32_t id, uint32_t *parent, uint64_t *ip)
 {
-    *parent = nodes[id].parent;
-    *ip = nodes[id].ip;
+    *parent = stacks.nodes[id].parent;
+    *ip = stacks.nodes[id].ip;
 }
 
 uint64_t vt_stacks_lost(void)
 {
-    return atomic_load_explicit(&stacks_lost, memory_order_relaxed);
+    return atomic_load_explicit(&stacks.lost, memory_order_relaxed);
 }
 
 /* Returns the child of parent with this ip, inserting it if needed; 0 when
@@ -175,38 +243,38 @@ static uint32_t child_of(uint32_t parent, uint64_t ip)
     for (int attempt = 0; attempt < 2; attempt++) {
         uint32_t i = (uint32_t)h & (TABLE_SIZE - 1);
         for (uint32_t probe = 0; probe < 64; probe++, i = (i + 1) & (TABLE_SIZE - 1)) {
-            uint32_t id = atomic_load_explicit(&table[i], memory_order_acquire);
+            uint32_t id = atomic_load_explicit(&stacks.table[i], memory_order_acquire);
             if (id == 0)
                 break;
-            if (nodes[id].parent == parent && nodes[id].ip == ip)
+            if (stacks.nodes[id].parent == parent && stacks.nodes[id].ip == ip)
                 return id;
         }
         if (attempt == 1)
             break;
         /* Not found lock-free: insert under the lock, re-checking since
          * another thread may have inserted the same node meanwhile. */
-        pthread_mutex_lock(&insert_lock);
+        pthread_mutex_lock(&stacks.insert_lock);
         uint32_t found = 0;
         i = (uint32_t)h & (TABLE_SIZE - 1);
         for (uint32_t probe = 0; probe < 64; probe++, i = (i + 1) & (TABLE_SIZE - 1)) {
-            uint32_t id = atomic_load_explicit(&table[i], memory_order_relaxed);
+            uint32_t id = atomic_load_explicit(&stacks.table[i], memory_order_relaxed);
             if (id == 0) {
-                uint32_t n = atomic_load_explicit(&node_count, memory_order_relaxed) + 1;
+                uint32_t n = atomic_load_explicit(&stacks.node_count, memory_order_relaxed) + 1;
                 if (n >= NODE_CAP)
                     break;
-                nodes[n].parent = parent;
-                nodes[n].ip = ip;
-                atomic_store_explicit(&node_count, n, memory_order_release);
-                atomic_store_explicit(&table[i], n, memory_order_release);
+                stacks.nodes[n].parent = parent;
+                stacks.nodes[n].ip = ip;
+                atomic_store_explicit(&stacks.node_count, n, memory_order_release);
+                atomic_store_explicit(&stacks.table[i], n, memory_order_release);
                 found = n;
                 break;
             }
-            if (nodes[id].parent == parent && nodes[id].ip == ip) {
+            if (stacks.nodes[id].parent == parent && stacks.nodes[id].ip == ip) {
                 found = id;
                 break;
             }
         }
-        pthread_mutex_unlock(&insert_lock);
+        pthread_mutex_unlock(&stacks.insert_lock);
         return found;
     }
     return 0;
@@ -231,7 +299,7 @@ static void thread_stack_bounds(void)
      * the kernel keeps other mappings at least the stack limit away, so a
      * frame within that limit below it is on this stack. */
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t top = libc_stack_end ? (uintptr_t)*libc_stack_end : 0;
+    uintptr_t top = stacks.libc_stack_end ? (uintptr_t)*stacks.libc_stack_end : 0;
     struct rlimit rl;
     if (top && here < top && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         top - here < rl.rlim_cur) {
@@ -307,66 +375,52 @@ typedef struct walk_memo {
  * thread takes one at its first unwind, from slabs mapped on demand, and
  * gives it back at exit (memo_key's destructor). memo_lock guards the free
  * list and the slab, and is taken once per thread, never per event. */
-#define MEMO_SLAB 16
 static __thread walk_memo_t *memo __attribute__((tls_model("initial-exec")));
-static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static walk_memo_t *memo_free, *memo_slab;
-static unsigned memo_slab_used = MEMO_SLAB;
-static pthread_key_t memo_key;
-static int memo_key_ok;
 
 static void memo_release(void *p)
 {
     walk_memo_t *m = p;
     memo = NULL; /* a later unwind on this exiting thread takes a new one */
-    pthread_mutex_lock(&memo_lock);
-    m->next_free = memo_free;
-    memo_free = m;
-    pthread_mutex_unlock(&memo_lock);
-}
-
-/* A thread that held memo_lock in the parent is gone. The memos the
- * parent's other threads held are not given back here: those threads do
- * not exist in the child, so they never exit. */
-static void memo_atfork_child(void)
-{
-    pthread_mutex_init(&memo_lock, NULL);
+    pthread_mutex_lock(&stacks.memo_lock);
+    m->next_free = stacks.memo_free;
+    stacks.memo_free = m;
+    pthread_mutex_unlock(&stacks.memo_lock);
 }
 
 static void memo_init(void)
 {
-    if (!memo_key_ok && pthread_key_create(&memo_key, memo_release) == 0)
-        memo_key_ok = 1;
+    if (!stacks.memo_key_ok && pthread_key_create(&stacks.memo_key, memo_release) == 0)
+        stacks.memo_key_ok = 1;
 }
 
 /* This thread's memo, taken now; NULL if none can be had (no memory): the
  * caller unwinds another way. */
 static __attribute__((noinline, cold)) walk_memo_t *memo_acquire(void)
 {
-    if (!memo_key_ok)
+    if (!stacks.memo_key_ok)
         return NULL;
     walk_memo_t *m = NULL;
-    pthread_mutex_lock(&memo_lock);
-    if (memo_free) {
-        m = memo_free;
-        memo_free = m->next_free;
+    pthread_mutex_lock(&stacks.memo_lock);
+    if (stacks.memo_free) {
+        m = stacks.memo_free;
+        stacks.memo_free = m->next_free;
     } else {
-        if (memo_slab_used == MEMO_SLAB) {
+        if (stacks.memo_slab_used == MEMO_SLAB) {
             void *s = mmap(NULL, MEMO_SLAB * sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (s != MAP_FAILED) {
-                memo_slab = s;
-                memo_slab_used = 0;
+                stacks.memo_slab = s;
+                stacks.memo_slab_used = 0;
             }
         }
-        if (memo_slab_used < MEMO_SLAB)
-            m = &memo_slab[memo_slab_used++];
+        if (stacks.memo_slab_used < MEMO_SLAB)
+            m = &stacks.memo_slab[stacks.memo_slab_used++];
     }
-    pthread_mutex_unlock(&memo_lock);
+    pthread_mutex_unlock(&stacks.memo_lock);
     if (!m)
         return NULL;
     m->gen = 0; /* nothing memoised */
     m->hash_first = 0;
-    if (pthread_setspecific(memo_key, m) != 0) {
+    if (pthread_setspecific(stacks.memo_key, m) != 0) {
         memo_release(m);
         return NULL;
     }
@@ -404,33 +458,29 @@ typedef struct rule_slot {
 #define RULE_SIZE (1u << RULE_BITS)
 #define RULE_PROBES 32
 #define RECHECK 4096
-static rule_slot_t *rules;
-/* Both under 2^16; user-space addresses on x86-64 are under 2^47. */
-static _Atomic uint64_t rules_gen = 1;
-static _Atomic unsigned long long rules_subs;
 static __thread unsigned recheck_countdown __attribute__((tls_model("initial-exec")));
 
 static void rules_init(void)
 {
-    if (rules)
+    if (stacks.rules)
         return;
     void *r = mmap(NULL, RULE_SIZE * sizeof(rule_slot_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r == MAP_FAILED)
         return;
-    atomic_store_explicit(&rules_subs, vt_cfi_module_subs(), memory_order_relaxed);
-    rules = r;
+    atomic_store_explicit(&stacks.rules_subs, vt_cfi_module_subs(), memory_order_relaxed);
+    stacks.rules = r;
 }
 
 /* A module went away: every cached rule may now describe the wrong code.
  * Old-generation slots are reused by later inserts. */
 static void rules_saw_subs(unsigned long long subs)
 {
-    unsigned long long old = atomic_load_explicit(&rules_subs, memory_order_relaxed);
-    if (subs == old || !atomic_compare_exchange_strong(&rules_subs, &old, subs))
+    unsigned long long old = atomic_load_explicit(&stacks.rules_subs, memory_order_relaxed);
+    if (subs == old || !atomic_compare_exchange_strong(&stacks.rules_subs, &old, subs))
         return;
-    uint64_t g = atomic_load_explicit(&rules_gen, memory_order_relaxed);
-    atomic_compare_exchange_strong(&rules_gen, &g, g >= 0xffff ? 1 : g + 1);
+    uint64_t g = atomic_load_explicit(&stacks.rules_gen, memory_order_relaxed);
+    atomic_compare_exchange_strong(&stacks.rules_gen, &g, g >= 0xffff ? 1 : g + 1);
 }
 
 static inline uint32_t rule_hash(uintptr_t ra)
@@ -443,21 +493,21 @@ static __attribute__((noinline)) uint64_t rule_insert(uintptr_t ra)
     unsigned long long subs = 0;
     uint64_t r = vt_cfi_rule(ra, &subs);
     rules_saw_subs(subs);
-    uint64_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
+    uint64_t gen = atomic_load_explicit(&stacks.rules_gen, memory_order_acquire);
     uint64_t key = ra | gen << 48;
     uint32_t i = rule_hash(ra);
     for (int probe = 0; probe < RULE_PROBES; probe++, i = (i + 1) & (RULE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&rules[i].key, memory_order_acquire);
+        uint64_t k = atomic_load_explicit(&stacks.rules[i].key, memory_order_acquire);
         if (k == key)
             return r; /* another thread got there first */
         /* empty, or left by an older generation */
         if (k == 1 || (k != 0 && k >> 48 == gen))
             continue;
-        if (!atomic_compare_exchange_strong_explicit(&rules[i].key, &k, 1, memory_order_acq_rel,
+        if (!atomic_compare_exchange_strong_explicit(&stacks.rules[i].key, &k, 1, memory_order_acq_rel,
                                                      memory_order_relaxed))
             continue;
-        atomic_store_explicit(&rules[i].rule, r, memory_order_relaxed);
-        atomic_store_explicit(&rules[i].key, key, memory_order_release);
+        atomic_store_explicit(&stacks.rules[i].rule, r, memory_order_relaxed);
+        atomic_store_explicit(&stacks.rules[i].key, key, memory_order_release);
         return r;
     }
     return r; /* full here: recomputed next time */
@@ -468,12 +518,12 @@ static inline __attribute__((always_inline)) uint64_t rule_of(uintptr_t ra, uint
     uint64_t key = ra | gen << 48;
     uint32_t i = rule_hash(ra);
     for (int probe = 0; probe < RULE_PROBES; probe++, i = (i + 1) & (RULE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&rules[i].key, memory_order_acquire);
+        uint64_t k = atomic_load_explicit(&stacks.rules[i].key, memory_order_acquire);
         if (k == key) {
             /* A slot of an older generation can be refilled under us:
              * the rule counts only if the key is still ours after it. */
-            uint64_t r = atomic_load_explicit(&rules[i].rule, memory_order_acquire);
-            if (atomic_load_explicit(&rules[i].key, memory_order_relaxed) == key)
+            uint64_t r = atomic_load_explicit(&stacks.rules[i].rule, memory_order_acquire);
+            if (atomic_load_explicit(&stacks.rules[i].key, memory_order_relaxed) == key)
                 return r;
             break;
         }
@@ -510,13 +560,13 @@ static inline __attribute__((always_inline)) int cfi_backtrace(uint64_t *ips, in
      * one): its caller's registers are read from that frame. Every later
      * read lies above it, so it is the low bound. */
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0), lo = fp, hi = stack_hi;
-    if (!rules || fp < stack_lo || fp + 16 > hi || (fp & 7))
+    if (!stacks.rules || fp < stack_lo || fp + 16 > hi || (fp & 7))
         return -1;
     if (--recheck_countdown >= RECHECK) {
         recheck_countdown = RECHECK - 1;
         rules_saw_subs(vt_cfi_module_subs());
     }
-    uint64_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
+    uint64_t gen = atomic_load_explicit(&stacks.rules_gen, memory_order_acquire);
     uintptr_t ra = ((const uintptr_t *)fp)[1], rbp = ((const uintptr_t *)fp)[0], rsp = fp + 16;
     /* A word at a is readable when a is 8-aligned and lo <= a <= hi - 8:
      * one unsigned compare covers both ends. */
@@ -596,15 +646,15 @@ walk:
 
 void vt_stacks_unloaded(unsigned long long subs)
 {
-    uint32_t e = atomic_load_explicit(&ip_epoch, memory_order_relaxed), next;
+    uint32_t e = atomic_load_explicit(&stacks.ip_epoch, memory_order_relaxed), next;
     do
         next = e >= VT_IP_EPOCH_MAX ? 1 : e + 1;
-    while (!atomic_compare_exchange_weak_explicit(&ip_epoch, &e, next, memory_order_relaxed,
+    while (!atomic_compare_exchange_weak_explicit(&stacks.ip_epoch, &e, next, memory_order_relaxed,
                                                   memory_order_relaxed));
 #if defined(__x86_64__)
     /* Now rather than at a thread's next recheck: the next library may
      * already be mapped over the old one's addresses. */
-    if (rules)
+    if (stacks.rules)
         rules_saw_subs(subs);
 #else
     (void)subs;
@@ -617,13 +667,10 @@ static int libunwind_backtrace(uint64_t *ips, int want)
 {
     /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
     vt_loader_enter();
-    int n = unw_backtrace_ptr ? unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    int n = stacks.unw_backtrace_ptr ? stacks.unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
     vt_loader_leave();
     return n;
 }
-
-/* VRAMTRACE_UNWIND=check: counts for the line written at exit. */
-static _Atomic uint64_t check_stacks, check_fallbacks, check_mismatches;
 
 static void check_put(char **p, char *end, const char *s)
 {
@@ -667,17 +714,17 @@ static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int 
 
 static __attribute__((destructor)) void check_summary(void)
 {
-    if (vt_opt.unwind != VT_UNWIND_CHECK || !atomic_load(&check_stacks))
+    if (vt_opt.unwind != VT_UNWIND_CHECK || !atomic_load(&stacks.check_stacks))
         return;
     char line[256], *p = line, *end = line + sizeof line - 1;
     check_put(&p, end, "vramtrace: unwind check summary: pid ");
     check_hex(&p, end, (uint64_t)getpid());
     check_put(&p, end, " stacks ");
-    check_hex(&p, end, atomic_load(&check_stacks));
+    check_hex(&p, end, atomic_load(&stacks.check_stacks));
     check_put(&p, end, " fallbacks ");
-    check_hex(&p, end, atomic_load(&check_fallbacks));
+    check_hex(&p, end, atomic_load(&stacks.check_fallbacks));
     check_put(&p, end, " mismatches ");
-    check_hex(&p, end, atomic_load(&check_mismatches));
+    check_hex(&p, end, atomic_load(&stacks.check_mismatches));
     *p++ = '\n';
     ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
     (void)w;
@@ -715,11 +762,11 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
             if (ncfi > 0)
                 memcpy(cfi, ips, (size_t)ncfi * sizeof ips[0]);
             n = libunwind_backtrace(ips, want);
-            atomic_fetch_add_explicit(&check_stacks, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&stacks.check_stacks, 1, memory_order_relaxed);
             if (ncfi < 0) {
-                atomic_fetch_add_explicit(&check_fallbacks, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&stacks.check_fallbacks, 1, memory_order_relaxed);
             } else if (ncfi != n || (n > 1 && memcmp(cfi + 1, ips + 1, (size_t)(n - 1) * sizeof ips[0]) != 0)) {
-                atomic_fetch_add_explicit(&check_mismatches, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&stacks.check_mismatches, 1, memory_order_relaxed);
                 check_report(cfi, ncfi, ips, n, skip + 1);
             }
         }
@@ -747,7 +794,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     /* After the merge (it compares addresses) and before the hash, so a
      * stack from after an unload is new to the cache and the tree. Pseudo
      * ips and addresses no user mapping has are left as they are. */
-    uint32_t epoch = atomic_load_explicit(&ip_epoch, memory_order_relaxed);
+    uint32_t epoch = atomic_load_explicit(&stacks.ip_epoch, memory_order_relaxed);
     if (__builtin_expect(epoch != 0, 0)) {
         uint64_t tag = (uint64_t)epoch << VT_IP_EPOCH_SHIFT;
         for (int i = 0; i < n; i++)
@@ -788,7 +835,7 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     for (int i = n - 1; i >= 0; i--) {
         uint32_t next = child_of(id, frames[i]);
         if (!next) {
-            atomic_fetch_add_explicit(&stacks_lost, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&stacks.lost, 1, memory_order_relaxed);
             return id;
         }
         id = next;

@@ -28,7 +28,7 @@
  *  - fork waits (bounded) until the thread is between chunks, so the child
  *    never inherits a lock the thread held inside malloc or libzstd.
  *  - A release blocked in the driver does not stall the drain for longer
- *    than record.c's HELD_WAIT_NS: its slot is passed over. At stop
+ *    than ring.c's HELD_WAIT_NS: its slot is passed over. At stop
  *    everything still in the ring is written; a release that never
  *    returned (blocked or cancelled in the driver) is counted as dropped,
  *    so trace + dropped = the program's calls.
@@ -61,85 +61,115 @@ typedef size_t (*zstd_set_fn)(ZSTD_CCtx *, ZSTD_cParameter, int);
 typedef size_t (*zstd_compress2_fn)(ZSTD_CCtx *, void *, size_t, const void *, size_t);
 typedef unsigned (*zstd_is_error_fn)(size_t);
 
-static struct {
+/* Everything the writer keeps between calls, in one struct so that fork
+ * resets all of it by default (vt_writer_atfork_child): a field added here
+ * starts fresh in a child unless that function keeps it, by name. */
+/* libzstd, dlopen'ed once; cctx is reused chunk after chunk. */
+typedef struct writer_zstd {
     zstd_bound_fn bound;
     zstd_create_fn create;
     zstd_set_fn set;
     zstd_compress2_fn compress2;
     zstd_is_error_fn is_error;
     ZSTD_CCtx *cctx;
-} zstd;
+} writer_zstd_t;
 
-static int fd = -1;
-static char path[600];
-static uint64_t mono_start;
-static uint8_t *raw, *zbuf;
-static size_t raw_len, zcap;
-/* No libzstd: raw is zbuf + sizeof(vt_chunk_header_t), so a stored chunk
- * goes out as one write, with no copy. */
-static int stored_chunks;
-static _Atomic int warned_stored;
-static uint32_t chunk_seq;
-static uint64_t prev_time, prev_ptr, file_bytes, fsize_limit;
-static int write_failed;
-/* A partial chunk could not be cut off: nothing may follow it. */
-static int file_ragged;
-/* Set for the chunk with END: it may use the room kept below RLIMIT_FSIZE. */
-static int writing_last_chunk;
-/* events_written: in the file (samples too); unwritten: the program's events
- * recorded but never written (VT_LOST_UNWRITTEN). */
-static uint64_t events_written, unwritten;
-static uint64_t chunk_events, chunk_program_events; /* in the chunk being built */
-static uint32_t nodes_emitted;
-static uint64_t last_dropped, last_stacks_lost;
-static _Atomic int warned_write;
+typedef struct writer {
+    writer_zstd_t zstd;
 
-static pthread_t thread;
-static int thread_running;
-/* The process the writer thread runs in. A child made without the fork
- * handlers (_Fork, a raw clone) inherits thread_running and fd but not the
- * thread: it must neither join it nor write to the parent's file. */
-static pid_t writer_pid;
-static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake_cond;
-static int stopping;
-/* vt_writer_sync's requests, under wake_lock: the thread drains once more
- * whenever sync_done < sync_asked, and says so on sync_cond. accepting: the
- * thread is in its loop and will see a request. */
-static pthread_cond_t sync_cond;
-static uint64_t sync_asked, sync_done;
-static int accepting;
-static int thread_created; /* under wake_lock: accepting will follow */
+    /* The trace file. Its identity (dev, ino) is kept at open: the program
+     * may close our fd (close_range(3, ~0U)) or dup2() over it, and its next
+     * open() then gets that number. Before every write the fd must still be
+     * this file. */
+    int fd;
+    char path[600];
+    dev_t trace_dev;
+    ino_t trace_ino;
+    uint64_t file_bytes, fsize_limit;
+    int write_failed;
+    /* A partial chunk could not be cut off: nothing may follow it. */
+    int file_ragged;
+    /* Set for the chunk with END: it may use the room kept below RLIMIT_FSIZE. */
+    int writing_last_chunk;
+
+    /* The chunk being built: raw_len bytes of records in raw, compressed
+     * into zbuf (zcap bytes). Without libzstd raw is zbuf +
+     * sizeof(vt_chunk_header_t), so a stored chunk goes out as one write,
+     * with no copy. */
+    uint8_t *raw, *zbuf;
+    size_t raw_len, zcap;
+    int stored_chunks;
+    _Atomic int warned_stored;
+    uint32_t chunk_seq;
+    /* The open EVENT record's 3-byte length field (format version 3), 0
+     * when none is open; close_batch() fills it in. */
+    size_t batch_len_at;
+    /* Events are delta-encoded against the previous one in the chunk. */
+    uint64_t mono_start, prev_time, prev_ptr;
+
+    /* What the file has said so far. */
+    /* events_written: in the file (samples too); unwritten: the program's
+     * events recorded but never written (VT_LOST_UNWRITTEN). */
+    uint64_t events_written, unwritten;
+    uint64_t chunk_events, chunk_program_events; /* in the chunk being built */
+    uint32_t nodes_emitted;
+    uint64_t last_dropped, last_stacks_lost;
+    _Atomic int warned_write;
+    /* ips already given a FRAME record in this file: open addressing, grown
+     * by doubling; writer thread only. */
+    uint64_t *frame_set;
+    size_t frame_cap, frame_len;
+
+    /* The thread. */
+    pthread_t thread;
+    int thread_running;
+    /* The process the writer thread runs in. A child made without the fork
+     * handlers (_Fork, a raw clone) inherits thread_running and fd but not
+     * the thread: it must neither join it nor write to the parent's file. */
+    pid_t pid;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    int stopping;
+    /* vt_writer_sync's requests, under wake_lock: the thread drains once
+     * more whenever sync_done < sync_asked, and says so on sync_cond.
+     * accepting: the thread is in its loop and will see a request. */
+    pthread_cond_t sync_cond;
+    uint64_t sync_asked, sync_done;
+    int accepting;
+    int thread_created; /* under wake_lock: accepting will follow */
+    /* Held by the writer thread for each drain, and by fork's prepare
+     * handler: an allocator whose locks are not reset in the child (ASan's
+     * in GCC 12, seen hanging 7 forks in 300 in tests/t/51) would otherwise
+     * leave the child's first malloc waiting forever on a lock our thread
+     * took in the parent. */
+    pthread_mutex_t work_lock;
+    int fork_holds_work_lock;
+    /* Set by the thread once it runs our code: a sanitizer's thread
+     * start-up allocates too, before writer_main, and fork must not land in
+     * it. */
+    _Atomic int thread_started;
+} writer_t;
+
+#define WRITER_INITIAL                                                                                          \
+    { .fd = -1, .wake_lock = PTHREAD_MUTEX_INITIALIZER, .work_lock = PTHREAD_MUTEX_INITIALIZER }
+static writer_t writer = WRITER_INITIAL;
+static const writer_t writer_initial = WRITER_INITIAL;
+
+/* Per thread, so not in writer_t; a fork child is never the writer
+ * thread, which does not fork. */
 static __thread int on_writer_thread __attribute__((tls_model("initial-exec")));
-/* Held by the writer thread for each drain, and by fork's prepare handler:
- * an allocator whose locks are not reset in the child (ASan's in GCC 12, seen
- * hanging 7 forks in 300 in tests/t/51) would otherwise leave the child's
- * first malloc waiting forever on a lock our thread took in the parent. */
-static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fork_holds_work_lock;
-/* Set by the thread once it runs our code: a sanitizer's thread start-up
- * allocates too, before writer_main, and fork must not land in it. */
-static _Atomic int thread_started;
 
-/* ips already given a FRAME record in this file: open addressing, grown by
- * doubling; writer thread only. */
-static uint64_t *frame_set;
-static size_t frame_cap, frame_len;
-
+/* Work buffers, not state: every use fills what it reads, so fork has
+ * nothing in them to reset. Static, off the stack: the first CUDA call may
+ * come on a 16 KiB fiber stack (tests/t/54-shim-stack.t). */
 static uint8_t scratch[VT_MAX_STRING + 4096];
 
 /* ---- output ---- */
 
-/* The trace file's identity, kept at open: the program may close our fd
- * (close_range(3, ~0U)) or dup2() over it, and its next open() then gets
- * that number. Before every write the fd must still be this file. */
-static dev_t trace_dev;
-static ino_t trace_ino;
-
 static int is_trace_file(int f)
 {
     struct stat st;
-    return f >= 0 && fstat(f, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino;
+    return f >= 0 && fstat(f, &st) == 0 && st.st_dev == writer.trace_dev && st.st_ino == writer.trace_ino;
 }
 
 /* A descriptor far from the numbers a program uses, close-on-exec: below
@@ -164,17 +194,17 @@ static int move_high(int f)
  * appending, if it is still the same file. @return 0 when fd is ours again. */
 static int reclaim_trace_fd(void)
 {
-    int f = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    int f = open(writer.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (f >= 0 && !is_trace_file(f)) {
         close(f);
         f = -1;
     }
     if (f < 0) {
-        fd = -1;
+        writer.fd = -1;
         errno = EBADF;
         return -1;
     }
-    fd = move_high(f);
+    writer.fd = move_high(f);
     return 0;
 }
 
@@ -185,17 +215,17 @@ static int reclaim_trace_fd(void)
 
 static int write_all(const uint8_t *p, size_t n)
 {
-    if (!is_trace_file(fd) && reclaim_trace_fd() != 0)
+    if (!is_trace_file(writer.fd) && reclaim_trace_fd() != 0)
         return -1;
-    uint64_t limit = fsize_limit;
-    if (limit && !writing_last_chunk)
+    uint64_t limit = writer.fsize_limit;
+    if (limit && !writer.writing_last_chunk)
         limit = limit > LAST_CHUNK_ROOM ? limit - LAST_CHUNK_ROOM : 0;
-    if (limit && file_bytes + n > limit) {
+    if (limit && writer.file_bytes + n > limit) {
         errno = EFBIG;
         return -1;
     }
     while (n) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = write(writer.fd, p, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -203,7 +233,7 @@ static int write_all(const uint8_t *p, size_t n)
         }
         p += w;
         n -= (size_t)w;
-        file_bytes += (uint64_t)w;
+        writer.file_bytes += (uint64_t)w;
     }
     return 0;
 }
@@ -211,8 +241,8 @@ static int write_all(const uint8_t *p, size_t n)
 static void write_failed_now(void)
 {
     int err = errno;
-    write_failed = 1;
-    vt_warn_once(&warned_write, "cannot write %s: %s; the trace ends at its last complete chunk", path,
+    writer.write_failed = 1;
+    vt_warn_once(&writer.warned_write, "cannot write %s: %s; the trace ends at its last complete chunk", writer.path,
                  strerror(err));
 }
 
@@ -221,16 +251,17 @@ static void write_failed_now(void)
  * chunk can follow it. The seq of a chunk cut off is used again. */
 static int write_chunk(const uint8_t *p, size_t n)
 {
-    uint64_t at = file_bytes;
+    uint64_t at = writer.file_bytes;
     if (write_all(p, n) == 0)
         return 0;
     int err = errno;
-    chunk_seq--;
-    if (file_bytes != at) {
-        if (is_trace_file(fd) && ftruncate(fd, (off_t)at) == 0 && lseek(fd, (off_t)at, SEEK_SET) == (off_t)at)
-            file_bytes = at;
+    writer.chunk_seq--;
+    if (writer.file_bytes != at) {
+        if (is_trace_file(writer.fd) && ftruncate(writer.fd, (off_t)at) == 0 &&
+            lseek(writer.fd, (off_t)at, SEEK_SET) == (off_t)at)
+            writer.file_bytes = at;
         else
-            file_ragged = 1;
+            writer.file_ragged = 1;
     }
     errno = err;
     return -1;
@@ -241,42 +272,42 @@ static void close_batch(void);
 static void flush_chunk(void)
 {
     close_batch();
-    if (!raw_len)
+    if (!writer.raw_len)
         return;
-    if (!write_failed && stored_chunks) {
-        vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)raw_len, (uint32_t)raw_len, chunk_seq++ };
-        memcpy(zbuf, &h, sizeof h);
-        if (write_chunk(zbuf, sizeof h + raw_len) != 0)
+    if (!writer.write_failed && writer.stored_chunks) {
+        vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)writer.raw_len, (uint32_t)writer.raw_len, writer.chunk_seq++ };
+        memcpy(writer.zbuf, &h, sizeof h);
+        if (write_chunk(writer.zbuf, sizeof h + writer.raw_len) != 0)
             write_failed_now();
-    } else if (!write_failed) {
-        size_t z = zstd.compress2(zstd.cctx, zbuf + sizeof(vt_chunk_header_t), zcap, raw, raw_len);
-        if (zstd.is_error(z)) {
+    } else if (!writer.write_failed) {
+        size_t z = writer.zstd.compress2(writer.zstd.cctx, writer.zbuf + sizeof(vt_chunk_header_t), writer.zcap, writer.raw, writer.raw_len);
+        if (writer.zstd.is_error(z)) {
             errno = EIO;
             write_failed_now();
         } else {
-            vt_chunk_header_t h = { VT_CHUNK_MAGIC, (uint32_t)z, (uint32_t)raw_len, chunk_seq++ };
-            memcpy(zbuf, &h, sizeof h);
-            if (write_chunk(zbuf, sizeof h + z) != 0)
+            vt_chunk_header_t h = { VT_CHUNK_MAGIC, (uint32_t)z, (uint32_t)writer.raw_len, writer.chunk_seq++ };
+            memcpy(writer.zbuf, &h, sizeof h);
+            if (write_chunk(writer.zbuf, sizeof h + z) != 0)
                 write_failed_now();
         }
     }
-    if (write_failed) {
+    if (writer.write_failed) {
         /* This chunk's events never reached the file: say them lost. */
-        events_written -= chunk_events;
-        unwritten += chunk_program_events;
+        writer.events_written -= writer.chunk_events;
+        writer.unwritten += writer.chunk_program_events;
     }
-    chunk_events = chunk_program_events = 0;
-    raw_len = 0;
-    prev_time = mono_start;
-    prev_ptr = 0;
+    writer.chunk_events = writer.chunk_program_events = 0;
+    writer.raw_len = 0;
+    writer.prev_time = writer.mono_start;
+    writer.prev_ptr = 0;
 }
 
 static void emit(uint8_t type, const uint8_t *payload, size_t len)
 {
     close_batch();
-    if (raw_len + len + 1 + VT_VARINT_MAX > RAW_CAP)
+    if (writer.raw_len + len + 1 + VT_VARINT_MAX > RAW_CAP)
         flush_chunk();
-    raw_len = (size_t)(vt_put_record(raw + raw_len, type, payload, len) - raw);
+    writer.raw_len = (size_t)(vt_put_record(writer.raw + writer.raw_len, type, payload, len) - writer.raw);
 }
 
 /* ---- records ---- */
@@ -295,31 +326,31 @@ static void module_sink(void *ctx, const vt_module_info_t *m)
 
 static int frame_seen(uint64_t ip)
 {
-    if (frame_len * 2 >= frame_cap) {
-        size_t cap = frame_cap ? frame_cap * 2 : 4096;
+    if (writer.frame_len * 2 >= writer.frame_cap) {
+        size_t cap = writer.frame_cap ? writer.frame_cap * 2 : 4096;
         uint64_t *set = calloc(cap, sizeof *set);
         if (!set)
             return 1; /* no name for this frame, rather than no trace */
-        for (size_t i = 0; i < frame_cap; i++) {
-            if (!frame_set[i])
+        for (size_t i = 0; i < writer.frame_cap; i++) {
+            if (!writer.frame_set[i])
                 continue;
-            size_t j = (frame_set[i] * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1);
+            size_t j = (writer.frame_set[i] * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1);
             while (set[j])
                 j = (j + 1) & (cap - 1);
-            set[j] = frame_set[i];
+            set[j] = writer.frame_set[i];
         }
-        free(frame_set);
-        frame_set = set;
-        frame_cap = cap;
+        free(writer.frame_set);
+        writer.frame_set = set;
+        writer.frame_cap = cap;
     }
-    size_t j = (ip * 0x9e3779b97f4a7c15ull) >> 20 & (frame_cap - 1);
-    while (frame_set[j]) {
-        if (frame_set[j] == ip)
+    size_t j = (ip * 0x9e3779b97f4a7c15ull) >> 20 & (writer.frame_cap - 1);
+    while (writer.frame_set[j]) {
+        if (writer.frame_set[j] == ip)
             return 1;
-        j = (j + 1) & (frame_cap - 1);
+        j = (j + 1) & (writer.frame_cap - 1);
     }
-    frame_set[j] = ip;
-    frame_len++;
+    writer.frame_set[j] = ip;
+    writer.frame_len++;
     return 0;
 }
 
@@ -348,8 +379,8 @@ static void emit_frame(uint64_t ip)
 static void emit_new_nodes(void)
 {
     uint32_t count = vt_stack_count();
-    while (nodes_emitted < count) {
-        uint32_t id = ++nodes_emitted, parent;
+    while (writer.nodes_emitted < count) {
+        uint32_t id = ++writer.nodes_emitted, parent;
         uint64_t ip;
         vt_stack_node(id, &parent, &ip);
         emit_frame(ip);
@@ -398,9 +429,9 @@ static uint64_t time_grain_ns(void)
 static uint64_t event_time(uint64_t t)
 {
     uint64_t grain = time_grain_ns();
-    if (t < mono_start)
+    if (t < writer.mono_start)
         return t;
-    return mono_start + (t - mono_start) / grain * grain;
+    return writer.mono_start + (t - writer.mono_start) / grain * grain;
 }
 
 /* Events are encoded in place, with no staging buffer and no copy. A run
@@ -409,32 +440,31 @@ static uint64_t event_time(uint64_t t)
  * fills it in before anything else is appended and before a flush. */
 _Static_assert(RAW_CAP <= VT_EVENT_RECORD_MAX, "an EVENT record's length must fit its 3-byte field");
 #define EVENT_MAX (1 + VT_EVENT_LEN_BYTES + VT_EVENT_MAX_PAYLOAD)
-static size_t batch_len_at;
 
 static void close_batch(void)
 {
-    if (!batch_len_at)
+    if (!writer.batch_len_at)
         return;
-    vt_put_event_len(raw + batch_len_at, raw_len - (batch_len_at + VT_EVENT_LEN_BYTES));
-    batch_len_at = 0;
+    vt_put_event_len(writer.raw + writer.batch_len_at, writer.raw_len - (writer.batch_len_at + VT_EVENT_LEN_BYTES));
+    writer.batch_len_at = 0;
 }
 
 static void emit_event(const vt_event_t *ev)
 {
-    if (raw_len + EVENT_MAX > RAW_CAP)
+    if (writer.raw_len + EVENT_MAX > RAW_CAP)
         flush_chunk(); /* resets prev_time and prev_ptr: encode against the new base */
-    if (!batch_len_at) {
-        raw[raw_len] = VT_REC_EVENT;
-        batch_len_at = raw_len + 1;
-        raw_len += 1 + VT_EVENT_LEN_BYTES;
+    if (!writer.batch_len_at) {
+        writer.raw[writer.raw_len] = VT_REC_EVENT;
+        writer.batch_len_at = writer.raw_len + 1;
+        writer.raw_len += 1 + VT_EVENT_LEN_BYTES;
     }
     uint64_t time_ns = event_time(ev->time_ns);
     const uint64_t wire[VT_EVF_COUNT] = {
         [VT_EVF_API] = ev->api,
-        [VT_EVF_DT] = vt_zigzag((int64_t)(time_ns - prev_time)),
+        [VT_EVF_DT] = vt_zigzag((int64_t)(time_ns - writer.prev_time)),
         [VT_EVF_TID] = ev->tid,
         [VT_EVF_DEVICE] = vt_zigzag(ev->device),
-        [VT_EVF_PTR] = vt_zigzag((int64_t)(ev->ptr - prev_ptr)),
+        [VT_EVF_PTR] = vt_zigzag((int64_t)(ev->ptr - writer.prev_ptr)),
         [VT_EVF_SIZE] = ev->size,
         [VT_EVF_RESERVED] = ev->reserved,
         [VT_EVF_AUX] = ev->aux,
@@ -442,19 +472,19 @@ static void emit_event(const vt_event_t *ev)
         [VT_EVF_RESULT] = ev->result,
         [VT_EVF_STACK] = ev->stack,
     };
-    raw_len = (size_t)(vt_put_event_v3(raw + raw_len, wire, 0) - raw);
-    prev_time = time_ns;
-    prev_ptr = ev->ptr;
-    events_written++;
-    chunk_events++;
-    chunk_program_events += !(ev->flags & VT_EF_SAMPLE);
+    writer.raw_len = (size_t)(vt_put_event_v3(writer.raw + writer.raw_len, wire, 0) - writer.raw);
+    writer.prev_time = time_ns;
+    writer.prev_ptr = ev->ptr;
+    writer.events_written++;
+    writer.chunk_events++;
+    writer.chunk_program_events += !(ev->flags & VT_EF_SAMPLE);
 }
 
 /* The program's events lost, by reason; returns their sum. */
 static uint64_t lost_by_reason(uint64_t lost[VT_LOST_REASONS])
 {
     vt_ring_lost(lost);
-    lost[VT_LOST_UNWRITTEN] = unwritten;
+    lost[VT_LOST_UNWRITTEN] = writer.unwritten;
     uint64_t sum = 0;
     for (int i = 0; i < VT_LOST_REASONS; i++)
         sum += lost[i];
@@ -474,10 +504,10 @@ static void emit_counts(int force)
 {
     uint64_t lost[VT_LOST_REASONS];
     uint64_t dropped = lost_by_reason(lost), stacks_lost = vt_stacks_lost();
-    if (!force && dropped == last_dropped && stacks_lost == last_stacks_lost)
+    if (!force && dropped == writer.last_dropped && stacks_lost == writer.last_stacks_lost)
         return;
-    last_dropped = dropped;
-    last_stacks_lost = stacks_lost;
+    writer.last_dropped = dropped;
+    writer.last_stacks_lost = stacks_lost;
     uint8_t buf[(4 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
     p = vt_put_varint(p, vt_now_ns());
     p = vt_put_varint(p, dropped);
@@ -497,9 +527,9 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
     do {
         n = take(batch, BATCH);
         taken += n;
-        if (write_failed) {
+        if (writer.write_failed) {
             for (size_t i = 0; i < n; i++)
-                unwritten += !(batch[i].flags & VT_EF_SAMPLE);
+                writer.unwritten += !(batch[i].flags & VT_EF_SAMPLE);
             continue;
         }
         /* Nodes and devices are published before the events that use them,
@@ -510,7 +540,7 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
         for (size_t i = 0; i < n; i++)
             emit_event(&batch[i]);
     } while (n == BATCH);
-    if (!write_failed)
+    if (!writer.write_failed)
         vt_ggml_records(emit);
     return taken;
 }
@@ -527,7 +557,7 @@ static void say_lost(const uint64_t lost[VT_LOST_REASONS], uint64_t dropped)
     };
     char msg[512];
     int len = snprintf(msg, sizeof msg, "vramtrace: %llu events not in %s, lost (", (unsigned long long)dropped,
-                       path);
+                       writer.path);
     const char *sep = "";
     for (int i = 0; i < VT_LOST_REASONS && len < (int)sizeof msg; i++) {
         if (!lost[i])
@@ -538,7 +568,7 @@ static void say_lost(const uint64_t lost[VT_LOST_REASONS], uint64_t dropped)
     }
     if (len < (int)sizeof msg)
         len += snprintf(msg + len, sizeof msg - (size_t)len, ")%s\n",
-                        write_failed ? "; the trace could not record this" : "");
+                        writer.write_failed ? "; the trace could not record this" : "");
     if (len > (int)sizeof msg - 1)
         len = (int)sizeof msg - 1;
     ssize_t ignored = write(2, msg, (size_t)len);
@@ -552,7 +582,7 @@ static uint64_t drain(void)
 
 static void finish_chunk(void)
 {
-    if (!write_failed) {
+    if (!writer.write_failed) {
         emit_counts(0);
         flush_chunk();
     }
@@ -594,45 +624,45 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     on_writer_thread = 1;
-    atomic_store(&thread_started, 1);
+    atomic_store(&writer.thread_started, 1);
     uint64_t flush_ns = (uint64_t)vt_opt.flush_ms * 1000000u;
     uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = 1;
-    pthread_mutex_lock(&wake_lock);
-    accepting = 1;
-    pthread_cond_broadcast(&sync_cond); /* a sync may be waiting for us to start */
-    while (!stopping) {
-        if (sync_done == sync_asked) {
+    pthread_mutex_lock(&writer.wake_lock);
+    writer.accepting = 1;
+    pthread_cond_broadcast(&writer.sync_cond); /* a sync may be waiting for us to start */
+    while (!writer.stopping) {
+        if (writer.sync_done == writer.sync_asked) {
             uint64_t now = vt_now_ns();
             uint64_t until_flush_ms = next_flush > now ? (next_flush - now + 999999) / 1000000 : 0;
             struct timespec ts = deadline_in(CLOCK_MONOTONIC, look_ms < until_flush_ms ? look_ms : until_flush_ms);
-            pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
-            if (stopping)
+            pthread_cond_timedwait(&writer.wake_cond, &writer.wake_lock, &ts);
+            if (writer.stopping)
                 break;
         }
         /* Requests made from here on may have captured after this drain
          * started reading: they wait for the next one. */
-        uint64_t asked = sync_asked;
-        int flush = asked != sync_done;
-        pthread_mutex_unlock(&wake_lock);
+        uint64_t asked = writer.sync_asked;
+        int flush = asked != writer.sync_done;
+        pthread_mutex_unlock(&writer.wake_lock);
         vt_tls.guard++;
-        pthread_mutex_lock(&work_lock);
+        pthread_mutex_lock(&writer.work_lock);
         look_ms = next_look_ms(drain(), look_ms);
         uint64_t now = vt_now_ns();
         if (flush || now >= next_flush) {
             finish_chunk();
             next_flush = now + flush_ns;
         }
-        pthread_mutex_unlock(&work_lock);
+        pthread_mutex_unlock(&writer.work_lock);
         vt_tls.guard--;
-        pthread_mutex_lock(&wake_lock);
-        if (sync_done != asked) {
-            sync_done = asked;
-            pthread_cond_broadcast(&sync_cond);
+        pthread_mutex_lock(&writer.wake_lock);
+        if (writer.sync_done != asked) {
+            writer.sync_done = asked;
+            pthread_cond_broadcast(&writer.sync_cond);
         }
     }
-    accepting = 0;
-    pthread_cond_broadcast(&sync_cond);
-    pthread_mutex_unlock(&wake_lock);
+    writer.accepting = 0;
+    pthread_cond_broadcast(&writer.sync_cond);
+    pthread_mutex_unlock(&writer.wake_lock);
     return NULL;
 }
 
@@ -640,35 +670,35 @@ static void *writer_main(void *arg)
 
 static int load_zstd(void)
 {
-    if (zstd.cctx)
+    if (writer.zstd.cctx)
         return 0;
     void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-    zstd.bound = (zstd_bound_fn)vt_real_dlsym(h, "ZSTD_compressBound");
-    zstd.create = (zstd_create_fn)vt_real_dlsym(h, "ZSTD_createCCtx");
-    zstd.set = (zstd_set_fn)vt_real_dlsym(h, "ZSTD_CCtx_setParameter");
-    zstd.compress2 = (zstd_compress2_fn)vt_real_dlsym(h, "ZSTD_compress2");
-    zstd.is_error = (zstd_is_error_fn)vt_real_dlsym(h, "ZSTD_isError");
-    if (!zstd.bound || !zstd.create || !zstd.set || !zstd.compress2 || !zstd.is_error)
+    writer.zstd.bound = (zstd_bound_fn)vt_real_dlsym(h, "ZSTD_compressBound");
+    writer.zstd.create = (zstd_create_fn)vt_real_dlsym(h, "ZSTD_createCCtx");
+    writer.zstd.set = (zstd_set_fn)vt_real_dlsym(h, "ZSTD_CCtx_setParameter");
+    writer.zstd.compress2 = (zstd_compress2_fn)vt_real_dlsym(h, "ZSTD_compress2");
+    writer.zstd.is_error = (zstd_is_error_fn)vt_real_dlsym(h, "ZSTD_isError");
+    if (!writer.zstd.bound || !writer.zstd.create || !writer.zstd.set || !writer.zstd.compress2 || !writer.zstd.is_error)
         return -1;
-    zstd.cctx = zstd.create();
-    if (!zstd.cctx)
+    writer.zstd.cctx = writer.zstd.create();
+    if (!writer.zstd.cctx)
         return -1;
     /* Level 1, not 3: compression is most of the writer thread's work, in
      * someone else's process. On the bench's random-size run level 1 costs
      * ~30 ns less CPU per event for ~3% more bytes (hotpath cu 400000
      * stacks=4096 sizes=random: 348 vs 374 ms process CPU, min of 6; 3.41
      * vs 3.30 bytes per event), and the analyzer decompresses it faster. */
-    zstd.set(zstd.cctx, ZSTD_c_compressionLevel, 1);
+    writer.zstd.set(writer.zstd.cctx, ZSTD_c_compressionLevel, 1);
     /* The checksum lets the reader tell a torn chunk from a valid one. */
-    zstd.set(zstd.cctx, ZSTD_c_checksumFlag, 1);
+    writer.zstd.set(writer.zstd.cctx, ZSTD_c_checksumFlag, 1);
     /* Literals stored as they are, not Huffman-coded: the incompressible
      * bytes of events (addresses, sizes) gain little from Huffman, and
      * decoding it was a quarter of the analyzer's decompression. A libzstd
      * that does not know the parameter refuses it; the trace is valid
      * either way. */
-    zstd.set(zstd.cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+    writer.zstd.set(writer.zstd.cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
     return 0;
 }
 
@@ -713,26 +743,26 @@ static int open_trace(const char *exe)
         strcpy(name, "process");
     for (int attempt = 0; attempt < 100; attempt++) {
         if (attempt == 0)
-            snprintf(path, sizeof path, "%s/%s.%d.vtrace", vt_opt.dir, name, (int)getpid());
+            snprintf(writer.path, sizeof writer.path, "%s/%s.%d.vtrace", vt_opt.dir, name, (int)getpid());
         else
-            snprintf(path, sizeof path, "%s/%s.%d.%d.vtrace", vt_opt.dir, name, (int)getpid(), attempt);
+            snprintf(writer.path, sizeof writer.path, "%s/%s.%d.%d.vtrace", vt_opt.dir, name, (int)getpid(), attempt);
         /* O_EXCL|O_NOFOLLOW: a planted file or symlink is never followed or
          * overwritten; we pick another name instead. */
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST)
+        writer.fd = open(writer.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (writer.fd >= 0 || errno != EEXIST)
             break;
     }
-    if (fd < 0) {
+    if (writer.fd < 0) {
         char why[700];
         snprintf(why, sizeof why, "cannot create a trace file in %s (%s)", vt_opt.dir, strerror(errno));
         vt_disable(why);
         return -1;
     }
-    fd = move_high(fd);
+    writer.fd = move_high(writer.fd);
     struct stat st;
-    if (fstat(fd, &st) == 0) {
-        trace_dev = st.st_dev;
-        trace_ino = st.st_ino;
+    if (fstat(writer.fd, &st) == 0) {
+        writer.trace_dev = st.st_dev;
+        writer.trace_ino = st.st_ino;
     }
     return 0;
 }
@@ -749,7 +779,7 @@ static int write_header(const char *exe)
     uint8_t *p = scratch;
     p = vt_put_varint(p, (uint64_t)getpid());
     p = vt_put_varint(p, (uint64_t)getppid());
-    p = vt_put_varint(p, mono_start);
+    p = vt_put_varint(p, writer.mono_start);
     p = vt_put_varint(p, (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec);
     p = vt_put_str(p, VT_VERSION, strlen(VT_VERSION), 64);
     p = vt_put_str(p, exe, strlen(exe), 4096);
@@ -766,7 +796,7 @@ static int write_header(const char *exe)
         i += len + 1;
     }
     p = vt_put_varint(p, time_grain_ns());
-    p = vt_put_varint(p, (stored_chunks ? VT_DEGRADED_NO_ZSTD : 0u) |
+    p = vt_put_varint(p, (writer.stored_chunks ? VT_DEGRADED_NO_ZSTD : 0u) |
                              (vt_stacks_without_libunwind() ? VT_DEGRADED_NO_LIBUNWIND : 0u));
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
@@ -782,7 +812,7 @@ static int write_header(const char *exe)
     memcpy(prelude.magic, VT_FILE_MAGIC, 8);
     /* A file of zstd chunks is a valid version 3 file: readers of version
      * 3 keep reading every trace a shim with libzstd writes. */
-    prelude.version = stored_chunks ? VT_FORMAT_VERSION_STORED : 3;
+    prelude.version = writer.stored_chunks ? VT_FORMAT_VERSION_STORED : 3;
     prelude.header_len = (uint32_t)rec_len;
     memcpy(file_start, &prelude, sizeof prelude);
     if (write_all(file_start, sizeof prelude + rec_len) != 0)
@@ -792,90 +822,90 @@ static int write_header(const char *exe)
 
 int vt_writer_start(void)
 {
-    if (!raw && load_zstd() != 0) {
-        stored_chunks = 1;
-        vt_warn_once(&warned_stored, "libzstd.so.1 not found: writing the trace uncompressed "
+    if (!writer.raw && load_zstd() != 0) {
+        writer.stored_chunks = 1;
+        vt_warn_once(&writer.warned_stored, "libzstd.so.1 not found: writing the trace uncompressed "
                                      "(same events, a larger file)");
     }
-    if (!raw && stored_chunks) {
-        zbuf = malloc(RAW_CAP + sizeof(vt_chunk_header_t));
-        raw = zbuf ? zbuf + sizeof(vt_chunk_header_t) : NULL;
-        if (!raw) {
+    if (!writer.raw && writer.stored_chunks) {
+        writer.zbuf = malloc(RAW_CAP + sizeof(vt_chunk_header_t));
+        writer.raw = writer.zbuf ? writer.zbuf + sizeof(vt_chunk_header_t) : NULL;
+        if (!writer.raw) {
             vt_disable("out of memory for trace buffers");
             return -1;
         }
-    } else if (!raw) {
-        zcap = zstd.bound(RAW_CAP);
-        raw = malloc(RAW_CAP);
-        zbuf = malloc(zcap + sizeof(vt_chunk_header_t));
-        if (!raw || !zbuf) {
+    } else if (!writer.raw) {
+        writer.zcap = writer.zstd.bound(RAW_CAP);
+        writer.raw = malloc(RAW_CAP);
+        writer.zbuf = malloc(writer.zcap + sizeof(vt_chunk_header_t));
+        if (!writer.raw || !writer.zbuf) {
             vt_disable("out of memory for trace buffers");
             return -1;
         }
     }
     struct rlimit rl;
-    fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : 0;
+    writer.fsize_limit = (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) ? rl.rlim_cur : 0;
 
     static char exe[4096];   /* off the stack, as file_start */
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
-    mono_start = vt_now_ns();
-    prev_time = mono_start;
-    prev_ptr = 0;
+    writer.mono_start = vt_now_ns();
+    writer.prev_time = writer.mono_start;
+    writer.prev_ptr = 0;
     if (open_trace(exe) != 0)
         return -1;
     if (write_header(exe) != 0) {
         char why[700];
-        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", path, strerror(errno));
+        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", writer.path, strerror(errno));
         vt_disable(why);
-        close(fd);
-        unlink(path);
-        fd = -1;
+        close(writer.fd);
+        unlink(writer.path);
+        writer.fd = -1;
         return -1;
     }
 
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&wake_cond, &attr);
-    pthread_cond_init(&sync_cond, &attr);
+    pthread_cond_init(&writer.wake_cond, &attr);
+    pthread_cond_init(&writer.sync_cond, &attr);
     pthread_condattr_destroy(&attr);
 
     /* The writer must never run the host's signal handlers. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thread, NULL, writer_main, NULL);
+    int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         vt_disable("cannot start the writer thread");
         return -1;
     }
-    pthread_setname_np(thread, "vramtrace");
-    writer_pid = getpid();
-    thread_running = 1;
-    pthread_mutex_lock(&wake_lock);
-    thread_created = 1;
-    pthread_mutex_unlock(&wake_lock);
+    pthread_setname_np(writer.thread, "vramtrace");
+    writer.pid = getpid();
+    writer.thread_running = 1;
+    pthread_mutex_lock(&writer.wake_lock);
+    writer.thread_created = 1;
+    pthread_mutex_unlock(&writer.wake_lock);
     return 0;
 }
 
 void vt_writer_stop(void)
 {
-    if (!thread_running)
+    if (!writer.thread_running)
         return;
-    if (getpid() != writer_pid) {
+    if (getpid() != writer.pid) {
         /* A child that skipped the fork handlers: what it recorded has no
          * writer and no file of its own; it leaves the parent's alone. */
-        thread_running = 0;
+        writer.thread_running = 0;
         return;
     }
-    pthread_mutex_lock(&wake_lock);
-    stopping = 1;
-    pthread_cond_signal(&wake_cond);
-    pthread_mutex_unlock(&wake_lock);
-    pthread_join(thread, NULL);
-    thread_running = 0;
+    pthread_mutex_lock(&writer.wake_lock);
+    writer.stopping = 1;
+    pthread_cond_signal(&writer.wake_cond);
+    pthread_mutex_unlock(&writer.wake_lock);
+    pthread_join(writer.thread, NULL);
+    writer.thread_running = 0;
 
     vt_tls.guard++;
     /* Everything left in the ring; slots claimed but never published are
@@ -884,17 +914,17 @@ void vt_writer_stop(void)
     finish_chunk();
     /* After a failed write the file ends at a chunk boundary (write_chunk):
      * one more small chunk may fit and tell the reader what was lost. */
-    if (write_failed && !file_ragged && is_trace_file(fd)) {
-        write_failed = 0;
-        writing_last_chunk = 1;
+    if (writer.write_failed && !writer.file_ragged && is_trace_file(writer.fd)) {
+        writer.write_failed = 0;
+        writer.writing_last_chunk = 1;
     }
     uint64_t lost[VT_LOST_REASONS];
     uint64_t dropped = lost_by_reason(lost);
-    if (!write_failed) {
+    if (!writer.write_failed) {
         uint8_t buf[(3 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
         emit_counts(1);
         p = vt_put_varint(p, vt_now_ns());
-        p = vt_put_varint(p, events_written);
+        p = vt_put_varint(p, writer.events_written);
         p = vt_put_varint(p, dropped);
         p = put_lost(p, lost);
         emit(VT_REC_END, buf, (size_t)(p - buf));
@@ -902,9 +932,9 @@ void vt_writer_stop(void)
     }
     if (dropped)
         say_lost(lost, dropped);
-    if (is_trace_file(fd))   /* never a descriptor the program reused */
-        close(fd);
-    fd = -1;
+    if (is_trace_file(writer.fd))   /* never a descriptor the program reused */
+        close(writer.fd);
+    writer.fd = -1;
     vt_tls.guard--;
     atomic_store(&vt_state, VT_ST_OFF);
 }
@@ -914,24 +944,24 @@ int vt_writer_sync(unsigned timeout_ms)
     if (on_writer_thread)
         return -1;
     struct timespec deadline = deadline_in(CLOCK_MONOTONIC, timeout_ms);
-    pthread_mutex_lock(&wake_lock);
+    pthread_mutex_lock(&writer.wake_lock);
     /* A thread created but not yet in its loop is waited for, within the
      * same bound: a dlclose right after the first CUDA call, on a busy
      * machine, came before the thread ran and the library's frames went
      * unnamed (tests/t/76 under load). */
     int rc = 0;
-    while (thread_created && !accepting && !stopping && rc == 0)
-        rc = pthread_cond_timedwait(&sync_cond, &wake_lock, &deadline);
-    if (!accepting || stopping) {
-        pthread_mutex_unlock(&wake_lock);
+    while (writer.thread_created && !writer.accepting && !writer.stopping && rc == 0)
+        rc = pthread_cond_timedwait(&writer.sync_cond, &writer.wake_lock, &deadline);
+    if (!writer.accepting || writer.stopping) {
+        pthread_mutex_unlock(&writer.wake_lock);
         return -1;
     }
-    uint64_t mine = ++sync_asked;
-    pthread_cond_signal(&wake_cond);
-    while (accepting && sync_done < mine && rc == 0)
-        rc = pthread_cond_timedwait(&sync_cond, &wake_lock, &deadline);
-    int done = sync_done >= mine;
-    pthread_mutex_unlock(&wake_lock);
+    uint64_t mine = ++writer.sync_asked;
+    pthread_cond_signal(&writer.wake_cond);
+    while (writer.accepting && writer.sync_done < mine && rc == 0)
+        rc = pthread_cond_timedwait(&writer.sync_cond, &writer.wake_lock, &deadline);
+    int done = writer.sync_done >= mine;
+    pthread_mutex_unlock(&writer.wake_lock);
     return done ? 0 : -1;
 }
 
@@ -940,22 +970,22 @@ int vt_writer_sync(unsigned timeout_ms)
  * bound the fork goes ahead as it would without us. */
 void vt_writer_atfork_prepare(void)
 {
-    if (!thread_running)
+    if (!writer.thread_running)
         return;
     /* pthread_mutex_timedlock measures against CLOCK_REALTIME. */
     struct timespec deadline = deadline_in(CLOCK_REALTIME, 2000);
-    for (int waited_ms = 0; !atomic_load(&thread_started) && waited_ms < 2000; waited_ms++) {
+    for (int waited_ms = 0; !atomic_load(&writer.thread_started) && waited_ms < 2000; waited_ms++) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    fork_holds_work_lock = pthread_mutex_timedlock(&work_lock, &deadline) == 0;
+    writer.fork_holds_work_lock = pthread_mutex_timedlock(&writer.work_lock, &deadline) == 0;
 }
 
 void vt_writer_atfork_parent(void)
 {
-    if (fork_holds_work_lock) {
-        fork_holds_work_lock = 0;
-        pthread_mutex_unlock(&work_lock);
+    if (writer.fork_holds_work_lock) {
+        writer.fork_holds_work_lock = 0;
+        pthread_mutex_unlock(&writer.work_lock);
     }
 }
 
@@ -963,30 +993,28 @@ void vt_writer_atfork_child(void)
 {
     /* The parent's thread is gone and its file is the parent's. State the
      * writer thread may have been changing at fork time is abandoned, not
-     * trusted. */
-    if (is_trace_file(fd))   /* never a descriptor the program reused */
-        close(fd);
-    fd = -1;
-    thread_running = 0;
-    stopping = 0;
-    accepting = 0;
-    thread_created = 0;
-    sync_asked = sync_done = 0;
-    pthread_mutex_init(&wake_lock, NULL);
-    pthread_mutex_init(&work_lock, NULL);
-    fork_holds_work_lock = 0;
-    atomic_store(&thread_started, 0);
-    raw_len = 0;
-    batch_len_at = 0;
-    prev_time = prev_ptr = 0;
-    chunk_seq = 0;
-    file_bytes = 0;
-    write_failed = file_ragged = writing_last_chunk = 0;
-    events_written = unwritten = chunk_events = chunk_program_events = 0;
-    nodes_emitted = 0;
-    last_dropped = last_stacks_lost = 0;
-    frame_set = NULL;
-    frame_cap = frame_len = 0;
-    atomic_store(&warned_write, 0);
+     * trusted: the frame set is dropped, not freed. */
+    if (is_trace_file(writer.fd))   /* never a descriptor the program reused */
+        close(writer.fd);
+    /* What survives, all of it settled before the first trace and unused
+     * between two drains (fork waits, bounded, for one to end):
+     *  - zstd: libzstd stays loaded and its context is reusable;
+     *  - raw, zbuf, zcap: the chunk buffers, allocated once per process
+     *    tree (vt_writer_start allocates only while raw is NULL);
+     *  - stored_chunks: chosen with the buffers, for the life of raw;
+     *  - warned_stored: the missing libzstd was said once already.
+     * Copied through locals, not a second writer_t: fork may come on a
+     * small stack. */
+    writer_zstd_t zstd = writer.zstd;
+    uint8_t *raw = writer.raw, *zbuf = writer.zbuf;
+    size_t zcap = writer.zcap;
+    int stored_chunks = writer.stored_chunks, warned_stored = atomic_load(&writer.warned_stored);
+    writer = writer_initial;
+    writer.zstd = zstd;
+    writer.raw = raw;
+    writer.zbuf = zbuf;
+    writer.zcap = zcap;
+    writer.stored_chunks = stored_chunks;
+    atomic_store(&writer.warned_stored, warned_stored);
     vt_symbols_reset_reported();
 }

@@ -1,0 +1,51 @@
+/* real_dl.c: the loader's own dlsym and dlclose, for the shim's lookups.
+ *
+ * The shim exports dlsym and dlclose (interpose.c), so a plain call from
+ * here would reach ours. glibc's dlsym comes from dlvsym (GLIBC_2.34 first,
+ * then 2.2.5), since asking for "dlsym" from inside this library would find
+ * ourselves; glibc's dlclose is the next one after ours (RTLD_NEXT).
+ * A leaf: calls no other file of the shim.
+ */
+#include <dlfcn.h>
+#include <stdatomic.h>
+
+#include "shim.h"
+
+void *vt_next_dlsym;
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+/* Not instrumented: interpose.c's dlsym route calls it before ASan or TSan
+ * have their shadow memory (they call dlsym while setting themselves up). */
+__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlsym_resolve(void)
+{
+    if (vt_next_dlsym)
+        return;
+    void *fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!fn)
+        fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&vt_next_dlsym, fn, __ATOMIC_RELEASE);
+}
+
+void *vt_real_dlsym(void *handle, const char *name)
+{
+    vt_real_dlsym_resolve();
+    dlsym_fn fn = (dlsym_fn)vt_next_dlsym;
+    return fn ? fn(handle, name) : NULL;
+}
+
+typedef int (*dlclose_fn)(void *);
+static _Atomic(dlclose_fn) next_dlclose;
+
+/* Our own export would be found from here by name: RTLD_NEXT skips it. */
+int vt_real_dlclose(void *handle)
+{
+    dlclose_fn fn = atomic_load_explicit(&next_dlclose, memory_order_acquire);
+    if (!fn) {
+        fn = (dlclose_fn)vt_real_dlsym(RTLD_NEXT, "dlclose");
+        if (!fn)
+            return -1; /* no libc dlclose: unloading nothing is safe */
+        atomic_store_explicit(&next_dlclose, fn, memory_order_release);
+    }
+    return fn(handle);
+}

@@ -1,0 +1,175 @@
+/* ring.c: the queue of events between the program's threads (many
+ * producers) and the writer thread (one consumer).
+ *
+ * Contract:
+ *  - A leaf: reads the options and calls no other file of the shim.
+ *  - Producers take no lock and allocate nothing: a CAS to claim a slot, a
+ *    store to publish it. Their half (vt_ring_claim, vt_ring_publish,
+ *    vt_ring_claim_held) is inline in shim.h, so the recording API's hot
+ *    path calls nothing; this file holds the rest.
+ *  - A full ring drops the event and counts it (vt_ring_lost), except a
+ *    shim's own sample (vt_ring_claim_uncounted): trace + dropped = the
+ *    program's calls exactly.
+ *  - The ring is mapped once, at start-up; a fork child keeps the mapping
+ *    and starts it empty (vt_ring_init at its own start-up).
+ *
+ * A slot at position pos goes: seq == pos free; claimed (the tail moved
+ * past pos), seq still pos while its event is copied in, nanoseconds; or
+ * seq == pos | VT_RING_SEQ_HELD while a release holds it across the real call;
+ * seq == pos + 1 published; pos + ring size read, free for the next lap.
+ *
+ * A held slot can stay held for seconds (cudaFree waits behind a running
+ * kernel) or for ever (its thread cancelled inside the driver), and the
+ * writer reads in order: it passes over a slot held HELD_WAIT_NS at the
+ * head, taking it with a CAS the returning release then loses. That release
+ * publishes in a fresh slot, after the events made during its call; one
+ * that never returns is counted as dropped at stop.
+ */
+#include <sys/mman.h>
+
+#include "shim.h"
+
+/* Far above a release's own time in the driver (microseconds, when no
+ * kernel is waited for) and a preempted thread's wait, far below what a
+ * live reader notices: chunks land every VRAMTRACE_FLUSH_MS (100 ms). */
+#define HELD_WAIT_NS 250000000ull
+
+vt_ring_t vt_ring = { .held_head_pos = UINT64_MAX };
+
+int vt_ring_init(void)
+{
+    size_t bytes = (size_t)vt_opt.ring * sizeof(vt_ring_slot_t);
+    if (!vt_ring.slots) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -1;
+        vt_ring.slots = p;
+    }
+    vt_ring.mask = vt_opt.ring - 1;
+    for (uint64_t i = 0; i <= vt_ring.mask; i++)
+        atomic_store_explicit(&vt_ring.slots[i].seq, i, memory_order_relaxed);
+    atomic_store(&vt_ring.tail, 0);
+    vt_ring.head = 0;
+    atomic_store(&vt_ring.held_passed, 0);
+    vt_ring.held_head_pos = UINT64_MAX;
+    return 0;
+}
+
+/* The parent's losses are in the parent's trace; the slots are reset by
+ * vt_ring_init at the child's own start-up. */
+void vt_ring_atfork_child(void)
+{
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        atomic_store(&vt_ring.lost[i], 0);
+    atomic_store(&vt_ring.held_passed, 0);
+}
+
+/* Takes one passed-over release back from the count stop would drop;
+ * 0 when stop has counted it already. */
+static int take_held_passed(void)
+{
+    uint64_t n = atomic_load_explicit(&vt_ring.held_passed, memory_order_relaxed);
+    while (n && !atomic_compare_exchange_weak_explicit(&vt_ring.held_passed, &n, n - 1, memory_order_relaxed,
+                                                       memory_order_relaxed))
+        ;
+    return n != 0;
+}
+
+void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev)
+{
+    uint64_t held = pos | VT_RING_SEQ_HELD;
+    if (atomic_compare_exchange_strong_explicit(&slot->seq, &held, pos, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        slot->ev = *ev;
+        atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+        return;
+    }
+    /* Passed over: the slot is another event's now. Published late, the
+     * free still comes before any allocation that reuses its address and
+     * returns after this one publishes; one that returned in the moment
+     * between the driver's release and here comes before it. */
+    if (!take_held_passed())
+        return;
+    vt_ring_slot_t *late = vt_ring_claim();
+    if (late) {
+        late->ev = *ev;
+        vt_ring_publish(late);
+    }
+}
+
+/* Passes over the held slot at the head once it has been held wait_ns
+ * there. Returns 1 when it did, 0 when it waits or its release is
+ * publishing it right now. */
+static int pass_held_head(vt_ring_slot_t *slot, uint64_t wait_ns)
+{
+    if (wait_ns) {
+        uint64_t now = vt_now_ns();
+        if (vt_ring.held_head_pos != vt_ring.head) {
+            vt_ring.held_head_pos = vt_ring.head;
+            vt_ring.held_head_since = now;
+        }
+        if (now - vt_ring.held_head_since < wait_ns)
+            return 0;
+    }
+    uint64_t held = vt_ring.head | VT_RING_SEQ_HELD;
+    if (!atomic_compare_exchange_strong_explicit(&slot->seq, &held, vt_ring.head + vt_ring.mask + 1,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return 0;
+    atomic_fetch_add_explicit(&vt_ring.held_passed, 1, memory_order_relaxed);
+    vt_ring.head++;
+    return 1;
+}
+
+static size_t ring_drain(vt_event_t *out, size_t max, uint64_t held_wait_ns)
+{
+    size_t n = 0;
+    while (n < max) {
+        vt_ring_slot_t *slot = &vt_ring.slots[vt_ring.head & vt_ring.mask];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        if (seq != vt_ring.head + 1) {
+            if (seq == (vt_ring.head | VT_RING_SEQ_HELD) && pass_held_head(slot, held_wait_ns))
+                continue;
+            break;
+        }
+        out[n++] = slot->ev;
+        atomic_store_explicit(&slot->seq, vt_ring.head + vt_ring.mask + 1, memory_order_release);
+        vt_ring.head++;
+    }
+    return n;
+}
+
+size_t vt_ring_drain(vt_event_t *out, size_t max)
+{
+    return ring_drain(out, max, HELD_WAIT_NS);
+}
+
+/* At stop: held slots are passed over at once, and a slot claimed but
+ * never published (its thread cancelled between claim and publish) is
+ * counted as dropped and passed over, left as it is, so a late publish
+ * writes only into a slot nobody reads. Releases passed over that never
+ * came back are dropped now. */
+size_t vt_ring_drain_final(vt_event_t *out, size_t max)
+{
+    size_t n = ring_drain(out, max, 0);
+    uint64_t tail = atomic_load_explicit(&vt_ring.tail, memory_order_acquire);
+    while (n < max && vt_ring.head < tail) {
+        vt_ring_slot_t *slot = &vt_ring.slots[vt_ring.head & vt_ring.mask];
+        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        if (seq == vt_ring.head + 1 || seq == (vt_ring.head | VT_RING_SEQ_HELD)) {
+            n += ring_drain(out + n, max - n, 0);
+            continue;
+        }
+        atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_UNRETURNED], 1, memory_order_relaxed);
+        vt_ring.head++;
+    }
+    atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_UNRETURNED], atomic_exchange(&vt_ring.held_passed, 0),
+                              memory_order_relaxed);
+    return n;
+}
+
+void vt_ring_lost(uint64_t lost[VT_LOST_REASONS])
+{
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        lost[i] = atomic_load_explicit(&vt_ring.lost[i], memory_order_relaxed);
+}
+
