@@ -49,6 +49,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     m->p.host_weights_after = -1;
     m->p.last_alloc_site = UINT32_MAX;
     m->retry_dev = -1;
+    m->last_alloc_kind = -1;
     return m;
 }
 
@@ -899,6 +900,8 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     if (live_insert(m, map, &e, ev->time_ns, hole))
         return VT_E_NOMEM;
     p->last_alloc_site = si;
+    m->last_alloc_ptr = ev->ptr;
+    m->last_alloc_kind = kind;
     if (d) {
         d->allocs++;
         if (d->have_free) {
@@ -938,6 +941,11 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
         return 0;
     }
     p->events.frees++;
+    if (m->last_alloc_kind == kind && m->last_alloc_ptr == ev->ptr && e.site != UINT32_MAX) {
+        p->sites[e.site].temporary++;
+        p->sites[e.site].temporary_bytes += e.size;
+    }
+    m->last_alloc_kind = -1;
     p->apis[ev->api].bytes += e.size;
     /* Only bytes the driver got back can let a retry succeed: not a VA
      * range, nor a handle whose mappings keep it alive. */

@@ -183,6 +183,10 @@ typedef struct vt_site {
      * --leaks lists) and those freed again with their bytes (--churn: the
      * temporaries a caching allocator would keep from the driver). */
     uint64_t live_allocs, frees, freed_bytes;
+    /* Of those freed, heaptrack's temporaries: freed with no other
+     * allocation or free between the allocation and its free, in trace
+     * order (heaptrack -T). */
+    uint64_t temporary, temporary_bytes;
 } vt_site_t;
 
 typedef struct vt_api_stats {

@@ -128,6 +128,10 @@ struct vt_model {
     /* ggml marks (model_witness.c): the marks read (seen), or, in a
      * reading given the matches, those (marks_given, next = the first not
      * yet reached). */
+    /* The latest successful allocation (heaptrack's temporaries): its
+     * address and kind, until the next allocation or free. */
+    uint64_t last_alloc_ptr;
+    int last_alloc_kind;   /* enum live_kind, -1 none */
     vt_seen_mark_t *seen;
     size_t nseen, seen_cap;
     vt_marks_t *marks_given;

@@ -99,11 +99,12 @@ static void churn_text(FILE *o, const vt_report_t *r, const vt_model_t *m, int w
     const vt_proc_t *p = vt_model_proc(m);
     size_t n, shown;
     size_t *sel = pick(r, m, VT_ORDER_FREES, &n);
-    uint64_t bytes = 0, frees = 0;
+    uint64_t bytes = 0, frees = 0, temporary = 0;
     char a[VT_SIZE_BUF], wb[32];
     for (size_t k = 0; sel && k < n; k++) {
         bytes += p->sites[sel[k]].freed_bytes;
         frees += p->sites[sel[k]].frees;
+        temporary += p->sites[sel[k]].temporary;
     }
     if (!n) {
         fprintf(o, "\nFreed again: none; no allocation%s was freed.\n", r->opts.filter ? " of the matching sites" : "");
@@ -112,12 +113,13 @@ static void churn_text(FILE *o, const vt_report_t *r, const vt_model_t *m, int w
     }
     fprintf(o, "\nFreed again (churn): %" PRIu64 " allocation%s, %s in all, by the number freed%s\n", frees,
             frees == 1 ? "" : "s", vt_fmt_bytes(a, bytes), r->opts.filter ? ", from the matching sites" : "");
+    fprintf(o, "  %" PRIu64 " of them temporary: freed with no other allocation or free in between\n", temporary);
     shown = shown_of(r, n);
     for (size_t k = 0; k < shown; k++) {
         const vt_site_t *s = &p->sites[sel[k]];
-        fprintf(o, "  %2zu. %6" PRIu64 " of %" PRIu64 " freed, %s  %s  %s\n", k + 1, s->frees, succeeded(s),
-                vt_fmt_bytes(a, s->freed_bytes), vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)),
-                where_of(s, wb));
+        fprintf(o, "  %2zu. %6" PRIu64 " of %" PRIu64 " freed (%" PRIu64 " temporary), %s  %s  %s\n", k + 1, s->frees,
+                succeeded(s), s->temporary, vt_fmt_bytes(a, s->freed_bytes),
+                vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)), where_of(s, wb));
         stack_lines(o, m, s, width);
     }
     if (shown < n)
@@ -188,6 +190,8 @@ static void site_refs(vt_json_t *j, const vt_report_t *r, const vt_model_t *m, c
         } else {
             vt_json_u64(j, "freed", s->frees);
             vt_json_u64(j, "freed_bytes", s->freed_bytes);
+            vt_json_u64(j, "temporary", s->temporary);
+            vt_json_u64(j, "temporary_bytes", s->temporary_bytes);
         }
         vt_json_obj_end(j);
     }

@@ -64,10 +64,12 @@ is "$(grep '^Never freed' $S.leaks)" "Never freed: nothing; every allocation was
 "$VT" report --churn $V >$V.churn 2>&1
 is "$(grep '^Freed again' $V.churn)" "Freed again (churn): 512 allocations, 10.00 GiB in all, by the number freed" \
     "churn: the 512 pages of 20 MiB"
-is "$(grep -A1 '^Freed again' $V.churn | tail -1)" "   1.    512 of 512 freed, 10.00 GiB  unknown  GPU 0" "churn: one site"
+is "$(grep -A1 '^Freed again' $V.churn | tail -1)" "  0 of them temporary: freed with no other allocation or free in between" \
+    "churn: none temporary (each page's map comes between its creation and its release)"
+is "$(grep -A2 '^Freed again' $V.churn | tail -1)" "   1.    512 of 512 freed (0 temporary), 10.00 GiB  unknown  GPU 0" "churn: one site"
 "$VT" report --json --churn $V >$V.cjson 2>&1
-is "$(q $V.cjson '[(c["freed"], c["allocations"], c["freed_bytes"] // M) for c in p["churn"]]')" "[(512, 512, 10240)]" \
-    "churn JSON: 512 of 512 freed, 10240 MiB"
+is "$(q $V.cjson '[(c["freed"], c["allocations"], c["freed_bytes"] // M, c["temporary"]) for c in p["churn"]]')" "[(512, 512, 10240, 0)]" \
+    "churn JSON: 512 of 512 freed, 10240 MiB, none temporary"
 is "$(q $V.cjson '"leaks" in p or "size_histogram" in p')" False "churn JSON: no sections that were not asked for"
 
 # ---- --histogram -------------------------------------------------------------
@@ -105,4 +107,28 @@ is "$(grep '^Never freed' $V.filter-leaks)" "Never freed: nothing; every allocat
 is "$(q $V.fjson '(len(p["sites"]), [l["site"] for l in p["leaks"]])')" "(2, [0, 1])" "filter JSON: only the pool's two sites"
 "$VT" report --filter no_such_function $V >$V.none 2>&1
 is "$(grep -c "^No allocation site has a frame matching 'no_such_function'.$" $V.none)" 1 "filter: none matching is said"
+# ---- heaptrack's temporaries, on a trace with a known order -----------------
+# A freed at once (temporary); B and C made, then B freed (C came between)
+# and C freed (B's free came between); D freed at once (temporary).
+GEN=$B/vtgen
+{
+    echo 'process pid=7 exe=/usr/bin/app'
+    echo 'device 0 total=24GiB free=23GiB name="NVIDIA Sim" uuid=0123456789abcdef0123456789abcdef t=0'
+    echo 'module 0 base=0x400000 size=0x100000 path=/usr/bin/app'
+    echo 'frame 0x401000 module=0 offset=0x1000 function=app_alloc'
+    echo 'stack 1 parent=0 ip=0x401000'
+    echo 'event t=1000 api=cudaMalloc dev=0 ptr=0xa0000 size=1MiB stack=1'
+    echo 'event t=2000 api=cudaFree dev=0 ptr=0xa0000 stack=1'
+    echo 'event t=3000 api=cudaMalloc dev=0 ptr=0xb0000 size=2MiB stack=1'
+    echo 'event t=4000 api=cudaMalloc dev=0 ptr=0xc0000 size=4MiB stack=1'
+    echo 'event t=5000 api=cudaFree dev=0 ptr=0xb0000 stack=1'
+    echo 'event t=6000 api=cudaFree dev=0 ptr=0xc0000 stack=1'
+    echo 'event t=7000 api=cudaMalloc dev=0 ptr=0xd0000 size=8MiB stack=1'
+    echo 'event t=8000 api=cudaFree dev=0 ptr=0xd0000 stack=1'
+    echo 'end t=9000 events=8 dropped=0'
+} >$TMP/temp.vt
+"$GEN" $TMP/temp.vt -o $TMP/temp.vtrace
+"$VT" report --json --churn $TMP/temp.vtrace >$TMP/temp.json 2>&1
+is "$(q $TMP/temp.json '[(c["freed"], c["temporary"], c["temporary_bytes"] // M) for c in p["churn"]]')" "[(4, 2, 9)]" \
+    "temporaries: of 4 frees, the 1 MiB and the 8 MiB freed at once (9 MiB)"
 done_testing
