@@ -173,14 +173,16 @@ static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed
     for (;;) {
         vt_ring_slot_t *slot = &vt_ring.slots[pos & vt_ring.mask];
         uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        int64_t diff = (int64_t)(seq - pos);
-        if (diff == 0) {
+        if (seq == pos) {
             if (atomic_compare_exchange_weak_explicit(&vt_ring.tail, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed)) {
                 *claimed_pos = pos;
                 return slot;
             }
-        } else if (diff < 0 || (seq & VT_RING_SEQ_HELD)) { /* a lap behind, or still held: full */
+        } else if ((int64_t)((seq & ~VT_RING_SEQ_HELD) - pos) < 0) {
+            /* Still used a lap behind (published and unread, or held across
+             * a call): full. A slot held for pos itself was just claimed by
+             * another thread, and pos is stale: read the tail again. */
             if (count_drop)
                 atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
             return NULL;

@@ -662,8 +662,10 @@ void vt_stacks_unloaded(unsigned long long subs)
 }
 
 /* What the cached walk stands in for; glibc's backtrace() when libunwind
- * could not be loaded. */
-static int libunwind_backtrace(uint64_t *ips, int want)
+ * could not be loaded. Always inlined: its ips[0] must be the capturing
+ * function's frame, as the cached walk's is, whatever the build's inlining
+ * (a sanitized build kept it out of line: one shim frame more). */
+static inline __attribute__((always_inline)) int libunwind_backtrace(uint64_t *ips, int want)
 {
     /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
     vt_loader_enter();

@@ -27,9 +27,11 @@ import sys
 import tempfile
 
 B = os.environ.get("VT_B", "build")
-# The examples are named as the README shows them, relative to the
-# repository root, whatever VT_B is: a report's header prints argv[0].
-EX = os.path.relpath(B) + "/examples"
+# The examples are named as the README shows them (build/examples/...),
+# whatever VT_B is: a report's header prints argv[0], and a sanitized build
+# lives elsewhere (Traces runs the real path under that name).
+EX = "build/examples"
+REAL_EX = os.path.relpath(B) + "/examples"
 VT = os.path.abspath(B + "/vramtrace")
 DEMO = ({"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-cli", "-m", "llama-70b-q4_k_m", "-ngl", "99", "-c", "8192", "--no-mmap"])
 QWEN = [EX + "/llama-cli", "-m", "qwen2.5-32b-q4_k_m"]
@@ -61,7 +63,8 @@ class Traces:
             if os.environ.get("VT_SAN_RT"):
                 preload = os.environ["VT_SAN_RT"] + " " + preload
             e.update(env, LD_LIBRARY_PATH=B + "/sim", LD_PRELOAD=preload, VRAMTRACE_DIR=d)
-            subprocess.run(argv, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            real = REAL_EX + argv[0][len(EX):] if argv[0].startswith(EX + "/") else argv[0]
+            subprocess.run(argv, executable=real, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.done[name] = d
         return name
 
