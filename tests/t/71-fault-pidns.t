@@ -28,6 +28,6 @@ done
 is "$(ls $D | grep -c '^faultprog\.1\(\.[0-9]*\)\?\.vtrace$')" 3 "three PID-1 processes: three trace files, none overwritten"
 # Each file holds exactly one process's pairs: 2n events and a clean end.
 got=$(for f in $D/*.vtrace; do "$VT" dump $f 2>&1 | awk '$1 == "end" { e = $0 } $1 == "event" && / api=cudaMalloc / { n++ } END { sub(/^end t=[0-9]* /, "", e); print n + 0, e }'; done | sort -n | tr '\n' ';')
-is "$got" "1000 events=2000 dropped=0;3000 events=6000 dropped=0;5000 events=10000 dropped=0;" \
+is "$got" "1000 events=2000 dropped=0 lost=buffer_full:0,signal_handler_in_shim:0,call_not_returned:0,not_written:0;3000 events=6000 dropped=0 lost=buffer_full:0,signal_handler_in_shim:0,call_not_returned:0,not_written:0;5000 events=10000 dropped=0 lost=buffer_full:0,signal_handler_in_shim:0,call_not_returned:0,not_written:0;" \
     "three PID-1 processes: each trace holds its own process's events, whole"
 done_testing
