@@ -85,12 +85,14 @@ demo-bins: $(B)/libvramtrace.so $(B)/vramtrace $(EX_PROGS) $(SIM_LIBS)
 
 demo-run: demo-bins
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX") && mkdir -p $$d/traces && \
-	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap, on a simulated 24 GiB GPU" && \
+	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap" && \
+	echo "      on a simulated 24 GiB GPU" && \
 	env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u GGML_CUDA_ENABLE_UNIFIED_MEMORY \
 	    VTSIM_DEVICES=24GiB VRAMTRACE_DIR=$$d/traces LD_LIBRARY_PATH=$(abspath $(B)/sim) \
 	    LD_PRELOAD=$(abspath $(B)/libvramtrace.so) \
 	    $(EX)/llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >$$d/llama-cli.log 2>&1; \
-	echo "demo: it exited with status $$? (log: $$d/llama-cli.log); now: vramtrace report $$d/traces" && echo && \
+	echo "demo: it exited with status $$? (log: $$d/llama-cli.log)" && \
+	echo "demo: now: vramtrace report $$d/traces" && echo && \
 	$(B)/vramtrace report $$d/traces
 
 -include $(patsubst %.o,%.d,$(wildcard $(EX)/obj/*.o $(EX)/obj/*/*.o))
