@@ -79,8 +79,8 @@ static void usage(FILE *f)
                "  --rules FILE      tagging rules, as for report\n"
                "  --wide            lines as long as they come (default: they fit 80 columns)\n"
                "\n"
-               "Exit status: 0 fits, 1 would not fit, 2 unusable input, 3 cannot tell (the recorded\n"
-               "run took another path after a failed request).\n");
+               "Exit status: 0 fits, 1 would not fit, 2 unusable input, 3 cannot tell (the\n"
+               "recorded run took another path after a failed request).\n");
 }
 
 static gpu_t *gpu_for(replay_t *rp, vt_report_t *r, int input, int dev)

@@ -31,7 +31,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: vramtrace top [--interval SECONDS] [--once] [--margin PCT] [--rules FILE] TRACE|DIR...\n"
+            "usage: vramtrace top [--interval SECONDS] [--once] [--margin PCT] [--rules FILE]\n"
+            "                     TRACE|DIR...\n"
             "\n"
             "Shows what the traced processes hold now, per GPU and process: bytes live by\n"
             "tag, free memory against the margin, failed requests and spills, refreshed\n"

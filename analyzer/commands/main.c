@@ -18,7 +18,7 @@ static const struct {
     { "report", vt_cmd_report, "explain the VRAM use of traces: TRACE|DIR..." },
     { "dump", vt_cmd_dump, "print every record of TRACE, decoded, one per line" },
     { "export", vt_cmd_export, "write traces as Perfetto JSON or folded stacks (flamegraphs)" },
-    { "diff", vt_cmd_diff, "compare two runs: weights / KV / scratch, reserve, fragmentation, peak" },
+    { "diff", vt_cmd_diff, "compare two runs: weights/KV/scratch, reserve, fragmentation, peak" },
     { "replay", vt_cmd_replay, "would the run fit a card of --capacity SIZE? first failing request" },
     { "serve", vt_cmd_serve, "serve the traces as Prometheus metrics (--metrics [ADDR:]PORT)" },
     { "top", vt_cmd_top, "what the traced processes hold now, refreshed in place (q quits)" },

@@ -74,4 +74,10 @@ is "$(grep -c -F "      #5  $LONG  [libllama.so]" $TMP/s1.replay-wide)" 1 "repla
 is "$(grep -c -F "      #5  alloc_or_throw(…)  [libllama.so]" $TMP/s1.replay)" 1 "replay: the name without its parameters"
 "$VT" diff --wide $TMP/s1 $TMP/s8 >$TMP/diff.wide 2>/dev/null
 is "$(head -1 $TMP/diff.wide)" "A: $TMP/s1 (1 process, 1 GPU), SPILLED" "diff --wide: a side on one line"
+
+# Every command's --help, and the command list.
+for c in "" record report dump export diff replay serve top; do
+    "$VT" $c --help >$TMP/help.txt 2>&1
+    fits $TMP/help.txt "vramtrace ${c:-(no command)} --help"
+done
 done_testing
