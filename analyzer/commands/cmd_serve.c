@@ -227,7 +227,8 @@ static void exposition(FILE *o, const vt_report_t *r)
     }
     family(o, "vramtrace_events", "counter", "events read from the trace");
     proc_counter(o, r, "vramtrace_events_total", offsetof(vt_proc_t, events.total));
-    family(o, "vramtrace_dropped_events", "counter", "events the shim counted as lost (ring full)");
+    family(o, "vramtrace_dropped_events", "counter",
+           "events the shim counted as lost (ring full, signal handler, call not returned, not written)");
     proc_counter(o, r, "vramtrace_dropped_events_total", offsetof(vt_proc_t, events.dropped));
     family(o, "vramtrace_trace_partial", "gauge",
            "1 while the trace ends in a chunk still being written (a live process) or cut short");
@@ -235,6 +236,23 @@ static void exposition(FILE *o, const vt_report_t *r)
         fputs("vramtrace_trace_partial{", o);
         proc_labels(o, vt_model_proc(r->in[i].model));
         fprintf(o, "} %d\n", r->in[i].truncated);
+    }
+    /* A container without these libraries is still traced (trace_format.h,
+     * vt_degraded): the fleet sees which hosts run that way. */
+    static const struct {
+        uint64_t bit;
+        const char *library;
+    } missing[] = { { VT_DEGRADED_NO_ZSTD, "libzstd.so.1" }, { VT_DEGRADED_NO_LIBUNWIND, "libunwind.so.8" } };
+    family(o, "vramtrace_shim_library_missing", "gauge",
+           "1 when the shim ran without this library (libzstd.so.1: the trace is uncompressed; libunwind.so.8: "
+           "glibc's backtrace() took the frames the shim's unwinder could not follow)");
+    for (int i = 0; i < r->nin; i++) {
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        for (size_t k = 0; k < sizeof missing / sizeof missing[0]; k++) {
+            fputs("vramtrace_shim_library_missing{", o);
+            proc_labels(o, p);
+            fprintf(o, ",library=\"%s\"} %d\n", missing[k].library, (p->degraded & missing[k].bit) != 0);
+        }
     }
     family(o, "vramtrace_process_ended", "gauge", "1 once the trace holds the process's end record");
     for (int i = 0; i < r->nin; i++) {

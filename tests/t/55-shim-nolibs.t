@@ -83,6 +83,9 @@ check "no libzstd: its chunks are stored (\"VTCS\"), none is zstd" \
     sh -c "grep -q VTCS $TMP/nozstd/*.vtrace && ! grep -q VTCK $TMP/nozstd/*.vtrace"
 check "no libzstd: dump says degraded=no-zstd" sh -c "'$VT' dump $TMP/nozstd/*.vtrace | head -1 | grep -q ' degraded=no-zstd\$'"
 is "$(q nozstd 'p["trace"]["shim_without"]')" "['libzstd.so.1']" "no libzstd: JSON shim_without"
+"$VT" serve --once $TMP/nozstd >$TMP/nozstd.om 2>/dev/null
+is "$(grep '^vramtrace_shim_library_missing{' $TMP/nozstd.om | sed 's/.*library="\([^"]*\)"} /\1=/' | tr '\n' ' ')" \
+   "libzstd.so.1=1 libunwind.so.8=0 " "no libzstd: the Prometheus gauge says which library was missing"
 is "$(sed -n 2p $TMP/nozstd.txt)" \
     "NOTE: the shim could not load libzstd.so.1: the trace is uncompressed (a larger file, the same records)." \
     "no libzstd: the report's NOTE"
