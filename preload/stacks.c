@@ -165,10 +165,16 @@ int vt_stacks_init(void)
             stacks.libunwind_missing = 1;
             vt_warn_once(&stacks.warned_libunwind, "libunwind.so.8 not found: frames the built-in unwinder cannot "
                                             "follow go to glibc's backtrace()");
+            /* libc's own backtrace(), looked up in libc's scope: a
+             * sanitizer in the program intercepts the global one, and its
+             * frame would come first in every stack. */
+            void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+            unw_backtrace_fn own = libc ? (unw_backtrace_fn)vt_real_dlsym(libc, "backtrace") : NULL;
+            stacks.unw_backtrace_ptr = own ? own : backtrace;
             /* glibc loads its unwinder (libgcc_s) on the first backtrace():
              * here, not inside an allocation hook. */
             void *first[2];
-            backtrace(first, 2);
+            stacks.unw_backtrace_ptr(first, 2);
         }
     }
     return 0;
@@ -661,10 +667,9 @@ void vt_stacks_unloaded(unsigned long long subs)
 #endif
 }
 
-/* What the cached walk stands in for; glibc's backtrace() when libunwind
+/* What the cached walk stands in for; libc's backtrace() when libunwind
  * could not be loaded. Always inlined: its ips[0] must be the capturing
- * function's frame, as the cached walk's is, whatever the build's inlining
- * (a sanitized build kept it out of line: one shim frame more). */
+ * function's frame, as the cached walk's is, whatever the build's inlining. */
 static inline __attribute__((always_inline)) int libunwind_backtrace(uint64_t *ips, int want)
 {
     /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
