@@ -175,7 +175,6 @@ static void usage(FILE *f)
                "Exit status: 0 written, 2 unusable input.\n");
 }
 
-
 int vt_cmd_export(int argc, char **argv)
 {
     static const struct option longopts[] = {
