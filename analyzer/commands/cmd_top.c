@@ -109,6 +109,11 @@ static void frame(FILE *o, const vt_report_t *r)
         if (p->events.dropped)
             fprintf(o, "pid %llu: %llu events dropped by the shim: figures are lower bounds\n",
                     (unsigned long long)p->pid, (unsigned long long)p->events.dropped);
+        /* A container without these still traces (report: the NOTE line). */
+        int nozstd = (p->degraded & VT_DEGRADED_NO_ZSTD) != 0, nounwind = (p->degraded & VT_DEGRADED_NO_LIBUNWIND) != 0;
+        if (nozstd || nounwind)
+            fprintf(o, "pid %llu: traced without %s%s%s\n", (unsigned long long)p->pid, nozstd ? "libzstd.so.1" : "",
+                    nozstd && nounwind ? " and " : "", nounwind ? "libunwind.so.8" : "");
     }
 }
 

@@ -86,6 +86,10 @@ is "$(q nozstd 'p["trace"]["shim_without"]')" "['libzstd.so.1']" "no libzstd: JS
 "$VT" serve --once $TMP/nozstd >$TMP/nozstd.om 2>/dev/null
 is "$(grep '^vramtrace_shim_library_missing{' $TMP/nozstd.om | sed 's/.*library="\([^"]*\)"} /\1=/' | tr '\n' ' ')" \
    "libzstd.so.1=1 libunwind.so.8=0 " "no libzstd: the Prometheus gauge says which library was missing"
+"$VT" top --once $TMP/neither >$TMP/neither.top 2>/dev/null
+is "$(grep -c 'traced without libzstd.so.1 and libunwind.so.8$' $TMP/neither.top)" 1 "neither: top says both were missing"
+"$VT" top --once $TMP/full >$TMP/full.top 2>/dev/null
+is "$(grep -c 'traced without' $TMP/full.top)" 0 "both loaded: top says nothing of it"
 is "$(sed -n 2p $TMP/nozstd.txt)" \
     "NOTE: the shim could not load libzstd.so.1: the trace is uncompressed (a larger file, the same records)." \
     "no libzstd: the report's NOTE"
