@@ -259,14 +259,6 @@ static int site_frame(const dsite_t *e, vt_frame_t *fr, int *n)
     return vt_telling_frame(fr, *n, s->match.frame >= 0 ? s->match.frame : s->stack_match.frame);
 }
 
-static void site_where(const vt_site_t *s, char *buf, size_t size)
-{
-    if (s->space == VT_SPACE_DEVICE)
-        snprintf(buf, size, "GPU %d", s->device);
-    else
-        snprintf(buf, size, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
-}
-
 static int load(vt_report_t **out, char *path, char **rules, int nrules, const char *margin)
 {
     vt_report_t *r = vt_report_new();
@@ -348,7 +340,7 @@ static void sites_text(FILE *o, int color, const pair_t *v, size_t n, size_t top
                     bold, off, bold, "tag", "where", "A", "B", "B - A", off);
         const dsite_t *e = v[i].b ? v[i].b : v[i].a;
         char a[VT_SIZE_BUF], b[VT_SIZE_BUF], d[VT_SIZE_BUF + 1], where[32], name[160];
-        site_where(e->site, where, sizeof where);
+        vt_site_where(e->site, where);
         fprintf(o, "  %-8s %-11s %12s %12s %s%12s%s%s\n", vt_rules_tag_name(vt_model_rules(e->m), e->site->match.tag),
                 where, v[i].a ? vt_fmt_bytes(a, v[i].a->at_peak) : "-", v[i].b ? vt_fmt_bytes(b, v[i].b->at_peak) : "-",
                 v[i].delta ? (v[i].delta > 0 ? up : down) : "", signed_size(d, v[i].delta), v[i].delta ? off : "",

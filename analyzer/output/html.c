@@ -150,10 +150,7 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
         const vt_site_t *s = &p->sites[rank[k]];
         char a[VT_SIZE_BUF], rule[1024], where[32];
         vt_site_evidence(m, s, rule, sizeof rule);
-        if (s->space == VT_SPACE_DEVICE)
-            snprintf(where, sizeof where, "GPU %d", s->device);
-        else
-            snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+        vt_site_where(s, where);
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%s</td><td>", k + 1, vt_fmt_bytes(a, s->at_peak));
         vt_html_esc(f, tagn(m, s->match.tag));
         fprintf(f, "</td><td>%s</td><td class=\"n\">%" PRIu64 "</td><td><details><summary>", where, s->calls);

@@ -271,6 +271,15 @@ const char *vt_result_name(unsigned api, uint32_t result)
     return NULL;
 }
 
+const char *vt_site_where(const vt_site_t *s, char buf[32])
+{
+    if (s->space == VT_SPACE_DEVICE)
+        snprintf(buf, 32, "GPU %d", s->device);
+    else
+        snprintf(buf, 32, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+    return buf;
+}
+
 const char *vt_decided_name(int decided)
 {
     static const char *const names[] = {

@@ -15,15 +15,6 @@
 
 #define W 11   /* width of a size column, as in report_text.c */
 
-static const char *where_of(const vt_site_t *s, char buf[32])
-{
-    if (s->space == VT_SPACE_DEVICE)
-        snprintf(buf, 32, "GPU %d", s->device);
-    else
-        snprintf(buf, 32, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
-    return buf;
-}
-
 static uint64_t succeeded(const vt_site_t *s) { return s->calls - s->failed; }
 
 static void stack_lines(FILE *o, const vt_model_t *m, const vt_site_t *s, int width)
@@ -86,7 +77,7 @@ static void leaks_text(FILE *o, const vt_report_t *r, const vt_model_t *m, int w
         const vt_site_t *s = &p->sites[sel[k]];
         fprintf(o, "  %2zu. %*s  in %" PRIu64 " of %" PRIu64 " allocation%s  %s  %s\n", k + 1, W, vt_fmt_bytes(a, s->live),
                 s->live_allocs, succeeded(s), succeeded(s) == 1 ? "" : "s",
-                vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)), where_of(s, wb));
+                vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)), vt_site_where(s, wb));
         stack_lines(o, m, s, width);
     }
     if (shown < n)
@@ -119,7 +110,7 @@ static void churn_text(FILE *o, const vt_report_t *r, const vt_model_t *m, int w
         const vt_site_t *s = &p->sites[sel[k]];
         fprintf(o, "  %2zu. %6" PRIu64 " of %" PRIu64 " freed (%" PRIu64 " temporary), %s  %s  %s\n", k + 1, s->frees,
                 succeeded(s), s->temporary, vt_fmt_bytes(a, s->freed_bytes),
-                vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)), where_of(s, wb));
+                vt_text(vt_rules_tag_name(vt_model_rules(m), s->match.tag)), vt_site_where(s, wb));
         stack_lines(o, m, s, width);
     }
     if (shown < n)

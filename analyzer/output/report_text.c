@@ -416,10 +416,7 @@ static void sites_table(FILE *o, const vt_report_t *r, const vt_model_t *m)
         }
         char rule[1024], where[32];
         vt_site_evidence(m, s, rule, sizeof rule);
-        if (s->space == VT_SPACE_DEVICE)
-            snprintf(where, sizeof where, "GPU %d", s->device);
-        else
-            snprintf(where, sizeof where, "%s", s->space == VT_SPACE_HOST ? "pinned host" : "managed");
+        vt_site_where(s, where);
         fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  %s\n", shown, W,
                 vt_fmt_bytes(a, order == VT_ORDER_BYTES ? s->total_bytes : s->at_peak), tagn(m, s->match.tag), where,
                 s->calls, s->calls == 1 ? " " : "s", vt_text(rule));

@@ -208,6 +208,9 @@ const char *vt_result_name(unsigned api, uint32_t result);
  * where ggml's mark and a rule disagree, both. Unescaped: trace strings
  * (rules name frames) go through vt_text before a terminal. */
 void vt_site_evidence(const vt_model_t *m, const vt_site_t *s, char *buf, size_t size);
+/* Where site s's memory lives, for a table: "GPU N", "pinned host" or
+ * "managed". @return buf. */
+const char *vt_site_where(const vt_site_t *s, char buf[32]);
 /* "user_rule", "ggml_mark", "builtin_rule" or "nothing" (enum vt_decided). */
 const char *vt_decided_name(int decided);
 /* Frame i of a stack on one line: INDENT#i NAME  FILE:LINE  [MODULE] (the
