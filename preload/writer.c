@@ -21,6 +21,17 @@
  *    loss is said on stderr at exit either way. RLIMIT_FSIZE is checked
  *    before writing so the host never gets SIGXFSZ from us.
  *  - The thread blocks every signal: the host's handlers never run on it.
+ *  - The trace's descriptor lives only in the thread's own descriptor
+ *    table (unshare(CLONE_FILES), own_fd_table): the thread opens the file,
+ *    writes it and closes it, so a program that closes every descriptor or
+ *    dup2()s its own file over all of them can neither lose our file nor
+ *    receive our bytes, whatever the timing (tests/t/77-fault-fds.t). That
+ *    table keeps stderr, for the shim's own messages, and nothing else of
+ *    the program's. Where unshare is refused (Docker's default seccomp
+ *    profile allows it only with CAP_SYS_ADMIN) the descriptor is shared:
+ *    it is checked to be the trace before every write and reopened by path
+ *    when it is not, which leaves the instant between check and write; the
+ *    trace says so (PROCESS degraded, VT_DEGRADED_SHARED_FDS).
  *  - libzstd is loaded with dlopen on first use, like libunwind. Without it
  *    (a container image that lacks it) chunks are stored uncompressed, the
  *    trace says so (format version 4, PROCESS degraded) and so does stderr,
@@ -37,12 +48,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode: a parameter, no static-only function */
@@ -82,6 +95,8 @@ typedef struct writer {
      * open() then gets that number. Before every write the fd must still be
      * this file. */
     int fd;
+    /* fd is in the writer thread's own descriptor table (own_fd_table). */
+    int own_fds;
     char path[600];
     dev_t trace_dev;
     ino_t trace_ino;
@@ -137,6 +152,10 @@ typedef struct writer {
     uint64_t sync_asked, sync_done;
     int accepting;
     int thread_created; /* under wake_lock: accepting will follow */
+    /* Under wake_lock, for vt_writer_start: 0 while the thread opens the
+     * trace, then 1 when the file and its header are written, -1 when not
+     * (the thread said why and ended). */
+    int opened;
     /* Held by the writer thread for each drain, and by fork's prepare
      * handler: an allocator whose locks are not reset in the child (ASan's
      * in GCC 12, seen hanging 7 forks in 300 in tests/t/51) would otherwise
@@ -206,6 +225,54 @@ static int reclaim_trace_fd(void)
     }
     writer.fd = move_high(f);
     return 0;
+}
+
+/* Closes every descriptor of the calling thread's table but keep. Kernels
+ * before 5.9 lack close_range: the numbers are then read from
+ * /proc/thread-self/fd, a batch at a time, until none is left. */
+static void close_all_but(int keep)
+{
+    if (syscall(SYS_close_range, 0u, (unsigned)keep - 1u, 0u) == 0 &&
+        syscall(SYS_close_range, (unsigned)keep + 1u, ~0u, 0u) == 0)
+        return;
+    for (;;) {
+        int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+            return;
+        int batch[256], n = 0;
+        union { char bytes[4096]; long align; } buf;
+        long got;
+        while (n < 256 && (got = syscall(SYS_getdents64, dir, buf.bytes, sizeof buf.bytes)) > 0)
+            for (long at = 0; at < got && n < 256;) {
+                const char *name = buf.bytes + at + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
+                unsigned short reclen;
+                memcpy(&reclen, buf.bytes + at + 16, sizeof reclen);
+                char *end;
+                long f = strtol(name, &end, 10);
+                if (end != name && !*end && f != keep && f != dir)
+                    batch[n++] = (int)f;
+                at += reclen ? reclen : got;
+            }
+        close(dir);
+        if (!n)
+            return;
+        for (int i = 0; i < n; i++)
+            close(batch[i]);
+    }
+}
+
+/* Called first on the writer thread: gives it a descriptor table of its
+ * own, holding only stderr (the shim's messages go there), so the program
+ * can neither close nor reuse what we open from here on, and no file or
+ * socket the program closes stays open because we hold a copy. stderr
+ * itself stays open as it was at start. @return 1 with a table of our
+ * own, 0 when unshare is refused (seccomp) and the table stays shared. */
+static int own_fd_table(void)
+{
+    if (unshare(CLONE_FILES) != 0)
+        return 0;
+    close_all_but(2);
+    return 1;
 }
 
 /* Room below RLIMIT_FSIZE that only the last chunk may use: DROPPED + END
@@ -620,11 +687,33 @@ static struct timespec deadline_in(clockid_t clock, uint64_t ms)
     return ts;
 }
 
+static int open_trace(const char *exe);
+static int write_header(const char *exe);
+static void finish_trace(void);
+
+/* arg: the program's path, for the file's name and header. */
 static void *writer_main(void *arg)
 {
-    (void)arg;
     on_writer_thread = 1;
     atomic_store(&writer.thread_started, 1);
+    writer.own_fds = own_fd_table();
+    int opened = open_trace(arg) == 0 ? 1 : -1;
+    if (opened == 1 && write_header(arg) != 0) {
+        char why[700];
+        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", writer.path, strerror(errno));
+        vt_disable(why);
+        close(writer.fd);
+        unlink(writer.path);
+        writer.fd = -1;
+        opened = -1;
+    }
+    pthread_mutex_lock(&writer.wake_lock);
+    writer.opened = opened;
+    pthread_cond_broadcast(&writer.sync_cond);
+    pthread_mutex_unlock(&writer.wake_lock);
+    if (opened != 1)
+        return NULL;
+
     uint64_t flush_ns = (uint64_t)vt_opt.flush_ms * 1000000u;
     uint64_t next_flush = vt_now_ns() + flush_ns, look_ms = 1;
     pthread_mutex_lock(&writer.wake_lock);
@@ -663,6 +752,9 @@ static void *writer_main(void *arg)
     writer.accepting = 0;
     pthread_cond_broadcast(&writer.sync_cond);
     pthread_mutex_unlock(&writer.wake_lock);
+    /* Here, not in vt_writer_stop: the descriptor may be in this thread's
+     * table only. */
+    finish_trace();
     return NULL;
 }
 
@@ -797,13 +889,14 @@ static int write_header(const char *exe)
     }
     p = vt_put_varint(p, time_grain_ns());
     p = vt_put_varint(p, (writer.stored_chunks ? VT_DEGRADED_NO_ZSTD : 0u) |
-                             (vt_stacks_without_libunwind() ? VT_DEGRADED_NO_LIBUNWIND : 0u));
+                             (vt_stacks_without_libunwind() ? VT_DEGRADED_NO_LIBUNWIND : 0u) |
+                             (writer.own_fds ? 0u : VT_DEGRADED_SHARED_FDS));
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */
     /* Static, like scratch: the first CUDA call may come on a 16 KiB fiber
-     * stack, and this is ~70 KB (tests/t/54-shim-stack.t). Only the one
-     * thread that starts the writer gets here. */
+     * stack, and this is ~70 KB (tests/t/54-shim-stack.t). Only the writer
+     * thread, once, gets here. */
     vt_file_prelude_t prelude;
     static uint8_t file_start[sizeof prelude + sizeof scratch + 16];
     uint8_t *rec = file_start + sizeof prelude;
@@ -852,17 +945,6 @@ int vt_writer_start(void)
     writer.mono_start = vt_now_ns();
     writer.prev_time = writer.mono_start;
     writer.prev_ptr = 0;
-    if (open_trace(exe) != 0)
-        return -1;
-    if (write_header(exe) != 0) {
-        char why[700];
-        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", writer.path, strerror(errno));
-        vt_disable(why);
-        close(writer.fd);
-        unlink(writer.path);
-        writer.fd = -1;
-        return -1;
-    }
 
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -875,13 +957,24 @@ int vt_writer_start(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
+    int rc = pthread_create(&writer.thread, NULL, writer_main, exe);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         vt_disable("cannot start the writer thread");
         return -1;
     }
     pthread_setname_np(writer.thread, "vramtrace");
+    /* The thread opens the file (writer_main): wait for it, as the open
+     * itself was waited for when this thread made it. */
+    pthread_mutex_lock(&writer.wake_lock);
+    while (!writer.opened)
+        pthread_cond_wait(&writer.sync_cond, &writer.wake_lock);
+    int opened = writer.opened;
+    pthread_mutex_unlock(&writer.wake_lock);
+    if (opened != 1) {
+        pthread_join(writer.thread, NULL);
+        return -1; /* the thread said why */
+    }
     writer.pid = getpid();
     writer.thread_running = 1;
     pthread_mutex_lock(&writer.wake_lock);
@@ -906,7 +999,12 @@ void vt_writer_stop(void)
     pthread_mutex_unlock(&writer.wake_lock);
     pthread_join(writer.thread, NULL);
     writer.thread_running = 0;
+    atomic_store(&vt_state, VT_ST_OFF);
+}
 
+/* The end of the file, on the writer thread once it stops. */
+static void finish_trace(void)
+{
     vt_tls.guard++;
     /* Everything left in the ring; slots claimed but never published are
      * counted as dropped, not left to hide the events behind them. */
@@ -936,7 +1034,6 @@ void vt_writer_stop(void)
         close(writer.fd);
     writer.fd = -1;
     vt_tls.guard--;
-    atomic_store(&vt_state, VT_ST_OFF);
 }
 
 int vt_writer_sync(unsigned timeout_ms)

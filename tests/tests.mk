@@ -19,6 +19,11 @@ $(B)/tests/shim/next_main: tests/shim/next_main.c tests/tests.mk $(B)/tests/shim
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
 	    -Wl,-rpath,$(abspath $(B)/tests/shim)
 
+# A library whose constructor makes the program's first CUDA call.
+$(B)/tests/shim/libctoralloc.so: tests/shim/ctoralloc_lib.c tests/tests.mk $(SIM_LIBS) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+
 # Another interposer preloaded before the shim, defining one wrapped name.
 $(B)/tests/shim/libinterposer.so: tests/shim/interposer.c tests/tests.mk
 	@mkdir -p $(@D)
@@ -29,7 +34,7 @@ $(B)/tests/shim/libhidelibs.so: tests/shim/hidelibs.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/closefds $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
 	$(B)/tests/shim/libinterposer.so $(B)/tests/shim/libhidelibs.so
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find

@@ -362,6 +362,7 @@ static void put_process(FILE *out, const vt_rec_process_t *p)
         static const struct { uint64_t bit; const char *name; } known[] = {
             { VT_DEGRADED_NO_ZSTD, "no-zstd" },
             { VT_DEGRADED_NO_LIBUNWIND, "no-libunwind" },
+            { VT_DEGRADED_SHARED_FDS, "shared-fds" },
         };
         uint64_t rest = p->degraded;
         const char *sep = " degraded=";

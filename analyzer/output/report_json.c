@@ -352,6 +352,8 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
         vt_json_str(j, NULL, "libzstd.so.1");
     if (p->degraded & VT_DEGRADED_NO_LIBUNWIND)
         vt_json_str(j, NULL, "libunwind.so.8");
+    if (p->degraded & VT_DEGRADED_SHARED_FDS)
+        vt_json_str(j, NULL, "unshare(CLONE_FILES)");
     vt_json_arr_end(j);
     vt_json_u64(j, "duration_ns", p->ended ? p->end_time_ns
                                            : (p->last_time_ns > p->mono_start_ns ? p->last_time_ns - p->mono_start_ns : 0));

@@ -62,7 +62,7 @@
  *                   reader prints no finer digits than the trace holds;
  *                   absent (shims before it, generated traces) = unknown;
  *                   then optionally degraded varint: the vt_degraded bits,
- *                   libraries the shim could not load and did without;
+ *                   what the shim could not load or do and did without;
  *                   absent = 0 (none, or a shim that did not say).
  *   VT_REC_DEVICE   ordinal zz, time_ns varint (monotonic, absolute),
  *                   total_bytes varint, free_bytes varint (cuMemGetInfo when
@@ -286,6 +286,9 @@ enum vt_record_type {
 enum vt_degraded {
     VT_DEGRADED_NO_ZSTD = 1u << 0,      /* libzstd.so.1 not loaded: stored chunks */
     VT_DEGRADED_NO_LIBUNWIND = 1u << 1, /* libunwind.so.8 not loaded: see stacks.c */
+    /* unshare(CLONE_FILES) refused: the trace's descriptor is in the
+     * program's table, checked before each write (see writer.c). */
+    VT_DEGRADED_SHARED_FDS = 1u << 2,
 };
 
 /* Why the shim lost a program's event (DROPPED, END: LOSS BY REASON).

@@ -44,7 +44,8 @@ static long env_long(const char *name)
 static int is_trace_fd(int fd)
 {
     char link[64], target[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    /* thread-self: the shim writes from a thread with a table of its own. */
+    snprintf(link, sizeof link, "/proc/thread-self/fd/%d", fd);
     ssize_t n = readlink(link, target, sizeof target - 1);
     if (n < 7)
         return 0;

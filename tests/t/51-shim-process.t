@@ -116,4 +116,12 @@ is "$(stat -c %a $(find $D -name '*.vtrace' -type f))" 600 "trace file mode is 0
 D=$(tmpdir)/new
 under_shim $D $P runtime
 is "$(stat -c %a $D)" 700 "a missing VRAMTRACE_DIR is created 0700"
+
+# The first CUDA call inside dlopen, from a library's constructor: the
+# shim waits there for its writer thread to open the trace.
+D=$(tmpdir)
+out=$(under_shim $D timeout 20 $B/tests/shim/ctoralloc $B/tests/shim/libctoralloc.so 2>&1)
+is "$? $out" "0 dlopen ok" "first CUDA call in a constructor under dlopen: no hang"
+$VT dump $D/*.vtrace >$D/dump
+is "$(count_events $D/dump cudaMalloc 1048576 0)" 1 "first CUDA call in a constructor under dlopen: traced"
 done_testing
