@@ -753,8 +753,11 @@ static void *writer_main(void *arg)
     pthread_cond_broadcast(&writer.sync_cond);
     pthread_mutex_unlock(&writer.wake_lock);
     /* Here, not in vt_writer_stop: the descriptor may be in this thread's
-     * table only. */
+     * table only. Under work_lock like every drain, for a fork racing the
+     * exit. */
+    pthread_mutex_lock(&writer.work_lock);
     finish_trace();
+    pthread_mutex_unlock(&writer.work_lock);
     return NULL;
 }
 
