@@ -33,19 +33,39 @@ typedef struct live_slot {
     int32_t pad;
 } live_slot_t;
 
-static live_slot_t *slots;
-static _Atomic int64_t device_bytes[VT_MAX_DEVICES];
+/* Everything this file keeps process-wide; vt_live_atfork_child decides
+ * what of it a child keeps. */
+typedef struct live_map {
+    live_slot_t *slots; /* mapped once, by vt_live_init */
+    _Atomic int64_t device_bytes[VT_MAX_DEVICES];
+} live_map_t;
+static live_map_t live;
 
 int vt_live_init(void)
 {
-    if (slots)
+    if (live.slots)
         return 0;
     void *p = mmap(NULL, LIVE_SIZE * sizeof(live_slot_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    slots = p;
+    live.slots = p;
     return 0;
+}
+
+/* A pointer the parent allocated is, to the child's trace, one allocated
+ * before tracing: its free must keep its stack (vt_call_end), and the
+ * child's peaks count the child's bytes alone. The table's mapping is kept
+ * and its pages dropped: a private anonymous mapping reads back as zeros
+ * (EMPTY) after MADV_DONTNEED, and only what the child touches is paged in
+ * again. Where that fails the table is left behind, and the child's start
+ * maps a fresh one. */
+void vt_live_atfork_child(void)
+{
+    live_slot_t *slots = live.slots;
+    live = (live_map_t){ 0 };
+    if (slots && madvise(slots, LIVE_SIZE * sizeof(live_slot_t), MADV_DONTNEED) == 0)
+        live.slots = slots;
 }
 
 static uint32_t slot_of(uint64_t key)
@@ -58,42 +78,42 @@ static uint32_t slot_of(uint64_t key)
 
 int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
 {
-    if (!slots || key <= KEY_BUSY || device < 0 || device >= VT_MAX_DEVICES)
+    if (!live.slots || key <= KEY_BUSY || device < 0 || device >= VT_MAX_DEVICES)
         return -1;
     uint32_t i = slot_of(key);
     for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_relaxed);
+        uint64_t k = atomic_load_explicit(&live.slots[i].key, memory_order_relaxed);
         if (k != KEY_EMPTY && k != KEY_TOMB)
             continue;
         /* Claim, fill, then publish the key: a racing insert into the same
          * slot must not overwrite the value. */
-        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_BUSY))
+        if (!atomic_compare_exchange_strong(&live.slots[i].key, &k, KEY_BUSY))
             continue;
-        atomic_store_explicit(&slots[i].bytes, bytes, memory_order_relaxed);
-        atomic_store_explicit(&slots[i].device, device, memory_order_relaxed);
-        atomic_store_explicit(&slots[i].key, key, memory_order_release);
-        return atomic_fetch_add(&device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
+        atomic_store_explicit(&live.slots[i].bytes, bytes, memory_order_relaxed);
+        atomic_store_explicit(&live.slots[i].device, device, memory_order_relaxed);
+        atomic_store_explicit(&live.slots[i].key, key, memory_order_release);
+        return atomic_fetch_add(&live.device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
     }
     return -1;
 }
 
 int64_t vt_live_remove(uint64_t key, int *device)
 {
-    if (!slots || key <= KEY_BUSY)
+    if (!live.slots || key <= KEY_BUSY)
         return -1;
     uint32_t i = slot_of(key);
     for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
+        uint64_t k = atomic_load_explicit(&live.slots[i].key, memory_order_acquire);
         if (k == KEY_EMPTY)
             return -1;
         if (k != key)
             continue;
-        uint64_t bytes = atomic_load_explicit(&slots[i].bytes, memory_order_relaxed);
-        int dev = atomic_load_explicit(&slots[i].device, memory_order_relaxed);
-        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_TOMB))
+        uint64_t bytes = atomic_load_explicit(&live.slots[i].bytes, memory_order_relaxed);
+        int dev = atomic_load_explicit(&live.slots[i].device, memory_order_relaxed);
+        if (!atomic_compare_exchange_strong(&live.slots[i].key, &k, KEY_TOMB))
             return -1; /* a racing double free: the other one counts it */
         *device = dev;
-        return atomic_fetch_sub(&device_bytes[dev], (int64_t)bytes) - (int64_t)bytes;
+        return atomic_fetch_sub(&live.device_bytes[dev], (int64_t)bytes) - (int64_t)bytes;
     }
     return -1;
 }

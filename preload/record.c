@@ -33,6 +33,46 @@
 
 #include "shim.h"
 
+/* ---- the file's state ---- */
+
+/* The TSC's relation to CLOCK_MONOTONIC, measured in this process. */
+typedef struct event_clock {
+    uint64_t tsc_base, tsc_base_ns; /* set by start() when the TSC is invariant */
+    _Atomic uint64_t tsc_window;    /* ANCHOR_NS in ticks */
+    _Atomic uint64_t tsc_mult;      /* ns per tick, 32.32 fixed point; 0 until measured */
+} event_clock_t;
+
+/* Pools whose usage each sample reads: see note_pool. */
+#define VT_MAX_POOLS 32
+
+/* Everything this file keeps process-wide, in one struct so that what fork
+ * does to each field is decided in one place (record_atfork_child): a field
+ * added here is reset in a child unless that function keeps it, by name. */
+typedef struct record_state {
+    event_clock_t clock;
+    int atfork_registered;
+    /* At start, from the options: VRAMTRACE_SAMPLE_MS in ns, 0 for none,
+     * and each api's event flags and hot-path facts (init_api_flags). */
+    uint64_t sample_interval_ns;
+    uint32_t api_flags[VT_API_COUNT];
+    uint8_t api_hot[VT_API_COUNT];
+    /* Devices whose facts are captured (vt_devices state 2 or 3, which
+     * never goes back to 0): one shared word that every event can read,
+     * instead of the device's slot, to know there is nothing to do. */
+    _Atomic uint64_t devices_known;
+    /* The pools samples read (note_pool), and the devices whose current
+     * pool was asked for (track_pools). */
+    _Atomic uint64_t pools[VT_MAX_POOLS];
+    _Atomic int current_pool_seen[VT_MAX_DEVICES];
+    /* When the last sample was taken, and each device's tracked total at
+     * its last peak sample (track_device_bytes). */
+    _Atomic uint64_t last_sample_ns;
+    _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
+} record_state_t;
+
+static record_state_t rec;
+static const record_state_t rec_initial;
+
 /* ---- event times: CLOCK_MONOTONIC, read through the TSC ----
  * clock_gettime was the largest single cost of an event at depth 0 (a
  * quarter of the pair in a VM, where the vDSO's own rdtsc is slow). With an
@@ -50,9 +90,6 @@
 #include <x86intrin.h>
 #define ANCHOR_NS 10000ull       /* a thread reads the clock at least this often */
 #define CALIBRATE_NS 10000000ull /* the rate is measured over at least 10 ms */
-static uint64_t tsc_base, tsc_base_ns; /* set by start() when the TSC is invariant */
-static _Atomic uint64_t tsc_window;    /* ANCHOR_NS in ticks */
-static _Atomic uint64_t tsc_mult;      /* ns per tick, 32.32 fixed point; 0 until measured */
 typedef struct tsc_anchor {
     uint64_t tsc, ns, last;
 } tsc_anchor_t;
@@ -61,10 +98,10 @@ static __thread tsc_anchor_t anchor __attribute__((tls_model("initial-exec")));
 static void event_clock_init(void)
 {
     unsigned a, b, c, d;
-    if (tsc_base || !__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
+    if (rec.clock.tsc_base || !__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
         return;
-    tsc_base_ns = vt_now_ns();
-    tsc_base = __rdtsc();
+    rec.clock.tsc_base_ns = vt_now_ns();
+    rec.clock.tsc_base = __rdtsc();
 }
 
 /* A clock reading for tick t: the thread's new anchor, and the rate once
@@ -72,13 +109,14 @@ static void event_clock_init(void)
 static __attribute__((noinline)) uint64_t event_clock_slow(uint64_t t)
 {
     uint64_t ns = vt_now_ns();
-    if (!atomic_load_explicit(&tsc_mult, memory_order_relaxed) && ns - tsc_base_ns >= CALIBRATE_NS &&
-        t > tsc_base) {
+    event_clock_t *c = &rec.clock;
+    if (!atomic_load_explicit(&c->tsc_mult, memory_order_relaxed) && ns - c->tsc_base_ns >= CALIBRATE_NS &&
+        t > c->tsc_base) {
         /* 128 bits: the first event may come hours after start */
-        uint64_t mult = (uint64_t)(((unsigned __int128)(ns - tsc_base_ns) << 32) / (t - tsc_base));
+        uint64_t mult = (uint64_t)(((unsigned __int128)(ns - c->tsc_base_ns) << 32) / (t - c->tsc_base));
         if (mult) {
-            atomic_store_explicit(&tsc_window, (ANCHOR_NS << 32) / mult, memory_order_relaxed);
-            atomic_store_explicit(&tsc_mult, mult, memory_order_release);
+            atomic_store_explicit(&c->tsc_window, (ANCHOR_NS << 32) / mult, memory_order_relaxed);
+            atomic_store_explicit(&c->tsc_mult, mult, memory_order_release);
         }
     }
     anchor.tsc = t;
@@ -91,11 +129,11 @@ static __attribute__((noinline)) uint64_t event_clock_slow(uint64_t t)
 
 static inline uint64_t event_now_ns(void)
 {
-    if (!tsc_base)
+    if (!rec.clock.tsc_base)
         return vt_now_ns();
     uint64_t t = __rdtsc(), d = t - anchor.tsc;
-    uint64_t mult = atomic_load_explicit(&tsc_mult, memory_order_acquire);
-    if (mult && d < atomic_load_explicit(&tsc_window, memory_order_relaxed)) {
+    uint64_t mult = atomic_load_explicit(&rec.clock.tsc_mult, memory_order_acquire);
+    if (mult && d < atomic_load_explicit(&rec.clock.tsc_window, memory_order_relaxed)) {
         uint64_t ns = anchor.ns + ((d * mult) >> 32);
         if (ns < anchor.last)
             ns = anchor.last;
@@ -133,6 +171,39 @@ static void atfork_parent(void)
     vt_writer_atfork_parent();
 }
 
+/* The child's trace starts from nothing of the parent's: its samples read
+ * only the pools it meets and take its own peaks (the parent's pool in the
+ * child's samples, and a child's first peak held back under the parent's,
+ * were both seen). */
+static void record_atfork_child(void)
+{
+    /* What survives:
+     *  - the clock: the child reads the same TSC and CLOCK_MONOTONIC, so
+     *    the base and the rate measured against them still hold;
+     *  - atfork_registered: a child keeps its parent's fork handlers;
+     *  - devices_known: device facts describe the machine, not the process;
+     *    the child's writer names the devices again (vt_devices, below).
+     * The api facts and the sample interval are reset with the rest: the
+     * child's start fills them again before any call reads them. Copied
+     * through locals, not a second record_state_t: fork may come on a
+     * small stack. */
+    event_clock_t clock = rec.clock;
+    uint64_t devices_known = atomic_load(&rec.devices_known);
+    rec = rec_initial;
+    rec.clock = clock;
+    rec.atfork_registered = 1;
+    atomic_store(&rec.devices_known, devices_known);
+    /* A device whose facts a parent's thread was taking (state 1) is taken
+     * again: that thread does not exist here to finish. */
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        int st = atomic_load(&vt_devices[i].state);
+        if (st == 1)
+            atomic_store(&vt_devices[i].state, 0);
+        else if (st == 3)
+            atomic_store(&vt_devices[i].state, 2);
+    }
+}
+
 static void atfork_child(void)
 {
     vt_tls.tid = 0;
@@ -143,9 +214,8 @@ static void atfork_child(void)
      * traces itself from its own first CUDA call on. */
     vt_writer_atfork_child();
     vt_stacks_atfork_child();
-    for (int i = 0; i < VT_MAX_DEVICES; i++)
-        if (atomic_load(&vt_devices[i].state) == 3)
-            atomic_store(&vt_devices[i].state, 2);
+    record_atfork_child();
+    vt_live_atfork_child();
     vt_ring_atfork_child();
     atomic_store(&vt_state, VT_ST_IDLE);
 }
@@ -162,8 +232,6 @@ static __attribute__((destructor)) void shim_exit(void)
 }
 
 static void init_api_flags(void);
-/* VRAMTRACE_SAMPLE_MS in ns, 0 for none; set at start. */
-static uint64_t sample_interval_ns;
 
 /* Closed standard fds are held on /dev/null while the shim starts: what it,
  * and libunwind for good (its memory-validation pipe), open then must
@@ -203,10 +271,9 @@ static int start(void)
 
 static int start_held(void)
 {
-    static int atfork_done;
     vt_options_load();
     init_api_flags();
-    sample_interval_ns = vt_opt.sample_ms > 0 ? (uint64_t)vt_opt.sample_ms * 1000000ull : 0;
+    rec.sample_interval_ns = vt_opt.sample_ms > 0 ? (uint64_t)vt_opt.sample_ms * 1000000ull : 0;
     if (vt_opt.disable)
         return -1;
     event_clock_init();
@@ -220,8 +287,8 @@ static int start_held(void)
     }
     if (vt_writer_start() != 0)
         return -1; /* the writer said why */
-    if (!atfork_done) {
-        atfork_done = 1;
+    if (!rec.atfork_registered) {
+        rec.atfork_registered = 1;
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     }
     return 0;
@@ -274,11 +341,6 @@ static int is_release(unsigned kind)
            kind == VT_KIND_VA_FREE || kind == VT_KIND_UNREGISTER || kind == VT_KIND_POOL_DESTROY;
 }
 
-/* Devices whose facts are captured (vt_devices state 2 or 3, which never
- * goes back to 0): one shared word that every event can read, instead of
- * the device's slot, to know there is nothing to do. */
-static _Atomic uint64_t devices_known;
-
 /* Device facts once per device, taken while a context is current. */
 static __attribute__((noinline)) void capture_device(int device, uint64_t give_back)
 {
@@ -299,13 +361,13 @@ static __attribute__((noinline)) void capture_device(int device, uint64_t give_b
     d->free_at_first += give_back;
     d->time_ns = vt_now_ns();
     atomic_store_explicit(&d->state, 2, memory_order_release);
-    atomic_fetch_or_explicit(&devices_known, 1ull << device, memory_order_relaxed);
+    atomic_fetch_or_explicit(&rec.devices_known, 1ull << device, memory_order_relaxed);
 }
 
 static inline int device_known(int device)
 {
     return (unsigned)device < VT_MAX_DEVICES &&
-           (atomic_load_explicit(&devices_known, memory_order_relaxed) >> device & 1);
+           (atomic_load_explicit(&rec.devices_known, memory_order_relaxed) >> device & 1);
 }
 
 /* Pools the program allocates from, so each sample can say what they hold
@@ -313,14 +375,11 @@ static inline int device_known(int device)
  * never freed (a destroyed pool's queries just fail): a fixed table, no
  * lock, no allocation. Programs use a handful of pools; past VT_MAX_POOLS
  * the rest go unsampled. */
-#define VT_MAX_POOLS 32
 /* A slot holds the handle in its low 48 bits and device + 1 above, so one
  * CAS publishes both: two threads first meeting two pools cannot pair one's
  * handle with the other's device. Handles are driver pointers (user space,
  * below 2^47); one that is not is left unsampled. */
 #define POOL_HANDLE_MASK ((1ull << 48) - 1)
-static _Atomic uint64_t pools[VT_MAX_POOLS];
-static _Atomic int current_pool_seen[VT_MAX_DEVICES];
 
 static void note_pool(uint64_t pool, int device)
 {
@@ -328,8 +387,8 @@ static void note_pool(uint64_t pool, int device)
         return;
     uint64_t entry = pool | (uint64_t)(device + 1) << 48;
     for (int i = 0; i < VT_MAX_POOLS; i++) {
-        uint64_t seen = atomic_load_explicit(&pools[i], memory_order_acquire);
-        if (!seen && atomic_compare_exchange_strong(&pools[i], &seen, entry))
+        uint64_t seen = atomic_load_explicit(&rec.pools[i], memory_order_acquire);
+        if (!seen && atomic_compare_exchange_strong(&rec.pools[i], &seen, entry))
             return;
         if ((seen & POOL_HANDLE_MASK) == pool)
             return;
@@ -351,8 +410,9 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
     } else if (kind == VT_KIND_ALLOC && vt_api_allocates_from_pool(ev->api)) {
         note_pool(ev->aux, ev->device);
     } else if (kind == VT_KIND_ALLOC && is_current_pool_alloc(ev->api) && ev->device >= 0 &&
-               ev->device < VT_MAX_DEVICES && !atomic_load_explicit(&current_pool_seen[ev->device], memory_order_relaxed) &&
-               !atomic_exchange(&current_pool_seen[ev->device], 1)) {
+               ev->device < VT_MAX_DEVICES &&
+               !atomic_load_explicit(&rec.current_pool_seen[ev->device], memory_order_relaxed) &&
+               !atomic_exchange(&rec.current_pool_seen[ev->device], 1)) {
         uint64_t pool;
         if (vt_driver_device_pool(ev->device, &pool) == 0)
             note_pool(pool, ev->device);
@@ -385,7 +445,7 @@ static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size
 static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
 {
     for (int i = 0; i < VT_MAX_POOLS; i++) {
-        uint64_t entry = atomic_load_explicit(&pools[i], memory_order_acquire), reserved, used;
+        uint64_t entry = atomic_load_explicit(&rec.pools[i], memory_order_acquire), reserved, used;
         if (!entry)
             break;
         uint64_t pool = entry & POOL_HANDLE_MASK;
@@ -410,8 +470,6 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
         push_pool_samples(VT_EF_SAMPLE | why, tid, stack);
 }
 
-static uint32_t api_flags[VT_API_COUNT];
-
 /* What the hot path asks of an api's kind and space, answered once at
  * start (api_hot) so each call tests one bit, not a chain of compares. */
 enum {
@@ -422,7 +480,6 @@ enum {
     HOT_TRACK_BYTES = 16,   /* moves the device's tracked bytes (track_device_bytes) */
     HOT_POOLS = 32,         /* may name a pool to sample (track_pools) */
 };
-static uint8_t api_hot[VT_API_COUNT];
 
 static int is_device_release_kind(unsigned kind)
 {
@@ -433,7 +490,7 @@ static void init_api_flags(void)
 {
     for (unsigned i = 0; i < VT_API_COUNT; i++) {
         const vt_api_info_t *info = vt_api_info(i);
-        api_flags[i] = (info->runtime ? VT_EF_RUNTIME : 0) | (strstr(info->name, "_ptsz") ? VT_EF_PTSZ : 0);
+        rec.api_flags[i] = (info->runtime ? VT_EF_RUNTIME : 0) | (strstr(info->name, "_ptsz") ? VT_EF_PTSZ : 0);
         unsigned kind = info->kind, space = info->space, hot = 0;
         int device_space = space == VT_SPACE_DEVICE || space == VT_SPACE_MANAGED;
         if (device_space && !is_device_release_kind(kind))
@@ -450,12 +507,9 @@ static void init_api_flags(void)
         if (kind == VT_KIND_POOL_CREATE ||
             (kind == VT_KIND_ALLOC && (vt_api_allocates_from_pool(i) || is_current_pool_alloc(i))))
             hot |= HOT_POOLS;
-        api_hot[i] = (uint8_t)hot;
+        rec.api_hot[i] = (uint8_t)hot;
     }
 }
-
-static _Atomic uint64_t last_sample_ns;
-static _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
 
 int vt_call_begin(vt_call_t *call, unsigned api)
 {
@@ -482,11 +536,11 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     memset(&call->ev, 0, sizeof call->ev);
     call->ev.api = (uint16_t)api;
     call->ev.device = -1;
-    call->ev.flags = api_flags[api];
+    call->ev.flags = rec.api_flags[api];
     call->kind = info->kind;
     call->space = info->space;
     call->runtime = info->runtime;
-    call->hot = api_hot[api];
+    call->hot = rec.api_hot[api];
     call->slot = NULL;
     /* A release names its device through the live map in vt_call_end: the
      * pointer's own device, and one driver query per pair instead of two
@@ -540,19 +594,19 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
     } else if (total >= 0) {
         /* A new peak at least a granule above the last peak sample: every
          * 2 MiB step of a model load, not every small allocation. */
-        int64_t seen = atomic_load_explicit(&peak_sampled[dev], memory_order_relaxed);
+        int64_t seen = atomic_load_explicit(&rec.peak_sampled[dev], memory_order_relaxed);
         if (total >= seen + (2 << 20) &&
-            atomic_compare_exchange_strong(&peak_sampled[dev], &seen, total))
+            atomic_compare_exchange_strong(&rec.peak_sampled[dev], &seen, total))
             why = VT_EF_AT_PEAK;
     }
-    if (!why && sample_interval_ns && call->kind != VT_KIND_MEMINFO) {
-        uint64_t last = atomic_load_explicit(&last_sample_ns, memory_order_relaxed);
-        if (now - last >= sample_interval_ns &&
-            atomic_compare_exchange_strong(&last_sample_ns, &last, now))
+    if (!why && rec.sample_interval_ns && call->kind != VT_KIND_MEMINFO) {
+        uint64_t last = atomic_load_explicit(&rec.last_sample_ns, memory_order_relaxed);
+        if (now - last >= rec.sample_interval_ns &&
+            atomic_compare_exchange_strong(&rec.last_sample_ns, &last, now))
             why = VT_EF_SAMPLE;
     }
     if (why) {
-        atomic_store_explicit(&last_sample_ns, now, memory_order_relaxed);
+        atomic_store_explicit(&rec.last_sample_ns, now, memory_order_relaxed);
         push_sample(dev, why & ~(uint32_t)VT_EF_SAMPLE, ev->stack);
     }
 }

@@ -293,6 +293,8 @@ unsigned long long vt_cfi_module_subs(void);
 int64_t vt_live_add(uint64_t key, uint64_t bytes, int device);
 int64_t vt_live_remove(uint64_t key, int *device);
 int vt_live_init(void);
+/* Forgets every pointer and total: the child traces from its own calls. */
+void vt_live_atfork_child(void);
 
 /* ---- interpose.c ---- */
 /* The real function behind an entry point, resolved lazily; NULL when the

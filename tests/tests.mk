@@ -34,7 +34,7 @@ $(B)/tests/shim/libhidelibs.so: tests/shim/hidelibs.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -o $@ $< -ldl
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/forkstate $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
 	$(B)/tests/shim/libinterposer.so $(B)/tests/shim/libhidelibs.so
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find
