@@ -478,10 +478,19 @@ static __attribute__((noinline)) int walk_safe(uintptr_t tstate, walk_t *w)
 
 /* ---- start-up ---- */
 
-/* In a forked child the trace is new: say again how Python frames stand. */
+/* In a forked child the trace is new: say again how Python frames stand.
+ * What survives is what describes the process's memory, which the child
+ * shares: the layout and interpreter symbols init() found, the sites and
+ * their names (published whole, never changed), and whether
+ * process_vm_readv is refused. Not the lock, which a parent's thread that
+ * does not exist here may have held, nor a decision that thread was in the
+ * middle of (ST_INIT, which no one would ever finish): the child decides
+ * again at its next capture. */
 static void atfork_child(void)
 {
     pthread_mutex_init(&site_lock, NULL);
+    int deciding = ST_INIT;
+    atomic_compare_exchange_strong(&state, &deciding, ST_UNINIT);
     if (note_text[0])
         atomic_store(&note_pending, 1);
 }

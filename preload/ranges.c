@@ -72,11 +72,17 @@ typedef struct range_slot {
     uint32_t tid, depth, id;
     uint8_t push;
 } range_slot_t;
-static range_slot_t ring[RING_SIZE];
-static _Atomic uint64_t ring_tail;
-static uint64_t ring_head;  /* writer thread only */
-static _Atomic uint64_t ring_dropped;
-static _Atomic int ring_ready;
+static range_slot_t ring[RING_SIZE]; /* laid out by ring_put while ring_state.ready is 1 */
+
+/* The ring's positions and state, apart from its slots so that a child
+ * resets them whole (ranges_atfork_child) without touching 256 KiB. */
+typedef struct range_ring {
+    _Atomic uint64_t tail;
+    uint64_t head; /* writer thread only */
+    _Atomic uint64_t dropped;
+    _Atomic int ready; /* 0 slots not laid out, 1 being laid out, 2 in use */
+} range_ring_t;
+static range_ring_t ring_state;
 
 /* ---- names ---- */
 
@@ -189,9 +195,9 @@ static void record(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 {
-    if (!atomic_load_explicit(&ring_ready, memory_order_acquire)) {
+    if (!atomic_load_explicit(&ring_state.ready, memory_order_acquire)) {
         int expected = 0;
-        if (atomic_compare_exchange_strong(&ring_ready, &expected, 1)) {
+        if (atomic_compare_exchange_strong(&ring_state.ready, &expected, 1)) {
             static int atfork_done;
             if (!atfork_done) {
                 atfork_done = 1;
@@ -199,28 +205,28 @@ static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
             }
             for (uint32_t i = 0; i < RING_SIZE; i++)
                 atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
-            atomic_store(&ring_ready, 2);
+            atomic_store(&ring_state.ready, 2);
         }
-        if (atomic_load(&ring_ready) != 2)
+        if (atomic_load(&ring_state.ready) != 2)
             return -1;
     }
     if (!vt_tls.tid)
         vt_tls.tid = (uint32_t)syscall(SYS_gettid);
-    uint64_t pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+    uint64_t pos = atomic_load_explicit(&ring_state.tail, memory_order_relaxed);
     range_slot_t *slot;
     for (;;) {
         slot = &ring[pos & (RING_SIZE - 1)];
         uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
         int64_t diff = (int64_t)(seq - pos);
         if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&ring_tail, &pos, pos + 1, memory_order_relaxed,
+            if (atomic_compare_exchange_weak_explicit(&ring_state.tail, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed))
                 break;
         } else if (diff < 0) {
-            atomic_fetch_add_explicit(&ring_dropped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&ring_state.dropped, 1, memory_order_relaxed);
             return -1;
         } else {
-            pos = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+            pos = atomic_load_explicit(&ring_state.tail, memory_order_relaxed);
         }
     }
     slot->time_ns = time_ns;
@@ -271,11 +277,11 @@ int vt_ranges_frames(uint64_t *out, int cap)
 
 void vt_ranges_records(vt_emit_fn emit)
 {
-    if (atomic_load_explicit(&ring_ready, memory_order_acquire) != 2)
+    if (atomic_load_explicit(&ring_state.ready, memory_order_acquire) != 2)
         return;
     for (;;) {
-        range_slot_t *slot = &ring[ring_head & (RING_SIZE - 1)];
-        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != ring_head + 1)
+        range_slot_t *slot = &ring[ring_state.head & (RING_SIZE - 1)];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != ring_state.head + 1)
             break;
         const char *name = vt_range_name(slot->id);
         uint8_t buf[4 * VT_VARINT_MAX + 1 + NAME_LEN], *p = buf;
@@ -284,19 +290,24 @@ void vt_ranges_records(vt_emit_fn emit)
         p = vt_put_varint(p, slot->depth);
         *p++ = slot->push;
         p = vt_put_str(p, name, strlen(name), NAME_LEN);
-        atomic_store_explicit(&slot->seq, ring_head + RING_SIZE, memory_order_release);
-        ring_head++;
+        atomic_store_explicit(&slot->seq, ring_state.head + RING_SIZE, memory_order_release);
+        ring_state.head++;
         emit(VT_REC_RANGE, buf, (size_t)(p - buf));
     }
 }
 
 static void ranges_atfork_child(void)
 {
-    /* The parent's unwritten records belong to the parent's trace. */
-    atomic_store(&ring_ready, 0);
-    atomic_store(&ring_tail, 0);
-    ring_head = 0;
-    open.recorded = 0;  /* the forking thread's open ranges, for the new trace */
+    /* The parent's unwritten records belong to the parent's trace, and a
+     * parent's thread may have been laying the slots out: the ring starts
+     * over, laid out again at the child's first record. */
+    ring_state = (range_ring_t){ 0 };
+    /* The forking thread's open ranges stay open; their pushes go into the
+     * child's trace at its next push or pop, as before a first CUDA call. */
+    open.recorded = 0;
+    /* The names survive: an id, once published, names the same text in
+     * the child, which shares the table. Not the lock, which a parent's
+     * thread that does not exist here may have held. */
     pthread_mutex_init(&name_lock, NULL);
 }
 
