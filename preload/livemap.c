@@ -78,20 +78,23 @@ static uint32_t slot_of(uint64_t key)
 
 int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
 {
-    if (!live.slots || key <= KEY_BUSY || device < 0 || device >= VT_MAX_DEVICES)
+    /* Read once: the atomics below would make the compiler read it again
+     * on every probe. */
+    live_slot_t *slots = live.slots;
+    if (!slots || key <= KEY_BUSY || device < 0 || device >= VT_MAX_DEVICES)
         return -1;
     uint32_t i = slot_of(key);
     for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&live.slots[i].key, memory_order_relaxed);
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_relaxed);
         if (k != KEY_EMPTY && k != KEY_TOMB)
             continue;
         /* Claim, fill, then publish the key: a racing insert into the same
          * slot must not overwrite the value. */
-        if (!atomic_compare_exchange_strong(&live.slots[i].key, &k, KEY_BUSY))
+        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_BUSY))
             continue;
-        atomic_store_explicit(&live.slots[i].bytes, bytes, memory_order_relaxed);
-        atomic_store_explicit(&live.slots[i].device, device, memory_order_relaxed);
-        atomic_store_explicit(&live.slots[i].key, key, memory_order_release);
+        atomic_store_explicit(&slots[i].bytes, bytes, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].device, device, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].key, key, memory_order_release);
         return atomic_fetch_add(&live.device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
     }
     return -1;
@@ -99,18 +102,19 @@ int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
 
 int64_t vt_live_remove(uint64_t key, int *device)
 {
-    if (!live.slots || key <= KEY_BUSY)
+    live_slot_t *slots = live.slots;
+    if (!slots || key <= KEY_BUSY)
         return -1;
     uint32_t i = slot_of(key);
     for (int probe = 0; probe < LIVE_PROBES; probe++, i = (i + 1) & (LIVE_SIZE - 1)) {
-        uint64_t k = atomic_load_explicit(&live.slots[i].key, memory_order_acquire);
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
         if (k == KEY_EMPTY)
             return -1;
         if (k != key)
             continue;
-        uint64_t bytes = atomic_load_explicit(&live.slots[i].bytes, memory_order_relaxed);
-        int dev = atomic_load_explicit(&live.slots[i].device, memory_order_relaxed);
-        if (!atomic_compare_exchange_strong(&live.slots[i].key, &k, KEY_TOMB))
+        uint64_t bytes = atomic_load_explicit(&slots[i].bytes, memory_order_relaxed);
+        int dev = atomic_load_explicit(&slots[i].device, memory_order_relaxed);
+        if (!atomic_compare_exchange_strong(&slots[i].key, &k, KEY_TOMB))
             return -1; /* a racing double free: the other one counts it */
         *device = dev;
         return atomic_fetch_sub(&live.device_bytes[dev], (int64_t)bytes) - (int64_t)bytes;
