@@ -10,6 +10,10 @@
 #                                      DT_NEEDED (absolute RUNPATH), so the
 #                                      loader loads it even in a secure-
 #                                      execution (setuid) process
+#   $(B)/tests/fault/faultprog.o       the object both are linked from, kept
+#                                      so a test can link privileged copies
+#                                      with a RUNPATH of its own and no
+#                                      CUDA headers
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -17,18 +21,18 @@
 # one frame per level (the soak counts distinct stacks).
 
 FAULT := $(B)/tests/fault
-FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
+FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
 TEST_BINS += $(FAULT_BINS)
 
-$(FAULT)/faultprog: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
+$(FAULT)/faultprog.o: tests/fault/faultprog.c tests/fault/fault.mk | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
-	    $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -c -o $@ $<
 
-$(FAULT)/faultprog-linked: tests/fault/faultprog.c tests/fault/fault.mk $(SIM_LIBS) $(B)/libvramtrace.so | $(B)/.deps-ok
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fno-optimize-sibling-calls -o $@ $< \
-	    $(LDFLAGS_COMMON) -L$(B) -Wl,--no-as-needed -Wl,-rpath,$(abspath $(B)) -l:libvramtrace.so $(SHIM_TEST_LDFLAGS)
+$(FAULT)/faultprog: $(FAULT)/faultprog.o tests/fault/fault.mk $(SIM_LIBS)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $< $(SHIM_TEST_LDFLAGS)
+
+$(FAULT)/faultprog-linked: $(FAULT)/faultprog.o tests/fault/fault.mk $(SIM_LIBS) $(B)/libvramtrace.so
+	$(CC) $(LDFLAGS_COMMON) -o $@ $< -L$(B) -Wl,--no-as-needed -Wl,-rpath,$(abspath $(B)) -l:libvramtrace.so $(SHIM_TEST_LDFLAGS)
 
 # Same code, same size (only an immediate differs, so the test can tell
 # their events apart): b is likely mapped where a was.
