@@ -20,6 +20,7 @@
  * On a reader error everything before it has been printed; the error goes to
  * stderr and the exit status is 2.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,27 +301,22 @@ static void stacks_free(stacks_t *st)
 
 static void put_flags(FILE *out, uint32_t flags)
 {
-    static const char *const names[] = { "sample",   "runtime",         "ptsz",          "via_procaddr",
-                                         "via_dlsym", "first_on_device", "after_failure", "at_peak" };
-    const size_t nnames = sizeof names / sizeof names[0];
-    /* Bit k's name is names[k]: the flags are declared in this order. */
-    _Static_assert(VT_EF_SAMPLE == 1u << 0 && VT_EF_RUNTIME == 1u << 1 && VT_EF_PTSZ == 1u << 2 &&
-                       VT_EF_VIA_PROCADDR == 1u << 3 && VT_EF_VIA_DLSYM == 1u << 4 &&
-                       VT_EF_FIRST_ON_DEVICE == 1u << 5 && VT_EF_AFTER_FAILURE == 1u << 6 &&
-                       VT_EF_AT_PEAK == 1u << 7 && sizeof names / sizeof names[0] == 8,
-                   "put_flags names every event flag, bit k as names[k]");
     if (!flags) {
         fputs("0", out);
         return;
     }
     const char *sep = "";
-    for (size_t b = 0; b < nnames; b++) {
-        if (flags & (1u << b)) {
-            fprintf(out, "%s%s", sep, names[b]);
+    uint32_t unknown = 0;
+    for (unsigned b = 0; b < 32; b++) {
+        uint32_t bit = flags & (1u << b);
+        const char *name = bit ? vt_event_flag_name(bit) : NULL;
+        if (name) {
+            fprintf(out, "%s%s", sep, name);
             sep = "|";
+        } else {
+            unknown |= bit;
         }
     }
-    uint32_t unknown = flags & ~((1u << nnames) - 1);
     if (unknown)
         fprintf(out, "%s0x%" PRIx32, sep, unknown);
 }
@@ -475,17 +471,16 @@ static void dump_usage(FILE *out)
                  "the damage are still printed).\n");
 }
 
-/* The words put_record starts each kind's line with. */
-static const char *kind_word(unsigned type)
+/* The word put_record starts a kind's line with: the reader's name for
+ * the kind in lower case, so the two cannot disagree. */
+static const char *kind_word(unsigned type, char *buf, size_t size)
 {
-    static const char *const words[] = {
-        [VT_REC_PROCESS] = "process", [VT_REC_DEVICE] = "device",   [VT_REC_MODULE] = "module",
-        [VT_REC_FRAME] = "frame",     [VT_REC_STACK] = "stack",     [VT_REC_EVENT] = "event",
-        [VT_REC_DROPPED] = "dropped", [VT_REC_NOTE] = "note",       [VT_REC_END] = "end",
-        [VT_REC_RANGE] = "range",     [VT_REC_GGML_BUFFER] = "ggml_buffer",
-    };
-    _Static_assert(sizeof words / sizeof words[0] == VT_REC_TYPES, "one word per enum vt_record_type");
-    return type < VT_REC_TYPES ? words[type] : NULL;
+    const char *name = vt_record_type_name(type);
+    size_t i = 0;
+    for (; name && name[i] && i + 1 < size; i++)
+        buf[i] = (char)tolower((unsigned char)name[i]);
+    buf[i] = '\0';
+    return buf;
 }
 
 /* --count: the report's way of reading (events and stack nodes in bulk),
@@ -493,8 +488,7 @@ static const char *kind_word(unsigned type)
  * it returns has a word. */
 static int count_records(const char *path, vt_reader_t *r)
 {
-    enum { KINDS = VT_REC_GGML_BUFFER + 1 };
-    uint64_t counts[KINDS] = { 0 };
+    uint64_t counts[VT_REC_TYPES] = { 0 };
     vt_event_t batch[256];
     vt_record_t rec;
     vt_error_t err;
@@ -510,14 +504,15 @@ static int count_records(const char *path, vt_reader_t *r)
         }
         if ((rc = vt_reader_next(r, &rec, &err)) <= 0)
             break;
-        if (rec.type < KINDS)
+        if (rec.type < VT_REC_TYPES)
             counts[rec.type]++;
     }
     uint64_t total = 0;
-    for (unsigned t = 0; t < KINDS; t++) {
+    for (unsigned t = 0; t < VT_REC_TYPES; t++) {
         if (!counts[t])
             continue;
-        printf("%s %" PRIu64 "\n", kind_word(t), counts[t]);
+        char word[32];
+        printf("%s %" PRIu64 "\n", kind_word(t, word, sizeof word), counts[t]);
         total += counts[t];
     }
     printf("records %" PRIu64 "\n", total);

@@ -503,17 +503,39 @@ static int decode_ggml_buffer(cur_t *c, vt_rec_ggml_buffer_t *g)
                : 0;
 }
 
-static const char *type_name(unsigned t)
+const char *vt_record_type_name(unsigned type)
 {
     static const char *const names[] = {
-        [0] = "?",
         [VT_REC_PROCESS] = "PROCESS", [VT_REC_DEVICE] = "DEVICE",   [VT_REC_MODULE] = "MODULE",
         [VT_REC_FRAME] = "FRAME",     [VT_REC_STACK] = "STACK",     [VT_REC_EVENT] = "EVENT",
         [VT_REC_DROPPED] = "DROPPED", [VT_REC_NOTE] = "NOTE",       [VT_REC_END] = "END",
         [VT_REC_RANGE] = "RANGE",     [VT_REC_GGML_BUFFER] = "GGML_BUFFER",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_REC_TYPES, "one name per enum vt_record_type");
-    return t < VT_REC_TYPES ? names[t] : "?";
+    return type < VT_REC_TYPES ? names[type] : NULL;
+}
+
+const char *vt_event_flag_name(uint32_t flag)
+{
+    /* Paired with their bits, not placed by them: the flags are masks, and
+     * a pair cannot slide onto its neighbour's bit. */
+    static const struct {
+        uint32_t flag;
+        const char *name;
+    } flags[] = {
+        { VT_EF_SAMPLE, "sample" },
+        { VT_EF_RUNTIME, "runtime" },
+        { VT_EF_PTSZ, "ptsz" },
+        { VT_EF_VIA_PROCADDR, "via_procaddr" },
+        { VT_EF_VIA_DLSYM, "via_dlsym" },
+        { VT_EF_FIRST_ON_DEVICE, "first_on_device" },
+        { VT_EF_AFTER_FAILURE, "after_failure" },
+        { VT_EF_AT_PEAK, "at_peak" },
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].flag == flag)
+            return flags[i].name;
+    return NULL;
 }
 
 /* @return 1 decoded, 0 unknown type (skip), -1 failure in c. */
@@ -864,7 +886,7 @@ int vt_reader_next(vt_reader_t *r, vt_record_t *rec, vt_error_t *err)
         if (rc < 0) {
             char sn[32];
             return fail(r, err, c.code, stream_offset(r, start), "%s: %s record at byte %zu: field %s: %s",
-                        stream_name(r, sn, sizeof sn), type_name(type), start, c.field, c.why);
+                        stream_name(r, sn, sizeof sn), vt_record_type_name(type), start, c.field, c.why);
         }
     }
 }

@@ -96,6 +96,13 @@ typedef struct vt_rec_ggml_buffer {
 /* "ANY", "WEIGHTS", "COMPUTE" (vt_ggml_usage), NULL for any other value. */
 const char *vt_ggml_usage_name(uint64_t usage);
 
+/* "PROCESS", "EVENT", ... (enum vt_record_type), NULL for any other value. */
+const char *vt_record_type_name(unsigned type);
+
+/* "sample", "runtime", ... for one VT_EF_* bit, NULL for any other value
+ * (several bits, none, or a bit no flag uses). */
+const char *vt_event_flag_name(uint32_t flag);
+
 typedef struct vt_record {
     uint8_t type;          /* enum vt_record_type */
     uint64_t file_offset;  /* offset of the chunk (or header) holding it */

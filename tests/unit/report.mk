@@ -5,7 +5,7 @@ ANALYZER_LIBS += -lstdc++
 # Unit tests link the report's own modules directly (no main.c).
 REPORT_UNIT_OBJS := $(ANALYZER_CORE_OBJS) $(B)/obj/analyzer/output/report_common.o
 
-$(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
+$(B)/obj/tests/unit/test_model.o $(B)/obj/tests/unit/test_rules.o $(B)/obj/tests/unit/test_names.o: $(B)/obj/tests/unit/%.o: tests/unit/%.c | $(B)/.deps-ok
 	@mkdir -p $(@D)
 	$(CC) $(ANALYZER_CFLAGS) -Itests -c $< -o $@
 
@@ -15,9 +15,12 @@ $(B)/test_model: $(B)/obj/tests/unit/test_model.o $(REPORT_UNIT_OBJS)
 $(B)/test_rules: $(B)/obj/tests/unit/test_rules.o $(REPORT_UNIT_OBJS)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf -lzstd
 
-TEST_BINS += $(B)/test_model $(B)/test_rules
+$(B)/test_names: $(B)/obj/tests/unit/test_names.o $(REPORT_UNIT_OBJS)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lstdc++ -ldw -lelf -lzstd
 
--include $(B)/obj/tests/unit/test_model.d $(B)/obj/tests/unit/test_rules.d
+TEST_BINS += $(B)/test_model $(B)/test_rules $(B)/test_names
+
+-include $(B)/obj/tests/unit/test_model.d $(B)/obj/tests/unit/test_rules.d $(B)/obj/tests/unit/test_names.d
 
 # Source lines (analyzer/symbols/dwarf_lines.c) come from elfutils. The fuzz replay and
 # libFuzzer builds link every analyzer object with their own FUZZ_LIBS,
