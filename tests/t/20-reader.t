@@ -101,6 +101,33 @@ is "$(sed -n '/t=1000 /,/^[a-z]/p' "$D/s.out" | sed -n '2,3p')" \
     #1 0x401000 _ZN11llama_model12load_tensorsERT_ (/usr/lib/libllama.so)" "--stacks prints the stack innermost first"
 is "$(grep -c '^    #' "$D/s.out")" 3 "--stacks: frames only under events with a stack"
 
+# -- event flags: vtgen's names and dump's, each against the header's bits ----
+# Bit k is flag k of trace_format.h's VT_EF_* list; an event by name and one
+# by number must both come back as that name.
+FLAGS="sample runtime ptsz via_procaddr via_dlsym first_on_device after_failure at_peak"
+bit=1; : >"$D/flags.vt"
+for f in $FLAGS; do
+    echo "event t=1 api=cudaMalloc flags=$f" >>"$D/flags.vt"
+    echo "event t=1 api=cudaMalloc flags=$bit" >>"$D/flags.vt"
+    bit=$((bit * 2))
+done
+"$GEN" "$D/flags.vt" -o "$D/flags.trace" || nok "vtgen flags.vt"
+is "$("$VT" dump "$D/flags.trace" | sed -n 's/^event .* flags=\([^ ]*\) .*/\1/p' | tr '\n' ' ')" \
+    "$(for f in $FLAGS; do printf '%s %s ' $f $f; done)" "each of the 8 event flags, by name and by bit, dumps as its name"
+
+# -- what the shim writes: version 3 with zstd chunks, 4 with stored ones ----
+"$GEN" --stored "$D/c.vt" -o "$D/c-stored.trace" || nok "vtgen --stored c.vt"
+version_of() { od -A n -t u2 -j 8 -N 2 "$1" | tr -d ' '; }
+chunk_magic_of() { dd if="$1" bs=1 skip=$((16 + $(od -A n -t u4 -j 12 -N 4 "$1"))) count=4 2>/dev/null; }
+is "$(version_of "$D/c.trace") $(chunk_magic_of "$D/c.trace")" "3 VTCK" "vtgen: format version 3, zstd chunks (the shim with libzstd)"
+is "$(version_of "$D/c-stored.trace") $(chunk_magic_of "$D/c-stored.trace")" "4 VTCS" \
+    "vtgen --stored: format version 4, stored chunks (the shim without libzstd)"
+"$VT" dump "$D/c-stored.trace" >"$D/c-stored.out" 2>&1
+check "dump reads version 4 stored chunks as the same records as version 3 zstd ones" cmp -s "$D/c.out" "$D/c-stored.out"
+"$VT" report "$D/c.trace" >"$D/c.report" 2>&1; "$VT" report "$D/c-stored.trace" >"$D/c-stored.report" 2>&1
+check "report: the same for both (but the file name)" \
+    sh -c "sed 's/c-stored.trace/c.trace/g' '$D/c-stored.report' | cmp -s - '$D/c.report'"
+
 # Hostile strings never reach the terminal raw.
 printf '%s\n' 'process exe="/opt/my app/\x1b[31mred" argv="a b","\"q\"" host="h\nx"' \
     'note t=1 text="\x1b]0;pwned\x07"' >"$D/esc.vt"

@@ -1,10 +1,13 @@
 /* vtgen: writes a vramtrace trace from a small text script, so tests get
  * traces with exact numbers without a GPU or the shim.
  *
- *   vtgen [-o OUT] [--no-checksum] [SCRIPT]
- *       SCRIPT defaults to stdin, OUT to stdout. --no-checksum leaves the
- *       zstd content checksum out, so damage to a chunk reaches the record
- *       decoder instead of failing the checksum (for mutation tests).
+ *   vtgen [-o OUT] [--no-checksum | --stored] [SCRIPT]
+ *       SCRIPT defaults to stdin, OUT to stdout. The file is what the shim
+ *       writes: format version 3 with zstd chunks or, with --stored, version
+ *       4 with chunks stored uncompressed (a shim without libzstd).
+ *       --no-checksum leaves the zstd content checksum out, so damage to a
+ *       chunk reaches the record decoder instead of failing the checksum
+ *       (for mutation tests).
  *
  * SCRIPT FORMAT: one directive per line; `#` starts a comment (at the start
  * of a word, outside quotes). Words are KEY=VALUE or positional. Strings are
@@ -312,19 +315,32 @@ static unsigned api_id(const char *s)
     fatal("unknown api '%s' (use #ID for a raw id)", s);
 }
 
+/* Its own table, not the reader's: a name paired with the wrong bit in
+ * one of them shows as a dump that does not give back the script's flag
+ * (tests/t/20-reader.t). */
 static uint64_t flags_value(const char *s)
 {
-    static const char *const names[] = { "sample",    "runtime",         "ptsz",          "via_procaddr",
-                                         "via_dlsym", "first_on_device", "after_failure", "at_peak" };
+    static const struct {
+        uint32_t flag;
+        const char *name;
+    } flags[] = {
+        { VT_EF_SAMPLE, "sample" },
+        { VT_EF_RUNTIME, "runtime" },
+        { VT_EF_PTSZ, "ptsz" },
+        { VT_EF_VIA_PROCADDR, "via_procaddr" },
+        { VT_EF_VIA_DLSYM, "via_dlsym" },
+        { VT_EF_FIRST_ON_DEVICE, "first_on_device" },
+        { VT_EF_AFTER_FAILURE, "after_failure" },
+        { VT_EF_AT_PEAK, "at_peak" },
+    };
     uint64_t v = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
-        size_t i;
-        for (i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (!strcmp(t, names[i]))
-                break;
-        v |= i < sizeof names / sizeof names[0] ? 1ull << i : (uint64_t)parse_int(t, "flags");
+        size_t i = 0;
+        while (i < sizeof flags / sizeof flags[0] && strcmp(t, flags[i].name))
+            i++;
+        v |= i < sizeof flags / sizeof flags[0] ? flags[i].flag : (uint64_t)parse_int(t, "flags");
     }
     return v;
 }
@@ -579,20 +595,22 @@ static void do_line(line_t *l)
 int main(int argc, char **argv)
 {
     const char *in_path = NULL, *out_path = NULL;
-    int no_checksum = 0;
+    int no_checksum = 0, stored = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out_path = argv[++i];
         else if (!strcmp(argv[i], "--no-checksum"))
             no_checksum = 1;
+        else if (!strcmp(argv[i], "--stored"))
+            stored = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: vtgen [-o OUT] [--no-checksum] [SCRIPT]\nThe script format is described at the top of "
+            printf("usage: vtgen [-o OUT] [--no-checksum | --stored] [SCRIPT]\nThe script format is described at the top of "
                    "tests/tools/vtgen.c.\n");
             return 0;
         } else if (!in_path)
             in_path = argv[i];
         else {
-            fprintf(stderr, "usage: vtgen [-o OUT] [--no-checksum] [SCRIPT]\n");
+            fprintf(stderr, "usage: vtgen [-o OUT] [--no-checksum | --stored] [SCRIPT]\n");
             return 1;
         }
     }
@@ -611,6 +629,10 @@ int main(int argc, char **argv)
     }
     tg_init(&G, out);
     G.checksum = !no_checksum;
+    if (stored) {
+        G.stored = 1;
+        G.version = VT_FORMAT_VERSION_STORED;
+    }
     tg_set_start(&G, 1000000000ull);
     char *buf = NULL;
     size_t cap = 0;
