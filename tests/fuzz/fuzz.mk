@@ -42,7 +42,7 @@ $(FUZZ_DIR)/replay-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay.o 
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ $(FUZZ_LIBS)
 
-$(FUZZ_DIR)/unpack: $(B)/obj/tests/fuzz/unpack.o
+$(FUZZ_DIR)/unpack: $(B)/obj/tests/fuzz/unpack.o $(B)/obj/tests/fuzz/fuzz_input.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lzstd
 

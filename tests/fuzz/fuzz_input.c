@@ -81,7 +81,9 @@ static int write_structured(const uint8_t *data, size_t size)
     vt_file_prelude_t pre;
     memset(&pre, 0, sizeof pre);
     memcpy(pre.magic, VT_FILE_MAGIC, 8);
-    pre.version = VT_FORMAT_VERSION;
+    /* zstd chunks: what the shim with libzstd writes, version 3 (version
+     * 4 is for stored chunks). */
+    pre.version = 3;
     pre.header_len = (uint32_t)body_len;
     if (put(&pre, sizeof pre) || put(body, body_len))
         return -1;

@@ -8,10 +8,11 @@
  *  - structured: input starting with FUZZ_STRUCT_MAGIC is a list of
  *    segments separated by FUZZ_SEP. Segment 0 is the header body (empty:
  *    a minimal valid PROCESS record), each later segment the decompressed
- *    record stream of one chunk. The harness writes a correct prelude and
- *    compresses each chunk with its checksum, because a byte-level mutation
- *    of a checksummed zstd frame almost never survives to the decoder.
- *    tests/fuzz/unpack.c turns real traces into such seeds.
+ *    record stream of one chunk. The harness writes the file the shim with
+ *    libzstd writes (format version 3) and compresses each chunk with its
+ *    checksum, because a byte-level mutation of a checksummed zstd frame
+ *    almost never survives to the decoder. tests/fuzz/unpack.c turns real
+ *    traces, zstd or stored chunks, into such seeds, and back.
  *
  * The file lives in a memfd named by /proc/self/fd/N: no disk traffic, and
  * vt_reader_open() still goes through open(2) like it does for users.

@@ -5,7 +5,8 @@
 #               field stories (raw, and unpacked to structured seeds; see
 #               fuzz_input.h), and the vtgen scripts of tests/golden and
 #               tests/corrupt (hostile on purpose), with and without the
-#               zstd checksum
+#               zstd checksum, and with stored chunks (format version 4,
+#               as a shim without libzstd writes)
 #   OUT/rules/  nothing generated yet: the committed seeds suffice
 # Only traces up to 64 KiB are kept: big seeds slow every mutation.
 set -u
@@ -37,6 +38,7 @@ for s in tests/golden/*.vt tests/corrupt/*.vt; do
     name=$(basename "$s" .vt)
     "$B/vtgen" -o "$OUT/trace/vt-$name.trace" "$s" 2>/dev/null || continue
     "$B/vtgen" --no-checksum -o "$OUT/trace/vt-$name-nock.trace" "$s" 2>/dev/null
+    "$B/vtgen" --stored -o "$OUT/trace/vt-$name-stored.trace" "$s" 2>/dev/null
     "$B/fuzz/unpack" "$OUT/trace/vt-$name.trace" "$OUT/trace/vt-$name.vts" 2>/dev/null ||
         rm -f "$OUT/trace/vt-$name.vts"
 done
