@@ -32,6 +32,7 @@
 #include "json.h"
 #include "report.h"
 #include "sizes.h"
+#include "sort.h"
 
 enum { R_PEAK, R_RESERVE, R_UNTRACKED, R_MINFREE, R_ROUNDING, R_HOLES, R_LARGEST, R_VA_UNMAPPED,
        R_HOST, R_MANAGED, R_MORE, R_FIXED };
@@ -193,7 +194,7 @@ static int collect_sites(const vt_report_t *r, dsites_t *d)
             d->n++;
         }
     }
-    qsort(d->v, d->n, sizeof *d->v, key_order);
+    vt_sort(d->v, d->n, sizeof *d->v, key_order);
     size_t out = 0;
     for (size_t i = 0; i < d->n; i++) {
         if (out && !strcmp(d->v[out - 1].key, d->v[i].key)) {
@@ -242,7 +243,7 @@ static pair_t *match_sites(const dsites_t *a, const dsites_t *b, size_t *n)
         p->b = c >= 0 ? &b->v[k++] : NULL;
         p->delta = (int64_t)((p->b ? p->b->at_peak : 0) - (p->a ? p->a->at_peak : 0));
     }
-    qsort(v, *n, sizeof *v, pair_order);
+    vt_sort(v, *n, sizeof *v, pair_order);
     return v;
 }
 

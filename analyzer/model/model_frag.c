@@ -23,6 +23,7 @@
  * and the cost of measuring is amortized over the logged changes. The
  * figures are exactly those of measuring at the point. */
 #include "model_internal.h"
+#include "sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +161,7 @@ static int measure(vt_model_t *m, int dev, const vt_frag_log_t *lg)
         }
         n = (size_t)k;
     }
-    qsort(v, n, sizeof *v, cmp_range);
+    vt_sort(v, n, sizeof *v, cmp_range);
     uint64_t holes, largest, span = holes_in(v, n, d->total, &holes, &largest);
     d->frag_computed = 1;
     d->frag_skipped = 0;
@@ -189,7 +190,7 @@ int vt_m_frag_at_failure(vt_model_t *m, int dev, vt_holes_t *out)
         return VT_E_NOMEM;
     size_t n = collect(m, &m->by_ptr, dev, v, total);
     n += collect(m, &m->by_map, dev, v + n, total - n);
-    qsort(v, n, sizeof *v, cmp_range);
+    vt_sort(v, n, sizeof *v, cmp_range);
     holes_in(v, n, m->p.devs[dev].total, &out->bytes, &out->largest);
     out->ranges = n;
     out->measured = 1;

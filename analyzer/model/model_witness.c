@@ -18,6 +18,7 @@
 
 #include "grow.h"
 #include "model_internal.h"
+#include "sort.h"
 
 /* A hostile trace can hold any number of marks; what is kept is bounded. */
 #define MAX_MARKS 65536
@@ -183,7 +184,7 @@ static int add_mark(vt_marks_t *t, uint64_t ordinal, uint8_t usage, uint32_t seq
  * then time). */
 static int resolve(matcher_t *mt, vt_marks_t *out)
 {
-    qsort(mt->spans, mt->nspans, sizeof *mt->spans, cmp_span);
+    vt_sort(mt->spans, mt->nspans, sizeof *mt->spans, cmp_span);
     size_t s0 = 0;
     for (size_t i = 0; i < mt->nmarks; i++) {
         const vt_seen_mark_t *k = &mt->marks[i];
@@ -220,7 +221,7 @@ static int cmp_mark(const void *a, const void *b)
  * mark with another usage is counted. */
 static void settle(vt_marks_t *t)
 {
-    qsort(t->v, t->n, sizeof *t->v, cmp_mark);
+    vt_sort(t->v, t->n, sizeof *t->v, cmp_mark);
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (n && t->v[n - 1].ordinal == t->v[i].ordinal) {
@@ -243,7 +244,7 @@ vt_marks_t *vt_marks_match(const vt_model_t *m, vt_reader_t *reader, vt_error_t 
     int rc = out && (mt.marks || !mt.nmarks) ? 0 : VT_E_NOMEM;
     if (!rc) {
         memcpy(mt.marks, m->seen, mt.nmarks * sizeof *mt.marks);
-        qsort(mt.marks, mt.nmarks, sizeof *mt.marks, cmp_seen);
+        vt_sort(mt.marks, mt.nmarks, sizeof *mt.marks, cmp_seen);
         rc = compact(&mt);   /* every marked base, no span yet */
     }
     uint64_t ordinal = 0;

@@ -18,6 +18,7 @@
 #include "report_series.h"
 #include "report.h"
 #include "sizes.h"
+#include "sort.h"
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -65,7 +66,7 @@ static int add_path(char ***paths, unsigned char **from_dir, int *n, const char 
             fprintf(stderr, "vramtrace: %s: no trace files (*.vtrace) in this directory\n", path);
             return VT_E_IO;
         }
-        qsort(list, (size_t)nl, sizeof *list, cmp_str);
+        vt_sort(list, (size_t)nl, sizeof *list, cmp_str);
     } else {
         list = malloc(sizeof *list);
         if (!list || !(list[0] = strdup(path))) {
