@@ -170,7 +170,10 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_u64(j, "last_free_bytes", d->have_free ? d->last_free : 0);
     vt_json_u64(j, "last_free_time_ns", d->have_free ? d->last_free_time_ns : 0);
     vt_json_bool(j, "free_known", d->have_free);
-    vt_json_u64(j, "free_at_peak_bytes", d->have_free_at_peak ? d->free_at_peak : 0);
+    if (d->have_free_at_peak)
+        vt_json_u64(j, "free_at_peak_bytes", d->free_at_peak);
+    else
+        vt_json_null(j, "free_at_peak_bytes");
     vt_json_num(j, "margin_pct", margin);
     vt_json_u64(j, "margin_bytes", (uint64_t)(margin / 100.0 * (double)d->total));
     vt_json_bool(j, "above_margin", !d->below_margin.valid);

@@ -290,8 +290,9 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
         fprintf(o, "  %s: peak %s tracked; free memory unknown (no driver report in the trace)", dl,
                 vt_fmt_bytes(a, d->mem.peak_bytes));
     } else {
-        fprintf(o, "  %s: peak %s of %s at %s", dl, vt_fmt_bytes(a, d->mem.peak_bytes), vt_fmt_bytes(b, d->total),
-                vt_fmt_time(t, d->mem.peak_time_ns));
+        fprintf(o, "  %s: peak %s of %s", dl, vt_fmt_bytes(a, d->mem.peak_bytes), vt_fmt_bytes(b, d->total));
+        if (d->mem.have_peak) /* without an allocation there is no moment to name */
+            fprintf(o, " at %s", vt_fmt_time(t, d->mem.peak_time_ns));
     }
     if (breakdown && d->mem.have_peak) {
         /* One paragraph: `record` prints the verdict up to its first blank line. */
@@ -352,7 +353,10 @@ static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
                 vt_fmt_time(t, d->last_free_time_ns));
         fprintf(o, "  %-20s %*s  at %s%s\n", "min free", W, vt_fmt_bytes(a, d->min_free),
                 vt_fmt_time(t, d->min_free_time_ns), d->min_free_estimated ? " (estimated)" : "");
-        fprintf(o, "  %-20s %*s\n", "free at peak", W, vt_fmt_bytes(a, d->free_at_peak));
+        if (d->have_free_at_peak)
+            fprintf(o, "  %-20s %*s\n", "free at peak", W, vt_fmt_bytes(a, d->free_at_peak));
+        else
+            fprintf(o, "  %-20s %*s\n", "free at peak", W, "unknown");
     }
     fprintf(o, "  fragmentation\n");
     fprintf(o, "    %-18s %*s\n", "rounding waste", W, vt_fmt_bytes(a, d->peak_rounding_waste));
@@ -534,13 +538,18 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
                 fprintf(o, "    ... %" PRIu64 " more\n", p->nlater - 10);
         }
     }
-    for (int i = 0; i < p->ndevs; i++)
-        device_section(o, m, &p->devs[i]);
-    tagged_section(o, m, "Pinned host memory", &p->host);
-    tagged_section(o, m, "Managed memory", &p->managed);
-
-    sites_table(o, r, m);
-    vt_report_text_heap(o, r, m);
+    /* A process that allocated, failed and freed nothing (a GPU probe, as
+     * ollama's discovery runs one per library) has no tables to show: its
+     * verdict, entry points and counts say all of it. */
+    int allocated_nothing = !p->events.allocs && !p->events.failed && !p->events.frees;
+    if (!allocated_nothing) {
+        for (int i = 0; i < p->ndevs; i++)
+            device_section(o, m, &p->devs[i]);
+        tagged_section(o, m, "Pinned host memory", &p->host);
+        tagged_section(o, m, "Managed memory", &p->managed);
+        sites_table(o, r, m);
+        vt_report_text_heap(o, r, m);
+    }
 
     fprintf(o, "\nEntry points              calls   failed       bytes\n");
     for (unsigned api = 0; api < VT_API_COUNT; api++)

@@ -482,4 +482,28 @@ report recovered
 is "$(sed -n 2p "$D/recovered.out" | cut -c1-30)" "VERDICT: NEAR SPILL. A device " "recovered OOM: NEAR SPILL"
 check "recovered OOM: pinned weights by the program's choice" grep -q "^  64.0 MiB of weights sit in pinned host memory (2.00 GiB on the GPU at its peak), by the program's choice" "$D/recovered.out"
 
+# A GPU probe (ollama's discovery runs one per GPU library): it asks for the
+# device count and free memory and allocates nothing. Its section is the
+# verdict, entry points and counts; no peak moment, no device tables, and
+# JSON's free at peak is null, not 0 B.
+mkdir -p "$D/probe"
+under_shim "$D/probe" python3 -c '
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+n = ctypes.c_int(); f = ctypes.c_size_t(); t = ctypes.c_size_t()
+rt.cudaGetDeviceCount(ctypes.byref(n))
+rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
+'
+"$VT" report --wide "$D/probe" >"$D/probe.out" 2>&1
+is "$(grep -c '^VERDICT: NO GPU MEMORY USED' "$D/probe.out") $(grep -c 'peak 0 B of 24.00 GiB\.$' "$D/probe.out")" "1 1" \
+    "probe: NO GPU MEMORY USED, a peak of 0 B with no moment"
+is "$(grep -c '^GPU 0 \|free at peak\|^Top sites\|^Pinned host memory' "$D/probe.out")" "0" \
+    "probe: no device table, host table or sites"
+is "$(grep -A2 '^Entry points' "$D/probe.out" | sed 's/  */ /g')" "Entry points calls failed bytes
+ cudaMemGetInfo 1 0 0 B
+Events: 0 allocs, 0 frees, 0 failed, 0 dropped" "probe: its entry points and counts"
+is "$("$VT" report --json "$D/probe" | python3 -c 'import json, sys
+d = json.load(sys.stdin)["processes"][0]["devices"][0]
+print(d["headroom"]["free_at_peak_bytes"])')" "None" "probe: JSON free at peak is null"
+
 done_testing
