@@ -108,12 +108,24 @@ static void family(FILE *o, const char *name, const char *type, const char *help
     fprintf(o, "# TYPE %s %s\n# HELP %s %s\n", name, type, name, help);
 }
 
+/* A process that ended having allocated nothing (a GPU probe: ollama's
+ * discovery starts one per library, and a server's directory gathers
+ * them) is counted in vramtrace_idle_processes and gets no series of its
+ * own, so probes do not grow the series a fleet stores. */
+static int has_series(const vt_report_input_t *in)
+{
+    const vt_proc_t *p = vt_model_proc(in->model);
+    return !(p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p));
+}
+
 /* One sample per process-device, or per tag of it (tags != NULL). */
 typedef uint64_t (*dev_value_fn)(const vt_dev_t *d, int tag, int *have);
 
 static void dev_samples(FILE *o, const vt_report_t *r, const char *sample, dev_value_fn value, int per_tag)
 {
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         const vt_rules_t *rules = vt_model_rules(r->in[i].model);
         for (int k = 0; k < p->ndevs; k++) {
@@ -171,6 +183,8 @@ static const dev_family_t dev_families[] = {
 static void proc_counter(FILE *o, const vt_report_t *r, const char *sample, size_t offset)
 {
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         fprintf(o, "%s{", sample);
         proc_labels(o, p);
@@ -181,6 +195,8 @@ static void proc_counter(FILE *o, const vt_report_t *r, const char *sample, size
 static void host_samples(FILE *o, const vt_report_t *r, const char *sample, int managed)
 {
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         const vt_rules_t *rules = vt_model_rules(r->in[i].model);
         const vt_tagged_peak_t *tp = managed ? &p->managed : &p->host;
@@ -202,6 +218,12 @@ static void exposition(FILE *o, const vt_report_t *r)
     fprintf(o, "vramtrace_up %d\n", !r->nbad);
     family(o, "vramtrace_processes", "gauge", "traced processes (one trace each)");
     fprintf(o, "vramtrace_processes %d\n", r->nin);
+    int idle = 0;
+    for (int i = 0; i < r->nin; i++)
+        idle += !has_series(&r->in[i]);
+    family(o, "vramtrace_idle_processes", "gauge",
+           "traced processes that ended having allocated nothing (GPU probes); no series of their own");
+    fprintf(o, "vramtrace_idle_processes %d\n", idle);
 
     for (size_t i = 0; i < sizeof dev_families / sizeof dev_families[0]; i++) {
         const dev_family_t *f = &dev_families[i];
@@ -218,6 +240,8 @@ static void exposition(FILE *o, const vt_report_t *r)
 
     family(o, "vramtrace_spills", "counter", "spill events (oom, host_fallback, managed_oversubscription, over_capacity)");
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         for (int k = 0; k < VT_SPILL_KINDS; k++) {
             fputs("vramtrace_spills_total{", o);
@@ -233,6 +257,8 @@ static void exposition(FILE *o, const vt_report_t *r)
     family(o, "vramtrace_trace_partial", "gauge",
            "1 while the trace ends in a chunk still being written (a live process) or cut short");
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         fputs("vramtrace_trace_partial{", o);
         proc_labels(o, vt_model_proc(r->in[i].model));
         fprintf(o, "} %d\n", r->in[i].truncated);
@@ -247,6 +273,8 @@ static void exposition(FILE *o, const vt_report_t *r)
            "1 when the shim ran without this library (libzstd.so.1: the trace is uncompressed; libunwind.so.8: "
            "glibc's backtrace() took the frames the shim's unwinder could not follow)");
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         for (size_t k = 0; k < sizeof missing / sizeof missing[0]; k++) {
             fputs("vramtrace_shim_library_missing{", o);
@@ -256,6 +284,8 @@ static void exposition(FILE *o, const vt_report_t *r)
     }
     family(o, "vramtrace_process_ended", "gauge", "1 once the trace holds the process's end record");
     for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         fputs("vramtrace_process_ended{", o);
         proc_labels(o, p);

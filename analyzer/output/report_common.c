@@ -224,6 +224,11 @@ const char *vt_lost_reason_text(int reason)
     return reason >= 0 && reason < VT_LOST_REASONS ? lost_reasons[reason].text : NULL;
 }
 
+int vt_proc_allocated_nothing(const vt_proc_t *p)
+{
+    return !p->events.allocs && !p->events.failed && !p->events.frees;
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)

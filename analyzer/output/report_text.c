@@ -538,11 +538,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
                 fprintf(o, "    ... %" PRIu64 " more\n", p->nlater - 10);
         }
     }
-    /* A process that allocated, failed and freed nothing (a GPU probe, as
-     * ollama's discovery runs one per library) has no tables to show: its
-     * verdict, entry points and counts say all of it. */
-    int allocated_nothing = !p->events.allocs && !p->events.failed && !p->events.frees;
-    if (!allocated_nothing) {
+    /* A GPU probe has no tables to show: its verdict, entry points and
+     * counts say all of it. */
+    if (!vt_proc_allocated_nothing(p)) {
         for (int i = 0; i < p->ndevs; i++)
             device_section(o, m, &p->devs[i]);
         tagged_section(o, m, "Pinned host memory", &p->host);

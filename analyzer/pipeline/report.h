@@ -158,6 +158,10 @@ uint64_t vt_dev_untracked(const vt_dev_t *d);
  * or with `whole` set "incomplete" for a trace cut inside a chunk (the
  * others then describe only its complete chunks). */
 const char *vt_proc_verdict(const vt_proc_t *p, int whole);
+/* 1 when the process allocated, failed and freed nothing in what was read
+ * (a GPU probe: ollama's discovery runs one per library). The text report
+ * gives it no tables and `serve`, once it ended, no series of its own. */
+int vt_proc_allocated_nothing(const vt_proc_t *p);
 /* What the shim did without (the PROCESS record's degraded bits), as one
  * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */
 const char *vt_proc_degraded_note(const vt_proc_t *p);

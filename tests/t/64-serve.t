@@ -162,4 +162,24 @@ cp "$B/tests/shim/paths" "$TMP/bin/$NAME"
 LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$E "$TMP/bin/$NAME" runtime >/dev/null 2>&1
 "$VT" serve --once $E >$TMP/evil.om
 check "a quote and a backslash in a process name are escaped" grep -q 'process="evil\\"q\\\\x"' $TMP/evil.om
+# ---- GPU probes: ended, allocated nothing ----
+# ollama's discovery starts one short-lived process per GPU library; a
+# server's directory gathers them. Each is counted, with no series of its
+# own. A live probe (no END yet) keeps its series until it ends.
+P=$TMP/probes
+mkdir -p $P
+LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$P "$B/tests/shim/paths" runtime >/dev/null 2>&1
+for i in 1 2; do
+    LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$P python3 -c '
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+f = ctypes.c_size_t(); t = ctypes.c_size_t()
+rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
+'
+done
+"$VT" serve --once $P >$TMP/probes.om
+is "$(grep -E '^vramtrace_(idle_)?processes ' $TMP/probes.om)" "vramtrace_processes 3
+vramtrace_idle_processes 2" "probes: 3 traces, 2 of them idle"
+is "$(grep -c 'process="python3' $TMP/probes.om)" 0 "probes: no series of their own"
+is "$(grep -c '^vramtrace_process_ended{' $TMP/probes.om)" 1 "probes: the allocating process keeps its series"
 done_testing
