@@ -165,6 +165,22 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
     free(rank);
 }
 
+/* The text report's VERDICT heading, in the index's lower case. */
+static const char *verdict_words(const char *key)
+{
+    static const struct {
+        const char *key, *words;
+    } words[] = {
+        { "spill", "spill" },           { "near_spill", "near spill" },
+        { "failed", "out of memory" },  { "no_spill", "no spill" },
+        { "no_gpu_memory", "no GPU memory used" }, { "incomplete", "incomplete trace" },
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(key, words[i].key))
+            return words[i].words;
+    return key;
+}
+
 static void process(FILE *f, const vt_report_t *r, int pi)
 {
     const vt_report_input_t *in = &r->in[pi];
@@ -200,12 +216,15 @@ static void process(FILE *f, const vt_report_t *r, int pi)
     if (mem) {
         vt_report_verdict(mem, m);
         fclose(mem);
-        fprintf(f, "<pre class=\"verdict%s\">", p->tip.valid ? "" : " ok");
+        const char *verdict = vt_proc_verdict(p, 1);
+        int fine = !strcmp(verdict, "no_spill") || !strcmp(verdict, "no_gpu_memory");
+        fprintf(f, "<pre class=\"verdict%s\">", fine ? " ok" : "");
         vt_html_esc(f, text);
         fputs("</pre>\n", f);
         free(text);
     }
-    for (int d = 0; d < p->ndevs; d++)
+    /* A GPU probe has no tables or charts to show, as in the text report. */
+    for (int d = 0; d < p->ndevs && !vt_proc_allocated_nothing(p); d++)
         device(f, m, &p->devs[d], pi, d);
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
@@ -251,8 +270,10 @@ int vt_html_write(vt_html_t *h, const char *path)
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         fprintf(f, "<li><a href=\"#p%d\">", i);
         vt_html_esc(f, vt_base(p->exe));
-        fprintf(f, " (pid %" PRIu64 ")</a>: %s</li>\n", p->pid,
-                p->tip.valid ? vt_spill_kind_name(p->tip_kind) : "no spill");
+        fprintf(f, " (pid %" PRIu64 ")</a>: %s", p->pid, verdict_words(vt_proc_verdict(p, 1)));
+        if (p->tip.valid)
+            fprintf(f, " (%s)", vt_spill_kind_name(p->tip_kind));
+        fputs("</li>\n", f);
     }
     for (int i = 0; i < r->nbad; i++) {
         fputs("<li><code>", f);

@@ -209,4 +209,18 @@ is "$(sed -n 2p "$D/crowd.geo" | cut -d' ' -f1)" "0-32000000" "crowded: a second
 tip=$(sed -n 2p "$D/crowd.geo" | sed -n 's/.* tip=\([0-9]*\) .*/\1/p')
 check "crowded: in the zoom the marker is well inside (x=${tip:-none} > 200)" test "${tip:-0}" -gt 200
 check "the zoom is captioned" grep -q 'zoomed on the failures: ' "$D/crowd.dom"
+# The index names each process's verdict as the text report does: a probe
+# that allocated nothing is "no GPU memory used" (and gets no chart), a
+# spill says its tipping kind.
+{
+    echo 'process pid=11 exe=/bin/probe start=1000000000'
+    echo 'device 0 total=8GiB free=7.5GiB name=Sim uuid=00112233445566778899aabbccddeeff t=0'
+    echo 'end t=2000000 events=0 dropped=0'
+} >"$D/probe.vt"
+"$GEN" "$D/probe.vt" -o "$D/probe.vtrace" || nok "vtgen probe"
+"$VT" report --html "$D/index.html" "$D/crowd.vtrace" "$D/probe.vtrace" >/dev/null 2>&1
+is "$(grep -o '<li><a href="#p[0-9]">[^<]*</a>[^<]*' "$D/index.html" | sed 's/<[^>]*>//g')" "server (pid 9): $("$VT" report --json "$D/crowd.vtrace" | python3 -c 'import json, sys
+print({"spill": "spill", "near_spill": "near spill", "failed": "out of memory"}[json.load(sys.stdin)["processes"][0]["verdict"]])') (oom)
+probe (pid 11): no GPU memory used" "index: each process's verdict as the text report names it"
+is "$(sed -n '/<section id="p1">/,/<\/section>/p' "$D/index.html" | grep -c 'data-chart')" 0 "a probe's section has no chart"
 done_testing
