@@ -114,8 +114,7 @@ static void family(FILE *o, const char *name, const char *type, const char *help
  * own, so probes do not grow the series a fleet stores. */
 static int has_series(const vt_report_input_t *in)
 {
-    const vt_proc_t *p = vt_model_proc(in->model);
-    return !(p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p));
+    return !vt_report_input_idle(in);
 }
 
 /* One sample per process-device, or per tag of it (tags != NULL). */
@@ -222,7 +221,7 @@ static void exposition(FILE *o, const vt_report_t *r)
     for (int i = 0; i < r->nin; i++)
         idle += !has_series(&r->in[i]);
     family(o, "vramtrace_idle_processes", "gauge",
-           "traced processes that ended having allocated nothing (GPU probes); no series of their own");
+           "traced processes that ended having allocated nothing (such as GPU probes); no series of their own");
     fprintf(o, "vramtrace_idle_processes %d\n", idle);
 
     for (size_t i = 0; i < sizeof dev_families / sizeof dev_families[0]; i++) {

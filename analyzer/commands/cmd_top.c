@@ -68,7 +68,13 @@ static void frame(FILE *o, const vt_report_t *r)
     fprintf(o, "vramtrace top  %s  %d process%s  (q quits)\n\n", when, r->nin, r->nin == 1 ? "" : "es");
     fprintf(o, "%-7s %-18s %4s %9s %9s %9s %9s %9s %9s %6s\n", "PID", "PROCESS", "GPU", "WEIGHTS", "KV", "SCRATCH",
             "UNKNOWN", "LIVE", "FREE~", "STATE");
+    int idle = 0;
     for (int i = 0; i < r->nin; i++) {
+        /* Ended having allocated nothing (GPU probes): counted below. */
+        if (vt_report_input_idle(&r->in[i])) {
+            idle++;
+            continue;
+        }
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         const char *state = p->ended ? "ended" : "live";
         for (int k = 0; k < p->ndevs; k++) {
@@ -83,9 +89,14 @@ static void frame(FILE *o, const vt_report_t *r)
                     state);
         }
     }
+    if (idle)
+        fprintf(o, "(not shown: %d ended process%s that allocated nothing, such as GPU probes)\n", idle,
+                idle == 1 ? "" : "es");
     /* Per GPU (across processes): the card, the margin, what went wrong. */
     fputc('\n', o);
     for (int i = 0; i < r->nin; i++) {
+        if (vt_report_input_idle(&r->in[i]))
+            continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         for (int k = 0; k < p->ndevs; k++) {
             const vt_dev_t *d = &p->devs[k];

@@ -229,6 +229,12 @@ int vt_proc_allocated_nothing(const vt_proc_t *p)
     return !p->events.allocs && !p->events.failed && !p->events.frees;
 }
 
+int vt_report_input_idle(const vt_report_input_t *in)
+{
+    const vt_proc_t *p = vt_model_proc(in->model);
+    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p);
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)

@@ -162,6 +162,10 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole);
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */
 int vt_proc_allocated_nothing(const vt_proc_t *p);
+/* 1 for a whole trace (END read, not cut or damaged) of a process that
+ * allocated nothing: done, and nothing to watch. `serve` gives it no series
+ * and `top` no row; both count it. */
+int vt_report_input_idle(const vt_report_input_t *in);
 /* What the shim did without (the PROCESS record's degraded bits), as one
  * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */
 const char *vt_proc_degraded_note(const vt_proc_t *p);

@@ -487,13 +487,7 @@ check "recovered OOM: pinned weights by the program's choice" grep -q "^  64.0 M
 # verdict, entry points and counts; no peak moment, no device tables, and
 # JSON's free at peak is null, not 0 B.
 mkdir -p "$D/probe"
-under_shim "$D/probe" python3 -c '
-import ctypes
-rt = ctypes.CDLL("libcudart.so.13")
-n = ctypes.c_int(); f = ctypes.c_size_t(); t = ctypes.c_size_t()
-rt.cudaGetDeviceCount(ctypes.byref(n))
-rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
-'
+gpu_probe "$D/probe"
 "$VT" report --wide "$D/probe" >"$D/probe.out" 2>&1
 is "$(grep -c '^VERDICT: NO GPU MEMORY USED' "$D/probe.out") $(grep -c 'peak 0 B of 24.00 GiB\.$' "$D/probe.out")" "1 1" \
     "probe: NO GPU MEMORY USED, a peak of 0 B with no moment"

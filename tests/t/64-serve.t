@@ -169,14 +169,8 @@ check "a quote and a backslash in a process name are escaped" grep -q 'process="
 P=$TMP/probes
 mkdir -p $P
 LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$P "$B/tests/shim/paths" runtime >/dev/null 2>&1
-for i in 1 2; do
-    LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$P python3 -c '
-import ctypes
-rt = ctypes.CDLL("libcudart.so.13")
-f = ctypes.c_size_t(); t = ctypes.c_size_t()
-rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
-'
-done
+gpu_probe $P
+gpu_probe $P
 "$VT" serve --once $P >$TMP/probes.om
 is "$(grep -E '^vramtrace_(idle_)?processes ' $TMP/probes.om)" "vramtrace_processes 3
 vramtrace_idle_processes 2" "probes: 3 traces, 2 of them idle"

@@ -47,4 +47,11 @@ is "$?" 0 "the server exits 0"
 is "$?" 0 "--once prints a frame and exits 0"
 check "--once: the ended process" grep -q ' ended$' $TMP/once.txt
 check "top wrote nothing to the traces (only the server did)" test "$(ls $D | wc -l)" = 1
+# Processes that ended having allocated nothing (GPU probes) are one line,
+# not rows.
+gpu_probe $D
+gpu_probe $D
+"$VT" top --once $D >$TMP/probes.txt
+is "$(grep -c ' ended$' $TMP/probes.txt) $(grep -c '^(not shown: 2 ended processes that allocated nothing, such as GPU probes)$' $TMP/probes.txt) $(grep -c '^pid ' $TMP/probes.txt)" "1 1 1" \
+    "--once: two ended probes are one line; the server keeps its row and GPU line"
 done_testing

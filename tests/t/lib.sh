@@ -47,3 +47,15 @@ under_shim() {
     dir=$1; shift
     LD_LIBRARY_PATH=$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$dir "$@"
 }
+# A GPU probe under the shim, into directory $1: a process that asks for the
+# device count and free memory and allocates nothing, as each of ollama's
+# discovery subprocesses does.
+gpu_probe() {
+    under_shim "$1" python3 -c '
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+n = ctypes.c_int(); f = ctypes.c_size_t(); t = ctypes.c_size_t()
+rt.cudaGetDeviceCount(ctypes.byref(n))
+rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
+'
+}
