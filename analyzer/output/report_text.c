@@ -599,11 +599,18 @@ static void report_all(const vt_report_t *r, FILE *o)
         for (int k = 0; k < VT_MAX_TAGS && k < vt_rules_tag_count(r->rules); k++)
             if (gp->peak_by_tag[k] || k < VT_TAG_BUILTIN_COUNT)
                 fprintf(o, "    %-18s %*s\n", vt_text(vt_rules_tag_name(r->rules, k)), W, vt_fmt_bytes(a, gp->peak_by_tag[k]));
+        int idle = 0;
         for (int k = 0; k < gp->nprocs; k++) {
             const vt_proc_t *p = vt_model_proc(gp->procs[k]);
+            if (vt_proc_allocated_nothing(p)) { /* a probe: one line for all of them */
+                idle++;
+                continue;
+            }
             fprintf(o, "    pid %-8" PRIu64 " %-16s %*s at the combined peak, own peak %s\n", p->pid, vt_text(vt_base(p->exe)), W,
                     vt_fmt_bytes(a, gp->peak_contrib[k]), vt_fmt_bytes(b, p->devs[gp->dev_index[k]].mem.peak_bytes));
         }
+        if (idle)
+            fprintf(o, "    and %d process%s that allocated nothing\n", idle, idle == 1 ? "" : "es");
     }
 }
 

@@ -500,4 +500,12 @@ is "$("$VT" report --json "$D/probe" | python3 -c 'import json, sys
 d = json.load(sys.stdin)["processes"][0]["devices"][0]
 print(d["headroom"]["free_at_peak_bytes"])')" "None" "probe: JSON free at peak is null"
 
+# Beside a process that allocated, a probe is one line of the combined GPU
+# section, not a row of its own.
+mkdir -p "$D/withprobe"
+under_shim "$D/withprobe" "$B/tests/shim/paths" runtime >/dev/null 2>&1
+gpu_probe "$D/withprobe"
+"$VT" report --wide "$D/withprobe" >"$D/withprobe.out" 2>&1
+is "$(sed -n '/^== GPUs across all 2 processes/,$p' "$D/withprobe.out" | grep -c '^    pid ') $(grep -c '^    and 1 process that allocated nothing$' "$D/withprobe.out")" "1 1" \
+    "combined GPUs: the allocating process has its row, the probe is counted"
 done_testing
