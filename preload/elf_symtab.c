@@ -134,11 +134,10 @@ static int usable_sym(const uint8_t *symbase, size_t i, const char *strtab, size
     return 1;
 }
 
-/* Collects the function symbols of one SHT_SYMTAB/SHT_DYNSYM section.
- * @return 0 on success (possibly zero symbols), -1 if the section or its
- * string table is unusable. */
-static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_t shnum,
-                   const Elf64_Shdr *symsec, vt_elf_symtab_t *out)
+/* Checks one SHT_SYMTAB/SHT_DYNSYM section and its string table.
+ * @return 0 with *out filled, or -1 if either is unusable. */
+static int open_symsec(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_t shnum,
+                       const Elf64_Shdr *symsec, vt_elf_symsec_t *out)
 {
     Elf64_Shdr strsec;
     if (symsec->sh_entsize != sizeof(Elf64_Sym) || symsec->sh_size > VT_ELF_MAX_TABLE ||
@@ -151,14 +150,32 @@ static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_
     if (strsec.sh_type != SHT_STRTAB || strsec.sh_size > VT_ELF_MAX_TABLE ||
         strsec.sh_size > UINT32_MAX || !in_bounds(strsec.sh_offset, strsec.sh_size, len))
         return -1;
+    out->syms = img + symsec->sh_offset;
+    out->count = symsec->sh_size / sizeof(Elf64_Sym);
+    out->strtab = (const char *)img + strsec.sh_offset;
+    out->strsize = strsec.sh_size;
+    out->terminated = out->strsize && out->strtab[out->strsize - 1] == '\0';
+    out->source = symsec->sh_type == SHT_SYMTAB ? VT_ELF_SYMTAB : VT_ELF_DYNSYM;
+    return out->count ? 0 : -1;
+}
 
-    const uint8_t *symbase = img + symsec->sh_offset;
-    const char *strtab = (const char *)img + strsec.sh_offset;
-    size_t strsize = strsec.sh_size;
-    size_t nsyms = symsec->sh_size / sizeof(Elf64_Sym);
-    if (nsyms == 0)
-        return -1;
-    int terminated = strsize && strtab[strsize - 1] == '\0';
+static void cand_from_sym(const Elf64_Sym *s, sym_cand_t *c)
+{
+    c->addr = s->st_value;
+    c->size = s->st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s->st_size;
+    c->name = s->st_name;
+    c->rank = sym_rank_without_name(s);
+}
+
+/* Collects the function symbols of one checked section.
+ * @return 0 on success (possibly zero symbols), -1 if out of memory. */
+static int collect(const vt_elf_symsec_t *sec, vt_elf_symtab_t *out)
+{
+    const uint8_t *symbase = sec->syms;
+    const char *strtab = sec->strtab;
+    size_t strsize = sec->strsize;
+    size_t nsyms = sec->count;
+    int terminated = sec->terminated;
 
     /* Counted first: most entries of a big .symtab are objects, sections
      * and files, and the candidate array is the largest allocation here. */
@@ -175,11 +192,7 @@ static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_
         Elf64_Sym s;
         if (!usable_sym(symbase, i, strtab, strsize, terminated, &s))
             continue;
-        cand[n].addr = s.st_value;
-        cand[n].size = s.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s.st_size;
-        cand[n].name = s.st_name;
-        cand[n].rank = sym_rank_without_name(&s);
-        n++;
+        cand_from_sym(&s, &cand[n++]);
     }
     cand = sort_by_addr(cand, buf + nfuncs, n);
 
@@ -211,7 +224,50 @@ static int collect(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_
     out->funcs = funcs;
     out->count = m;
     out->strtab = strtab;
-    out->source = symsec->sh_type == SHT_SYMTAB ? VT_ELF_SYMTAB : VT_ELF_DYNSYM;
+    out->source = sec->source;
+    return 0;
+}
+
+/* Finds the symbol sections of an ELF64 image: order[0] is .symtab's
+ * index, order[1] .dynsym's, 0 where absent.
+ * @return 0, or -1 when the image is not a well-formed ELF64. */
+static int find_symbol_sections(const uint8_t *img, size_t len, Elf64_Ehdr *eh,
+                                uint64_t *shnum_out, uint64_t order[2])
+{
+    order[0] = order[1] = 0;
+    *shnum_out = 0;
+    if (!img || len < sizeof *eh)
+        return -1;
+    memcpy(eh, img, sizeof *eh);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_ident[EI_DATA] != VT_HOST_ELFDATA || eh->e_ident[EI_VERSION] != EV_CURRENT)
+        return -1;
+    if (eh->e_shoff == 0)
+        return 0; /* fully stripped of section headers: valid, nameless */
+    if (eh->e_shentsize != sizeof(Elf64_Shdr))
+        return -1;
+
+    uint64_t shnum = eh->e_shnum;
+    if (shnum == 0) {
+        /* Extended numbering: the real count sits in section 0's sh_size. */
+        Elf64_Shdr sh0;
+        if (read_shdr(img, len, eh, 0, &sh0) != 0)
+            return -1;
+        shnum = sh0.sh_size;
+    }
+    if (!in_bounds(eh->e_shoff, 0, len) || shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr))
+        return -1;
+
+    for (uint64_t i = 1; i < shnum; i++) {
+        Elf64_Shdr sh;
+        if (read_shdr(img, len, eh, i, &sh) != 0)
+            return -1;
+        if (sh.sh_type == SHT_SYMTAB && !order[0] && sh.sh_size)
+            order[0] = i;
+        else if (sh.sh_type == SHT_DYNSYM && !order[1] && sh.sh_size)
+            order[1] = i;
+    }
+    *shnum_out = shnum;
     return 0;
 }
 
@@ -219,49 +275,85 @@ int vt_elf_parse(const void *image, size_t len, vt_elf_symtab_t *out)
 {
     const uint8_t *img = image;
     Elf64_Ehdr eh;
+    uint64_t shnum, order[2];
     memset(out, 0, sizeof *out);
-    if (!img || len < sizeof eh)
+    if (find_symbol_sections(img, len, &eh, &shnum, order) != 0)
         return -1;
-    memcpy(&eh, img, sizeof eh);
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_ident[EI_DATA] != VT_HOST_ELFDATA || eh.e_ident[EI_VERSION] != EV_CURRENT)
-        return -1;
-    if (eh.e_shoff == 0)
-        return 0; /* fully stripped of section headers: valid, nameless */
-    if (eh.e_shentsize != sizeof(Elf64_Shdr))
-        return -1;
-
-    uint64_t shnum = eh.e_shnum;
-    if (shnum == 0) {
-        /* Extended numbering: the real count sits in section 0's sh_size. */
-        Elf64_Shdr sh0;
-        if (read_shdr(img, len, &eh, 0, &sh0) != 0)
-            return -1;
-        shnum = sh0.sh_size;
-    }
-    if (!in_bounds(eh.e_shoff, 0, len) || shnum > (len - eh.e_shoff) / sizeof(Elf64_Shdr))
-        return -1;
-
-    uint64_t symtab_idx = 0, dynsym_idx = 0;
-    for (uint64_t i = 1; i < shnum; i++) {
-        Elf64_Shdr sh;
-        if (read_shdr(img, len, &eh, i, &sh) != 0)
-            return -1;
-        if (sh.sh_type == SHT_SYMTAB && !symtab_idx && sh.sh_size)
-            symtab_idx = i;
-        else if (sh.sh_type == SHT_DYNSYM && !dynsym_idx && sh.sh_size)
-            dynsym_idx = i;
-    }
-
     /* A broken .symtab should not hide a good .dynsym. */
-    uint64_t order[2] = {symtab_idx, dynsym_idx};
     for (int k = 0; k < 2; k++) {
         Elf64_Shdr sh;
-        if (!order[k] || read_shdr(img, len, &eh, order[k], &sh) != 0)
+        vt_elf_symsec_t sec;
+        if (!order[k] || read_shdr(img, len, &eh, order[k], &sh) != 0 ||
+            open_symsec(img, len, &eh, shnum, &sh, &sec) != 0)
             continue;
-        if (collect(img, len, &eh, shnum, &sh, out) == 0)
+        if (collect(&sec, out) == 0)
             return 0;
     }
+    return 0;
+}
+
+int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out)
+{
+    const uint8_t *img = image;
+    Elf64_Ehdr eh;
+    uint64_t shnum, order[2];
+    memset(out, 0, sizeof *out);
+    if (find_symbol_sections(img, len, &eh, &shnum, order) != 0)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        Elf64_Shdr sh;
+        if (order[k] && read_shdr(img, len, &eh, order[k], &sh) == 0 &&
+            open_symsec(img, len, &eh, shnum, &sh, out) == 0)
+            return 0;
+    }
+    memset(out, 0, sizeof *out);
+    return 0;
+}
+
+int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n, vt_elf_func_t *out)
+{
+    memset(out, 0, n * sizeof *out);
+    if (!n || !sec->count)
+        return 0;
+    /* best[j]: the best symbol at the highest address in
+     * (addrs[j - 1], addrs[j]]; these slots partition the address line, so
+     * the symbol vt_elf_find would pick for addrs[j] is in the last
+     * non-empty slot up to j. Symbols come in section order, as they reach
+     * collect()'s alias choice after its stable sort. */
+    sym_cand_t *best = calloc(n, sizeof *best);
+    if (!best)
+        return -1;
+    uint64_t last = addrs[n - 1];
+    for (size_t i = 1; i < sec->count; i++) { /* entry 0 is the reserved null symbol */
+        Elf64_Sym s;
+        if (!usable_sym(sec->syms, i, sec->strtab, sec->strsize, sec->terminated, &s) ||
+            s.st_value > last)
+            continue;
+        size_t lo = 0, hi = n - 1; /* first j with addrs[j] >= st_value */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (addrs[mid] < s.st_value)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        sym_cand_t c;
+        cand_from_sym(&s, &c);
+        sym_cand_t *b = &best[lo];
+        if (!b->name || c.addr > b->addr || (c.addr == b->addr && cand_better(&c, b, sec->strtab)))
+            *b = c;
+    }
+    const sym_cand_t *cover = NULL;
+    for (size_t j = 0; j < n; j++) {
+        if (best[j].name)
+            cover = &best[j];
+        if (cover && !(cover->size && addrs[j] - cover->addr >= cover->size)) {
+            out[j].addr = cover->addr;
+            out[j].size = cover->size;
+            out[j].name = cover->name;
+        }
+    }
+    free(best);
     return 0;
 }
 

@@ -40,6 +40,17 @@ typedef struct vt_elf_symtab {
     int source;            /* enum vt_elf_source */
 } vt_elf_symtab_t;
 
+/* A checked symbol section, read in place: what vt_elf_parse sorts, for
+ * callers that only need a few addresses named. */
+typedef struct vt_elf_symsec {
+    const uint8_t *syms;   /* count Elf64_Sym entries, possibly unaligned */
+    size_t count;          /* 0 = the image has no usable section */
+    const char *strtab;
+    size_t strsize;
+    int terminated;        /* strtab ends in NUL */
+    int source;            /* enum vt_elf_source */
+} vt_elf_symsec_t;
+
 typedef struct vt_elf_file {
     void *map;
     size_t len;
@@ -58,6 +69,21 @@ VT_ELF_HIDDEN int vt_elf_parse(const void *image, size_t len, vt_elf_symtab_t *o
 VT_ELF_HIDDEN const vt_elf_func_t *vt_elf_find(const vt_elf_symtab_t *t, uint64_t addr);
 
 VT_ELF_HIDDEN void vt_elf_symtab_free(vt_elf_symtab_t *t);
+
+/* Picks the symbol section vt_elf_parse would read (.symtab unless it is
+ * unusable, then .dynsym) without collecting it.
+ * @return 0 with *out filled (count 0 when there is none), or -1 with *out
+ * empty when the image is not a well-formed ELF64. */
+VT_ELF_HIDDEN int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out);
+
+/* Names n addresses in one pass over the section, with no sorted table:
+ * out[i] becomes what vt_elf_find on vt_elf_parse's table returns for
+ * addrs[i], or all zero (name 0) where that is NULL. addrs must be sorted
+ * ascending and distinct. Costs one read of the section, so it pays only
+ * for a few addresses in a big table.
+ * @return 0, or -1 when out of memory (out all zero). */
+VT_ELF_HIDDEN int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n,
+                              vt_elf_func_t *out);
 
 /* Finds the NT_GNU_BUILD_ID note in the contents of a PT_NOTE segment
  * whose notes are aligned to align (4 or 8, p_align).

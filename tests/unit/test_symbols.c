@@ -10,6 +10,7 @@
 #include "symbols.h"
 #include "tap.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -697,6 +698,95 @@ static void test_notes(void)
            "8-aligned notes are walked with 8-byte padding");
 }
 
+/* ---- one-pass scan against the sorted table --------------------------- */
+
+/* Addresses where a lookup can change its answer: starts, ends, one off
+ * either side, plus uniform ones across the table's span and beyond. */
+static size_t probe_addrs(const vt_elf_symtab_t *t, uint64_t *a, size_t want)
+{
+    uint64_t lo = t->funcs[0].addr, hi = t->funcs[t->count - 1].addr;
+    uint64_t span = hi - lo + 4096;
+    for (size_t i = 0; i < want; i++) {
+        const vt_elf_func_t *f = &t->funcs[next_rand() % t->count];
+        switch (next_rand() % 6) {
+        case 0: a[i] = f->addr; break;
+        case 1: a[i] = f->addr - 1; break;
+        case 2: a[i] = f->addr + f->size - 1; break;
+        case 3: a[i] = f->addr + f->size; break;
+        case 4: a[i] = f->addr + next_rand() % (f->size + 64); break;
+        default: a[i] = lo - 2048 + next_rand() % span; break;
+        }
+    }
+    qsort(a, want, sizeof *a, cmp_u64);
+    size_t n = 0;
+    for (size_t i = 0; i < want; i++)
+        if (!n || a[i] != a[n - 1])
+            a[n++] = a[i];
+    return n;
+}
+
+/* 1 if vt_elf_scan names every probe as vt_elf_find does; counts ips. */
+static int scan_matches(const char *path, size_t want, size_t *ips)
+{
+    vt_elf_file_t f;
+    if (vt_elf_map_file(path, &f) != 0)
+        return 1;
+    vt_elf_symtab_t t;
+    vt_elf_symsec_t sec;
+    int ok = 1;
+    if (vt_elf_parse(f.map, f.len, &t) == 0 && t.count && vt_elf_symsec(f.map, f.len, &sec) == 0) {
+        uint64_t *a = malloc(want * sizeof *a);
+        vt_elf_func_t *got = malloc(want * sizeof *got);
+        size_t n = probe_addrs(&t, a, want);
+        ok = sec.source == t.source && vt_elf_scan(&sec, a, n, got) == 0;
+        for (size_t i = 0; ok && i < n; i++) {
+            const vt_elf_func_t *w = vt_elf_find(&t, a[i]);
+            ok = w ? got[i].name == w->name && got[i].addr == w->addr && got[i].size == w->size
+                   : got[i].name == 0;
+            if (!ok)
+                printf("# %s: 0x%llx scans to %u, finds %u\n", path, (unsigned long long)a[i],
+                       got[i].name, w ? w->name : 0);
+        }
+        *ips += n;
+        free(a);
+        free(got);
+    }
+    vt_elf_symtab_free(&t);
+    vt_elf_unmap_file(&f);
+    return ok;
+}
+
+static void test_scan_equals_find(void)
+{
+    static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/bin"};
+    size_t files = 0, ips = 0, bad = 0;
+    for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+        DIR *dir = opendir(dirs[d]);
+        struct dirent *e;
+        while (dir && (e = readdir(dir)) != NULL) {
+            char p[PATH_MAX];
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s", dirs[d], e->d_name);
+            if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+                continue;
+            size_t before = ips;
+            bad += !scan_matches(p, 64, &ips);
+            files += ips > before;
+        }
+        if (dir)
+            closedir(dir);
+    }
+    TAP_OK(bad == 0 && files > 0, "scan names %zu ips in %zu ELF files as the sorted table does",
+           ips, files);
+    if (access("/usr/bin/node", R_OK) != 0) {
+        printf("ok %d # SKIP no /usr/bin/node\n", ++tap_n);
+        return;
+    }
+    size_t node_ips = 0;
+    TAP_OK(scan_matches("/usr/bin/node", 20000, &node_ips) && node_ips > 10000,
+           "/usr/bin/node: scan names %zu ips as the sorted table does", node_ips);
+}
+
 static void test_files(void)
 {
     vt_elf_file_t f;
@@ -754,6 +844,7 @@ int main(int argc, char **argv)
     test_parser();
     test_aliases_and_order();
     test_files();
+    test_scan_equals_find();
 
     vt_symbols_fini();
     uint32_t id;
