@@ -310,6 +310,8 @@ int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out)
     return 0;
 }
 
+#define SCAN_BUCKETS 4096
+
 int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n, vt_elf_func_t *out)
 {
     memset(out, 0, n * sizeof *out);
@@ -320,22 +322,40 @@ int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n, vt_
      * the symbol vt_elf_find would pick for addrs[j] is in the last
      * non-empty slot up to j. Symbols come in section order, as they reach
      * collect()'s alias choice after its stable sort. */
-    sym_cand_t *best = calloc(n, sizeof *best);
-    if (!best)
-        return -1;
     uint64_t last = addrs[n - 1];
+    /* bucket[b]: the first j with addrs[j] >= b << shift, so a symbol's
+     * slot is one load and a search among the few addresses of its bucket:
+     * a binary search over all of them per symbol was most of the pass. */
+    unsigned shift = 0;
+    while ((last >> shift) >= SCAN_BUCKETS)
+        shift++;
+    size_t nbuckets = (size_t)(last >> shift) + 1;
+    sym_cand_t *best = calloc(n, sizeof *best);
+    size_t *bucket = malloc((nbuckets + 1) * sizeof *bucket);
+    if (!best || !bucket) {
+        free(best);
+        free(bucket);
+        return -1;
+    }
+    for (size_t b = 0, j = 0; b < nbuckets; b++) {
+        while (addrs[j] < (uint64_t)b << shift)
+            j++;
+        bucket[b] = j;
+    }
+    bucket[nbuckets] = n - 1;
     for (size_t i = 1; i < sec->count; i++) { /* entry 0 is the reserved null symbol */
         Elf64_Sym s;
         if (!usable_sym(sec->syms, i, sec->strtab, sec->strsize, sec->terminated, &s) ||
             s.st_value > last)
             continue;
-        size_t lo = 0, hi = n - 1; /* first j with addrs[j] >= st_value */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (addrs[mid] < s.st_value)
-                lo = mid + 1;
-            else
-                hi = mid;
+        /* First j with addrs[j] >= st_value; it is at most the next
+         * bucket's first, as addrs[bucket[b + 1]] >= st_value. */
+        size_t at = (size_t)(s.st_value >> shift);
+        size_t lo = bucket[at], len = bucket[at + 1] - lo + 1;
+        while (len > 1) {
+            size_t half = len / 2;
+            lo = addrs[lo + half - 1] < s.st_value ? lo + half : lo;
+            len -= half;
         }
         sym_cand_t c;
         cand_from_sym(&s, &c);
@@ -354,6 +374,7 @@ int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n, vt_
         }
     }
     free(best);
+    free(bucket);
     return 0;
 }
 
