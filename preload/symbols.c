@@ -11,6 +11,13 @@
  *    one library. It is rebuilt when the loader's add/sub counters move.
  *  - Symbols are read on the first lookup that lands in a module: a server
  *    maps hundreds of libraries but allocates from a handful.
+ *  - A module with a huge .symtab (/usr/bin/node: 107k symbols, 6-8 ms to
+ *    sort) that is first met by vt_symbols_prefetch is not sorted: each
+ *    batch's new ips are named in one pass over the section (about 2 ms)
+ *    into a small per-module cache. A lookup that misses the cache, a
+ *    batch past VT_SCAN_MAX_PASSES passes or past VT_SCAN_MAX_CACHED names
+ *    builds the sorted table after all, so the cost is bounded by about
+ *    twice today's, and the names are the same either way.
  *  - All live, unreported modules are reported on the next lookup (not only
  *    the one hit), so a trace carries the whole map early and the analyzer
  *    can place any ip, including ones it symbolizes offline.
@@ -33,7 +40,22 @@
 #define VT_VDSO_MAX_IMAGE ((size_t)1 << 20)
 #define VT_DEBUG_DIR "/usr/lib/debug/.build-id/"
 
-enum { SYMS_UNREAD, SYMS_READ };
+/* Above this many entries in .symtab, prefetched ips are scanned for
+ * rather than sorting the table; small tables sort in well under 1 ms. */
+#ifndef VT_SCAN_MIN_SYMBOLS /* the unit test lowers it to scan small tables */
+#define VT_SCAN_MIN_SYMBOLS 16384
+#endif
+/* A scan costs about a third of sorting /usr/bin/node's table. */
+#define VT_SCAN_MAX_PASSES 3
+#define VT_SCAN_MAX_CACHED 4096
+
+/* SYMS_SCANNED: names come from scan passes over scan_sec into scanned. */
+enum { SYMS_UNREAD, SYMS_READ, SYMS_SCANNED };
+
+typedef struct vt_scanned_ip {
+    uint64_t rel;                /* ip - base */
+    vt_elf_func_t func;          /* name 0: no enclosing symbol */
+} vt_scanned_ip_t;
 
 typedef struct vt_module {
     uint32_t id;
@@ -49,6 +71,10 @@ typedef struct vt_module {
     int alive, reported, syms_state, seen;
     vt_elf_symtab_t syms;
     vt_elf_file_t file;          /* the mapping syms.strtab points into */
+    vt_elf_symsec_t scan_sec;    /* SYMS_SCANNED: the section, in file */
+    vt_scanned_ip_t *scanned;    /* sorted by rel */
+    size_t nscanned;
+    unsigned scan_passes;
 } vt_module_t;
 
 static struct {
@@ -62,6 +88,7 @@ static struct {
     unsigned long long adds, subs; /* loader counters at the last refresh */
     int have_counters;
     char *exe_path;
+    vt_symbols_stats_t stats;
 } g;
 
 /* ---- module map ------------------------------------------------------ */
@@ -348,16 +375,27 @@ static void debug_path(const vt_module_t *m, char *out)
     memcpy(p, ".debug", sizeof ".debug");
 }
 
-static void read_symbols(vt_module_t *m)
+/* may_scan: the caller will name this module's ips through a scan batch
+ * first (vt_symbols_prefetch), so a big .symtab need not be sorted. Only a
+ * .symtab qualifies: a .dynsym may yet lose to a debug file. */
+static void read_symbols(vt_module_t *m, int may_scan)
 {
     m->syms_state = SYMS_READ;
     if (m->mem_image) {
         vt_elf_parse(m->mem_image, m->mem_image_len, &m->syms);
         return;
     }
-    if (vt_elf_map_file(m->open_path, &m->file) == 0 &&
-        (vt_elf_parse(m->file.map, m->file.len, &m->syms) != 0 || m->syms.count == 0))
-        vt_elf_unmap_file(&m->file); /* nothing points into it */
+    int mapped = vt_elf_map_file(m->open_path, &m->file) == 0;
+    if (mapped && may_scan && vt_elf_symsec(m->file.map, m->file.len, &m->scan_sec) == 0 &&
+        m->scan_sec.source == VT_ELF_SYMTAB && m->scan_sec.count > VT_SCAN_MIN_SYMBOLS) {
+        m->syms_state = SYMS_SCANNED;
+        return;
+    }
+    if (mapped) {
+        g.stats.tables_sorted++;
+        if (vt_elf_parse(m->file.map, m->file.len, &m->syms) != 0 || m->syms.count == 0)
+            vt_elf_unmap_file(&m->file); /* nothing points into it */
+    }
     if (m->syms.source == VT_ELF_SYMTAB || m->build_id_len < 2)
         return;
 
@@ -377,6 +415,76 @@ static void read_symbols(vt_module_t *m)
     }
     vt_elf_symtab_free(&dsyms);
     vt_elf_unmap_file(&dbg);
+}
+
+/* Gives up scanning: from now on m is named from its sorted table, which
+ * is what read_symbols would have built for this .symtab. */
+static void stop_scanning(vt_module_t *m)
+{
+    free(m->scanned);
+    m->scanned = NULL;
+    m->nscanned = 0;
+    memset(&m->scan_sec, 0, sizeof m->scan_sec);
+    m->syms_state = SYMS_READ;
+    g.stats.tables_sorted++;
+    if (vt_elf_parse(m->file.map, m->file.len, &m->syms) != 0 || m->syms.count == 0)
+        vt_elf_unmap_file(&m->file);
+}
+
+static const vt_scanned_ip_t *find_scanned(const vt_module_t *m, uint64_t rel)
+{
+    size_t lo = 0, hi = m->nscanned;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->scanned[mid].rel < rel)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->nscanned && m->scanned[lo].rel == rel ? &m->scanned[lo] : NULL;
+}
+
+/* Names the ips (sorted, all inside m) that m's cache lacks, in one pass. */
+static void scan_batch(vt_module_t *m, const uintptr_t *ips, size_t n)
+{
+    uint64_t *rel = malloc(n * sizeof *rel);
+    vt_elf_func_t *found = malloc(n * sizeof *found);
+    size_t k = 0;
+    for (size_t i = 0; rel && i < n; i++) {
+        uint64_t r = ips[i] - m->base;
+        if ((!k || rel[k - 1] != r) && !find_scanned(m, r))
+            rel[k++] = r;
+    }
+    vt_scanned_ip_t *cache = NULL;
+    if (!k) {
+        /* all known already */
+    } else if (!found || m->scan_passes >= VT_SCAN_MAX_PASSES ||
+               k > VT_SCAN_MAX_CACHED - m->nscanned ||
+               !(cache = realloc(m->scanned, (m->nscanned + k) * sizeof *cache)) ||
+               vt_elf_scan(&m->scan_sec, rel, k, found) != 0) {
+        if (cache)
+            m->scanned = cache;
+        stop_scanning(m);
+    } else {
+        m->scanned = cache;
+        m->scan_passes++;
+        g.stats.scan_passes++;
+        /* Merged from the back, in place: both runs are sorted. */
+        size_t a = m->nscanned, b = k, out = m->nscanned + k;
+        while (b) {
+            if (a && cache[a - 1].rel > rel[b - 1]) {
+                cache[--out] = cache[--a];
+            } else {
+                --out;
+                --b;
+                cache[out].rel = rel[b];
+                cache[out].func = found[b];
+            }
+        }
+        m->nscanned += k;
+    }
+    free(rel);
+    free(found);
 }
 
 /* ---- API ------------------------------------------------------------- */
@@ -424,13 +532,59 @@ int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx, uint32_t *
 
     *module_id = m->id;
     if (m->syms_state == SYMS_UNREAD)
-        read_symbols(m);
-    const vt_elf_func_t *f = vt_elf_find(&m->syms, ip - m->base);
+        read_symbols(m, 0);
+    const vt_elf_func_t *f = NULL;
+    const char *strtab = m->syms.strtab;
+    if (m->syms_state == SYMS_SCANNED) {
+        const vt_scanned_ip_t *s = find_scanned(m, ip - m->base);
+        if (s) {
+            f = s->func.name ? &s->func : NULL;
+            g.stats.scan_hits++;
+            strtab = m->scan_sec.strtab;
+        } else {
+            stop_scanning(m);
+            strtab = m->syms.strtab;
+        }
+    }
+    if (m->syms_state == SYMS_READ)
+        f = vt_elf_find(&m->syms, ip - m->base);
     if (f) {
-        *function = m->syms.strtab + f->name;
+        *function = strtab + f->name;
         *sym_offset = ip - m->base - f->addr;
     }
     return 1;
+}
+
+static int ip_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void vt_symbols_prefetch(uintptr_t *ips, size_t n)
+{
+    int changed = g.initialized ? loader_changed() : 1;
+    if (changed == 1)
+        refresh();
+    qsort(ips, n, sizeof *ips, ip_cmp);
+    for (size_t i = 0, j; i < n; i = j) {
+        vt_module_t *m = find_module(ips[i]);
+        if (!m) {
+            j = i + 1;
+            continue;
+        }
+        for (j = i + 1; j < n && ips[j] < m->hi; j++)
+            ;
+        if (m->syms_state == SYMS_UNREAD)
+            read_symbols(m, 1);
+        if (m->syms_state == SYMS_SCANNED)
+            scan_batch(m, ips + i, j - i);
+    }
+}
+
+void vt_symbols_stats(vt_symbols_stats_t *out)
+{
+    *out = g.stats;
 }
 
 void vt_symbols_reset_reported(void)
@@ -446,6 +600,7 @@ void vt_symbols_fini(void)
         vt_module_t *m = g.mods[i];
         vt_elf_symtab_free(&m->syms);
         vt_elf_unmap_file(&m->file);
+        free(m->scanned);
         free(m->path);
         free(m);
     }

@@ -41,6 +41,22 @@ typedef void (*vt_module_sink_t)(void *ctx, const vt_module_info_t *module);
 int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx,
                       uint32_t *module_id, const char **function, uint64_t *sym_offset);
 
+/* Names a batch of ips, passed as to vt_symbols_lookup, ahead of their
+ * lookups: a module with a huge .symtab is then read in one pass for the
+ * whole batch instead of being sorted. Sorts ips in place. Reports no
+ * modules; the lookups that follow do. */
+void vt_symbols_prefetch(uintptr_t *ips, size_t n);
+
+/* How names were found since the last vt_symbols_fini (for tests and
+ * measurements). */
+typedef struct vt_symbols_stats {
+    uint64_t tables_sorted; /* modules whose whole table was sorted */
+    uint64_t scan_passes;   /* passes over a section for a prefetch batch */
+    uint64_t scan_hits;     /* lookups answered from those passes */
+} vt_symbols_stats_t;
+
+void vt_symbols_stats(vt_symbols_stats_t *out);
+
 /* In a forked child: report every module again to the new trace file. */
 void vt_symbols_reset_reported(void);
 

@@ -12,6 +12,10 @@ $(SYMTEST_OBJ)/%.o: preload/%.c preload/symbols.h preload/elf_symtab.h preload/l
 	@mkdir -p $(@D)
 	$(CC) $(SYMTEST_CFLAGS) -c $< -o $@
 
+# Scans even the test's own small tables, so prefetched lookups go through
+# the scan path.
+$(SYMTEST_OBJ)/symbols.o: SYMTEST_CFLAGS += -DVT_SCAN_MIN_SYMBOLS=0
+
 $(SYMTEST_OBJ)/test_symbols.o: tests/unit/test_symbols.c preload/symbols.h preload/elf_symtab.h tests/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(SYMTEST_CFLAGS) -c $< -o $@

@@ -787,6 +787,67 @@ static void test_scan_equals_find(void)
            "/usr/bin/node: scan names %zu ips as the sorted table does", node_ips);
 }
 
+/* Prefetched lookups (the scan path: this binary's symbols.o scans every
+ * .symtab) must name each ip of the main program as its sorted table does,
+ * across batches, past the pass limit, and for ips never prefetched. */
+static void test_prefetch(void)
+{
+    vt_elf_file_t f;
+    vt_elf_symtab_t t = {0};
+    if (vt_elf_map_file("/proc/self/exe", &f) != 0 || vt_elf_parse(f.map, f.len, &t) != 0 ||
+        t.count == 0) {
+        TAP_OK(0, "main program's table parses");
+        return;
+    }
+    uint64_t static_addr = 0;
+    for (size_t i = 0; i < t.count; i++)
+        if (strcmp(t.strtab + t.funcs[i].name, "main_static_fn") == 0)
+            static_addr = t.funcs[i].addr;
+    uintptr_t bias = (uintptr_t)(st_fn_t)main_static_fn - static_addr;
+
+    enum { BATCHES = 5, PER_BATCH = 64 };
+    uintptr_t ips[BATCHES * PER_BATCH + 1], batch[PER_BATCH];
+    for (size_t i = 0; i < BATCHES * PER_BATCH; i++) {
+        const vt_elf_func_t *fn = &t.funcs[next_rand() % t.count];
+        ips[i] = bias + fn->addr + next_rand() % (fn->size + 16);
+    }
+    ips[0] = bias + 16; /* the ELF header: in the module, in no function */
+    ips[BATCHES * PER_BATCH] = bias + t.funcs[t.count / 2].addr + 1; /* never prefetched */
+
+    vt_symbols_fini(); /* the main program unread again */
+    size_t checked = 0, wrong = 0;
+    vt_symbols_stats_t st[BATCHES];
+    for (size_t b = 0; b < BATCHES; b++) {
+        memcpy(batch, ips + b * PER_BATCH, sizeof batch);
+        vt_symbols_prefetch(batch, PER_BATCH);
+        for (size_t i = b * PER_BATCH; i < (b + 1) * PER_BATCH + (b == BATCHES - 1); i++) {
+            uint32_t id;
+            const char *fn;
+            uint64_t off;
+            const vt_elf_func_t *w = vt_elf_find(&t, ips[i] - bias);
+            lookup((const void *)ips[i], &id, &fn, &off);
+            int same = w ? strcmp(fn, t.strtab + w->name) == 0 && off == ips[i] - bias - w->addr
+                         : fn[0] == '\0' && off == 0;
+            if (!same)
+                printf("# batch %zu: %#lx named %s+%llu\n", b, (unsigned long)ips[i], fn,
+                       (unsigned long long)off);
+            wrong += !same;
+            checked++;
+        }
+        vt_symbols_stats(&st[b]);
+    }
+    /* Passes 1-3 name their batches; the 4th batch sorts the table. */
+    TAP_EQ_U64(st[2].scan_passes, 3, "three batches: three passes");
+    TAP_EQ_U64(st[2].scan_hits, 3 * PER_BATCH, "every lookup of them answered by a pass");
+    TAP_EQ_U64(st[2].tables_sorted, 0, "and no table sorted");
+    TAP_EQ_U64(st[BATCHES - 1].scan_passes, 3, "no pass beyond the limit");
+    TAP_EQ_U64(st[BATCHES - 1].tables_sorted, 1, "the 4th batch sorts the table, once");
+    TAP_EQ_U64(checked, BATCHES * PER_BATCH + 1, "every prefetched ip looked up");
+    TAP_EQ_U64(wrong, 0, "prefetched lookups name ips as the sorted table does");
+    vt_elf_symtab_free(&t);
+    vt_elf_unmap_file(&f);
+}
+
 static void test_files(void)
 {
     vt_elf_file_t f;
@@ -845,6 +906,7 @@ int main(int argc, char **argv)
     test_aliases_and_order();
     test_files();
     test_scan_equals_find();
+    test_prefetch();
 
     vt_symbols_fini();
     uint32_t id;
