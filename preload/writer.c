@@ -67,6 +67,9 @@
 
 #define RAW_CAP (1u << 20)
 #define BATCH 1024
+/* Stack nodes whose frames are named together: the ips of a new stack
+ * mostly reach the symbolizer in one pass per drain. */
+#define PREFETCH_BATCH 4096
 
 typedef size_t (*zstd_bound_fn)(size_t);
 typedef ZSTD_CCtx *(*zstd_create_fn)(void);
@@ -443,19 +446,42 @@ static void emit_frame(uint64_t ip)
     emit(VT_REC_FRAME, scratch, (size_t)(p - scratch));
 }
 
+/* Hands the symbolizer the ips of nodes first..last (those emit_frame will
+ * look up) at once: a big symbol table is then read in one pass per batch
+ * instead of being sorted (symbols.h). */
+static void prefetch_frames(uint32_t first, uint32_t last)
+{
+    static uintptr_t ips[PREFETCH_BATCH];
+    size_t n = 0;
+    for (uint32_t id = first; id <= last; id++) {
+        uint32_t parent;
+        uint64_t ip;
+        vt_stack_node(id, &parent, &ip);
+        if (!(ip & VT_PSEUDO_BIT) && (ip & VT_IP_ADDR_MASK))
+            ips[n++] = (uintptr_t)(ip & VT_IP_ADDR_MASK) - 1;
+    }
+    vt_symbols_prefetch(ips, n);
+}
+
 static void emit_new_nodes(void)
 {
     uint32_t count = vt_stack_count();
     while (writer.nodes_emitted < count) {
-        uint32_t id = ++writer.nodes_emitted, parent;
-        uint64_t ip;
-        vt_stack_node(id, &parent, &ip);
-        emit_frame(ip);
-        uint8_t *p = scratch;
-        p = vt_put_varint(p, id);
-        p = vt_put_varint(p, parent);
-        p = vt_put_varint(p, ip);
-        emit(VT_REC_STACK, scratch, (size_t)(p - scratch));
+        uint32_t last = count - writer.nodes_emitted > PREFETCH_BATCH
+                            ? writer.nodes_emitted + PREFETCH_BATCH
+                            : count;
+        prefetch_frames(writer.nodes_emitted + 1, last);
+        while (writer.nodes_emitted < last) {
+            uint32_t id = ++writer.nodes_emitted, parent;
+            uint64_t ip;
+            vt_stack_node(id, &parent, &ip);
+            emit_frame(ip);
+            uint8_t *p = scratch;
+            p = vt_put_varint(p, id);
+            p = vt_put_varint(p, parent);
+            p = vt_put_varint(p, ip);
+            emit(VT_REC_STACK, scratch, (size_t)(p - scratch));
+        }
     }
 }
 
