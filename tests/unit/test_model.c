@@ -319,28 +319,9 @@ static void test_site_before_stack(vt_rules_t *rules)
     vt_model_free(m);
 }
 
-/* Every enum value has a real name: the tables' asserts check only their
- * length, and a value left out in the middle would be NULL. */
-static void test_name_tables(void)
-{
-    int holes = 0;
-    for (unsigned k = 0; k < VT_KIND_COUNT; k++)
-        holes += !vt_kind_name(k) || !*vt_kind_name(k);
-    for (unsigned k = 0; k < VT_SPACE_COUNT; k++)
-        holes += !vt_space_name(k) || !*vt_space_name(k);
-    for (int k = 0; k < VT_SPILL_KINDS; k++)
-        holes += !vt_spill_kind_name(k) || !*vt_spill_kind_name(k);
-    for (unsigned k = 0; k < VT_GGML_USAGES; k++)
-        holes += !vt_ggml_usage_name(k) || !*vt_ggml_usage_name(k);
-    for (int k = 0; k <= VT_DECIDED_BUILTIN_RULE; k++)
-        holes += !vt_decided_name(k) || !*vt_decided_name(k);
-    TAP_EQ_U64(holes, 0, "name tables: every kind, space, spill kind, ggml usage and decision has a name");
-}
-
 int main(void)
 {
     vt_rules_t *rules = vt_rules_new();
-    test_name_tables();
     test_sites_ranked();
     test_hook_increases_only(rules);
     test_stack_memo();
