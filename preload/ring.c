@@ -10,8 +10,10 @@
  *  - A full ring drops the event and counts it (vt_ring_lost), except a
  *    shim's own sample (vt_ring_claim_uncounted): trace + dropped = the
  *    program's calls exactly.
- *  - The ring is mapped once, at start-up; a fork child keeps the mapping
- *    and starts it empty (vt_ring_init at its own start-up).
+ *  - The ring is mapped once, at start-up, and not touched then: its zero
+ *    pages are an empty ring (shim.h, seq_less_index), paged in as events
+ *    fill it. A fork child keeps the mapping and empties it back to zero
+ *    pages (vt_ring_init at its own start-up).
  *
  * A slot at position pos goes: seq == pos free; claimed (the tail moved
  * past pos), seq still pos while its event is copied in, nanoseconds; or
@@ -40,14 +42,18 @@ int vt_ring_init(void)
 {
     size_t bytes = (size_t)vt_opt.ring * sizeof(vt_ring_slot_t);
     if (!vt_ring.slots) {
+        /* Zero pages: every slot free at lap 0 (shim.h, seq_less_index). */
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return -1;
         vt_ring.slots = p;
+        vt_ring.mask = vt_opt.ring - 1;
+    } else if (madvise(vt_ring.slots, (size_t)(vt_ring.mask + 1) * sizeof(vt_ring_slot_t), MADV_DONTNEED) != 0) {
+        /* A fork child's start: the parent's slots are emptied back to
+         * zero pages, or by hand where madvise is refused. */
+        for (uint64_t i = 0; i <= vt_ring.mask; i++)
+            atomic_store_explicit(&vt_ring.slots[i].seq_less_index, 0, memory_order_relaxed);
     }
-    vt_ring.mask = vt_opt.ring - 1;
-    for (uint64_t i = 0; i <= vt_ring.mask; i++)
-        atomic_store_explicit(&vt_ring.slots[i].seq, i, memory_order_relaxed);
     atomic_store(&vt_ring.tail, 0);
     vt_ring.head = 0;
     atomic_store(&vt_ring.held_passed, 0);
@@ -78,10 +84,10 @@ static int take_held_passed(void)
 void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *ev)
 {
     uint64_t held = pos | VT_RING_SEQ_HELD;
-    if (atomic_compare_exchange_strong_explicit(&slot->seq, &held, pos, memory_order_acquire,
-                                                memory_order_relaxed)) {
+    uint64_t index = pos & vt_ring.mask;
+    if (vt_slot_seq_cas(slot, index, &held, pos, memory_order_acquire, memory_order_relaxed)) {
         slot->ev = *ev;
-        atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+        vt_slot_seq_store(slot, index, pos + 1, memory_order_release);
         return;
     }
     /* Passed over: the slot is another event's now. Published late, the
@@ -112,8 +118,8 @@ static int pass_held_head(vt_ring_slot_t *slot, uint64_t wait_ns)
             return 0;
     }
     uint64_t held = vt_ring.head | VT_RING_SEQ_HELD;
-    if (!atomic_compare_exchange_strong_explicit(&slot->seq, &held, vt_ring.head + vt_ring.mask + 1,
-                                                 memory_order_relaxed, memory_order_relaxed))
+    if (!vt_slot_seq_cas(slot, vt_ring.head & vt_ring.mask, &held, vt_ring.head + vt_ring.mask + 1, memory_order_relaxed,
+                         memory_order_relaxed))
         return 0;
     atomic_fetch_add_explicit(&vt_ring.held_passed, 1, memory_order_relaxed);
     vt_ring.head++;
@@ -124,15 +130,16 @@ static size_t ring_drain(vt_event_t *out, size_t max, uint64_t held_wait_ns)
 {
     size_t n = 0;
     while (n < max) {
-        vt_ring_slot_t *slot = &vt_ring.slots[vt_ring.head & vt_ring.mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        uint64_t index = vt_ring.head & vt_ring.mask;
+        vt_ring_slot_t *slot = &vt_ring.slots[index];
+        uint64_t seq = vt_slot_seq_load(slot, index, memory_order_acquire);
         if (seq != vt_ring.head + 1) {
             if (seq == (vt_ring.head | VT_RING_SEQ_HELD) && pass_held_head(slot, held_wait_ns))
                 continue;
             break;
         }
         out[n++] = slot->ev;
-        atomic_store_explicit(&slot->seq, vt_ring.head + vt_ring.mask + 1, memory_order_release);
+        vt_slot_seq_store(slot, index, vt_ring.head + vt_ring.mask + 1, memory_order_release);
         vt_ring.head++;
     }
     return n;
@@ -153,8 +160,9 @@ size_t vt_ring_drain_final(vt_event_t *out, size_t max)
     size_t n = ring_drain(out, max, 0);
     uint64_t tail = atomic_load_explicit(&vt_ring.tail, memory_order_acquire);
     while (n < max && vt_ring.head < tail) {
-        vt_ring_slot_t *slot = &vt_ring.slots[vt_ring.head & vt_ring.mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        uint64_t index = vt_ring.head & vt_ring.mask;
+        vt_ring_slot_t *slot = &vt_ring.slots[index];
+        uint64_t seq = vt_slot_seq_load(slot, index, memory_order_acquire);
         if (seq == vt_ring.head + 1 || seq == (vt_ring.head | VT_RING_SEQ_HELD)) {
             n += ring_drain(out + n, max - n, 0);
             continue;

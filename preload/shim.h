@@ -143,7 +143,13 @@ extern vt_device_slot_t vt_devices[VT_MAX_DEVICES];
  * drops the event and counts it, except the shim's own samples, so trace +
  * dropped = the program's calls exactly. */
 typedef struct vt_ring_slot {
-    _Atomic uint64_t seq;
+    /* The slot's seq (ring.c) less the slot's index, modulo 2^64: the
+     * mapping's zero pages are then a ring whose slot i is free at lap 0
+     * (seq i), so start-up touches none of it (writing every seq faulted
+     * in the whole ring: 4.5 MiB at the default size, and most of the
+     * first call's 5 ms). Read and written through vt_slot_seq_* below;
+     * vt_ring_publish adds 1 to it directly. */
+    _Atomic uint64_t seq_less_index;
     vt_event_t ev;
 } vt_ring_slot_t;
 /* A slot's seq while a release holds it across its call (ring.c). */
@@ -165,14 +171,36 @@ typedef struct vt_ring {
 } vt_ring_t;
 extern vt_ring_t vt_ring;
 
+/* The seq of the slot at index (its position & mask). */
+static inline uint64_t vt_slot_seq_load(vt_ring_slot_t *slot, uint64_t index, memory_order order)
+{
+    return atomic_load_explicit(&slot->seq_less_index, order) + index;
+}
+
+static inline void vt_slot_seq_store(vt_ring_slot_t *slot, uint64_t index, uint64_t seq, memory_order order)
+{
+    atomic_store_explicit(&slot->seq_less_index, seq - index, order);
+}
+
+/* compare_exchange_strong on the seq; *expected gets the seq found on failure. */
+static inline int vt_slot_seq_cas(vt_ring_slot_t *slot, uint64_t index, uint64_t *expected, uint64_t desired,
+                                  memory_order success, memory_order failure)
+{
+    uint64_t found = *expected - index;
+    int done = atomic_compare_exchange_strong_explicit(&slot->seq_less_index, &found, desired - index, success, failure);
+    *expected = found + index;
+    return done;
+}
+
 /* count_drop = 0 for the shim's own samples: "dropped" counts only events
  * the program made. */
 static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed_pos)
 {
     uint64_t pos = atomic_load_explicit(&vt_ring.tail, memory_order_relaxed);
     for (;;) {
-        vt_ring_slot_t *slot = &vt_ring.slots[pos & vt_ring.mask];
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        uint64_t index = pos & vt_ring.mask;
+        vt_ring_slot_t *slot = &vt_ring.slots[index];
+        uint64_t seq = vt_slot_seq_load(slot, index, memory_order_acquire);
         if (seq == pos) {
             if (atomic_compare_exchange_weak_explicit(&vt_ring.tail, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed)) {
@@ -213,14 +241,15 @@ static inline vt_ring_slot_t *vt_ring_claim_held(uint64_t *pos)
 {
     vt_ring_slot_t *slot = vt_ring_claim_at(1, pos);
     if (slot)
-        atomic_store_explicit(&slot->seq, *pos | VT_RING_SEQ_HELD, memory_order_release);
+        vt_slot_seq_store(slot, *pos & vt_ring.mask, *pos | VT_RING_SEQ_HELD, memory_order_release);
     return slot;
 }
 
 static inline void vt_ring_publish(vt_ring_slot_t *slot)
 {
-    uint64_t pos = atomic_load_explicit(&slot->seq, memory_order_relaxed);
-    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+    /* seq + 1, which is seq_less_index + 1: no index needed. */
+    uint64_t claimed = atomic_load_explicit(&slot->seq_less_index, memory_order_relaxed);
+    atomic_store_explicit(&slot->seq_less_index, claimed + 1, memory_order_release);
 }
 
 /* An event the program made that is not in the ring (a wrapper entered
