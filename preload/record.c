@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sched.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +69,12 @@ typedef struct record_state {
      * its last peak sample (track_device_bytes). */
     _Atomic uint64_t last_sample_ns;
     _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
+    /* A page the kernel zeroes in every child of a fork, fork handlers or
+     * not (MADV_WIPEONFORK, Linux 4.14), holding 1 in the process that
+     * started the shim: a child made by _Fork() or a raw clone finds 0
+     * and passes its calls through (forked_without_handlers). NULL where
+     * the kernel lacks it. */
+    volatile uint8_t *started_here;
 } record_state_t;
 
 static record_state_t rec;
@@ -189,10 +196,13 @@ static void record_atfork_child(void)
      * small stack. */
     event_clock_t clock = rec.clock;
     uint64_t devices_known = atomic_load(&rec.devices_known);
+    volatile uint8_t *started_here = rec.started_here;
     rec = rec_initial;
     rec.clock = clock;
     rec.atfork_registered = 1;
     atomic_store(&rec.devices_known, devices_known);
+    /* The mapping is the child's too (zeroed); its start writes 1 again. */
+    rec.started_here = started_here;
     /* A device whose facts a parent's thread was taking (state 1) is taken
      * again: that thread does not exist here to finish. */
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
@@ -261,6 +271,22 @@ static void release_std_fds(unsigned held)
 
 static int start_held(void);
 
+/* rec.started_here: mapped once per process tree, set at every start. */
+static void mark_started_here(void)
+{
+    if (!rec.started_here) {
+        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED)
+            return;
+        if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
+            munmap(page, 4096);
+            return;
+        }
+        rec.started_here = page;
+    }
+    *rec.started_here = 1;
+}
+
 static int start(void)
 {
     unsigned held = hold_std_fds();
@@ -287,10 +313,22 @@ static int start_held(void)
     }
     if (vt_writer_start() != 0)
         return -1; /* the writer said why */
+    mark_started_here();
     if (!rec.atfork_registered) {
         rec.atfork_registered = 1;
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     }
+    return 0;
+}
+
+/* A child made without the fork handlers (_Fork(), a raw clone) may have
+ * been made while another thread of the parent held a lock the shim takes
+ * (the loader's, in a module walk: its first stack waited for ever), and
+ * it has no writer thread: it traces nothing, and says nothing, since its
+ * output must stay the program's. */
+static __attribute__((noinline, cold)) int forked_without_handlers(void)
+{
+    atomic_store(&vt_state, VT_ST_OFF);
     return 0;
 }
 
@@ -323,7 +361,11 @@ static __attribute__((noinline, cold)) int start_once(int st)
 static inline int ensure_started(void)
 {
     int st = atomic_load_explicit(&vt_state, memory_order_acquire);
-    return st == VT_ST_ACTIVE ? 1 : start_once(st);
+    if (st != VT_ST_ACTIVE)
+        return start_once(st);
+    if (__builtin_expect(rec.started_here && !*rec.started_here, 0))
+        return forked_without_handlers();
+    return 1;
 }
 
 /* ---- per-call recording ---- */
