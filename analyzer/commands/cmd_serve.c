@@ -38,14 +38,8 @@
 #define REQUEST_MAX 8192
 #define IO_TIMEOUT_S 5
 
-typedef struct saved_opt {
-    int code;
-    const char *arg;
-} saved_opt_t;
-
 typedef struct serve_conf {
-    saved_opt_t opts[MAX_SAVED_OPTS];
-    int nopts;
+    vt_saved_opts_t opts;
     char *const *paths;
     int npaths;
 } serve_conf_t;
@@ -306,9 +300,7 @@ static int scrape(const serve_conf_t *conf, char **text, size_t *len)
     if (r) {
         r->opts.quiet = 1;
         r->keep_going = 1;
-        rc = 0;
-        for (int i = 0; i < conf->nopts && !rc; i++)
-            rc = vt_report_opt(r, "serve", conf->opts[i].code, conf->opts[i].arg);
+        rc = vt_saved_opts_apply(r, "serve", &conf->opts);
         if (!rc)
             rc = vt_report_load(r, conf->paths, conf->npaths);
     }
@@ -510,11 +502,10 @@ int vt_cmd_serve(int argc, char **argv)
             break;
         case VT_OPT_MARGIN:
         case VT_OPT_RULES:
-            if (conf.nopts == MAX_SAVED_OPTS) {
+            if (vt_saved_opts_add(&conf.opts, MAX_SAVED_OPTS, c, optarg) != 0) {
                 fprintf(stderr, "vramtrace: serve: more than %d --margin/--rules options\n", MAX_SAVED_OPTS);
                 return VT_EXIT_BAD_INPUT;
             }
-            conf.opts[conf.nopts++] = (saved_opt_t){ c, optarg };
             break;
         case 'h':
             usage(stdout);
@@ -543,9 +534,7 @@ int vt_cmd_serve(int argc, char **argv)
     }
     /* Bad --rules or --margin fail now, not at the first scrape. */
     vt_report_t *check = vt_report_new();
-    int rc = check ? 0 : VT_EXIT_BAD_INPUT;
-    for (int i = 0; i < conf.nopts && !rc; i++)
-        rc = vt_report_opt(check, "serve", conf.opts[i].code, conf.opts[i].arg);
+    int rc = check ? vt_saved_opts_apply(check, "serve", &conf.opts) : VT_EXIT_BAD_INPUT;
     vt_report_free(check);
     if (rc)
         return rc;

@@ -128,13 +128,12 @@ static void frame(FILE *o, const vt_report_t *r)
     }
 }
 
-/* --margin and --rules as given, applied by vt_report_opt to each frame's
- * fresh report (it parses and checks them, as for every command). */
+/* --margin and --rules as given, applied to each frame's fresh report. */
+#define TOP_SAVED_OPTS_MAX 16
 typedef struct top_conf {
     char *const *paths;
     int npaths;
-    struct { int code; const char *arg; } opts[16];
-    int nopts;
+    vt_saved_opts_t opts;
 } top_conf_t;
 
 /* A report with the command's options applied. @return 0, or
@@ -143,9 +142,7 @@ typedef struct top_conf {
 static int new_report(const top_conf_t *conf, vt_report_t **out)
 {
     vt_report_t *r = vt_report_new();
-    int rc = r ? 0 : VT_EXIT_BAD_INPUT;
-    for (int i = 0; i < conf->nopts && !rc; i++)
-        rc = vt_report_opt(r, "top", conf->opts[i].code, conf->opts[i].arg);
+    int rc = r ? vt_saved_opts_apply(r, "top", &conf->opts) : VT_EXIT_BAD_INPUT;
     if (rc) {
         vt_report_free(r);
         r = NULL;
@@ -227,12 +224,10 @@ int vt_cmd_top(int argc, char **argv)
             break;
         case VT_OPT_MARGIN:
         case VT_OPT_RULES:
-            if (conf.nopts == (int)(sizeof conf.opts / sizeof conf.opts[0])) {
+            if (vt_saved_opts_add(&conf.opts, TOP_SAVED_OPTS_MAX, c, optarg) != 0) {
                 fprintf(stderr, "vramtrace: top: too many --margin/--rules options\n");
                 return VT_EXIT_BAD_INPUT;
             }
-            conf.opts[conf.nopts].code = c;
-            conf.opts[conf.nopts++].arg = optarg;
             break;
         case 'h':
             usage(stdout);

@@ -394,6 +394,25 @@ int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg)
     }
 }
 
+int vt_saved_opts_add(vt_saved_opts_t *s, int cap, int code, const char *arg)
+{
+    if (cap > VT_SAVED_OPTS_MAX)
+        cap = VT_SAVED_OPTS_MAX;
+    if (s->n >= cap)
+        return -1;
+    s->v[s->n].code = code;
+    s->v[s->n++].arg = arg;
+    return 0;
+}
+
+int vt_saved_opts_apply(vt_report_t *r, const char *cmd, const vt_saved_opts_t *s)
+{
+    int rc = 0;
+    for (int i = 0; i < s->n && !rc; i++)
+        rc = vt_report_opt(r, cmd, s->v[i].code, s->v[i].arg);
+    return rc;
+}
+
 /* in's model, set up as the report wants it, for in's reader. @return 0,
  * or VT_EXIT_BAD_INPUT after saying so. */
 static int new_model(vt_report_t *r, vt_report_input_t *in)

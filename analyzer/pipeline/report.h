@@ -137,6 +137,21 @@ void vt_report_free(vt_report_t *r);
 /* Applies --margin (VT_OPT_MARGIN) or --rules (VT_OPT_RULES); cmd names the
  * command in messages. @return 0 or VT_EXIT_BAD_INPUT (message printed). */
 int vt_report_opt(vt_report_t *r, const char *cmd, int c, const char *arg);
+/* --margin and --rules as given to a command that makes a fresh report
+ * again and again (serve at each scrape, top at each frame), applied by
+ * vt_report_opt to each one, which parses and checks them. */
+#define VT_SAVED_OPTS_MAX 32
+typedef struct vt_saved_opts {
+    struct {
+        int code;
+        const char *arg;
+    } v[VT_SAVED_OPTS_MAX];
+    int n;
+} vt_saved_opts_t;
+/* @return 0, or -1 when cap (at most VT_SAVED_OPTS_MAX) are held already. */
+int vt_saved_opts_add(vt_saved_opts_t *s, int cap, int code, const char *arg);
+/* @return 0, or vt_report_opt's error for the first that fails. */
+int vt_saved_opts_apply(vt_report_t *r, const char *cmd, const vt_saved_opts_t *s);
 /* --color WHEN: auto, always, never. */
 int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when);
 /* Resolves opts.color for out: auto = a terminal and NO_COLOR unset/empty. */
