@@ -271,6 +271,20 @@ static int find_symbol_sections(const uint8_t *img, size_t len, Elf64_Ehdr *eh,
     return 0;
 }
 
+/* The first of order[from..1] (.symtab, .dynsym) that opens as a usable
+ * symbol section, into *sec. @return its place in order, or -1. */
+static int first_usable(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, uint64_t shnum,
+                        const uint64_t order[2], int from, vt_elf_symsec_t *sec)
+{
+    for (int k = from; k < 2; k++) {
+        Elf64_Shdr sh;
+        if (order[k] && read_shdr(img, len, eh, order[k], &sh) == 0 &&
+            open_symsec(img, len, eh, shnum, &sh, sec) == 0)
+            return k;
+    }
+    return -1;
+}
+
 int vt_elf_parse(const void *image, size_t len, vt_elf_symtab_t *out)
 {
     const uint8_t *img = image;
@@ -279,16 +293,13 @@ int vt_elf_parse(const void *image, size_t len, vt_elf_symtab_t *out)
     memset(out, 0, sizeof *out);
     if (find_symbol_sections(img, len, &eh, &shnum, order) != 0)
         return -1;
-    /* A broken .symtab should not hide a good .dynsym. */
-    for (int k = 0; k < 2; k++) {
-        Elf64_Shdr sh;
-        vt_elf_symsec_t sec;
-        if (!order[k] || read_shdr(img, len, &eh, order[k], &sh) != 0 ||
-            open_symsec(img, len, &eh, shnum, &sh, &sec) != 0)
-            continue;
+    /* A broken .symtab should not hide a good .dynsym, nor one that could
+     * not be collected (out of memory). */
+    vt_elf_symsec_t sec;
+    for (int k = first_usable(img, len, &eh, shnum, order, 0, &sec); k >= 0;
+         k = first_usable(img, len, &eh, shnum, order, k + 1, &sec))
         if (collect(&sec, out) == 0)
             return 0;
-    }
     return 0;
 }
 
@@ -300,13 +311,8 @@ int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out)
     memset(out, 0, sizeof *out);
     if (find_symbol_sections(img, len, &eh, &shnum, order) != 0)
         return -1;
-    for (int k = 0; k < 2; k++) {
-        Elf64_Shdr sh;
-        if (order[k] && read_shdr(img, len, &eh, order[k], &sh) == 0 &&
-            open_symsec(img, len, &eh, shnum, &sh, out) == 0)
-            return 0;
-    }
-    memset(out, 0, sizeof *out);
+    if (first_usable(img, len, &eh, shnum, order, 0, out) < 0)
+        memset(out, 0, sizeof *out);
     return 0;
 }
 
