@@ -1,61 +1,77 @@
-/* ggml_buffers.c: ggml's buffer API as a second witness of what an
- * allocation holds, for programs whose stacks say nothing (stripped
- * libraries, cgo callers such as ollama's Go engine).
+/* ggml_buffers.c: what ggml says about its buffers and tensors, for two
+ * questions stacks cannot answer: what a buffer holds (stripped
+ * libraries, cgo callers such as ollama's Go engine), and where the model
+ * runs: which buffers, on the GPU or in host memory, hold which layers'
+ * weights and KV cache (docs/ggml.md). Host buffers never touch CUDA: these
+ * hooks are the only place the trace sees them.
  *
- * One hook, ggml_backend_buffer_set_usage: ggml marks weights buffers
- * (llama.cpp's model loader, ollama's ml/backend/ggml) with USAGE_WEIGHTS
- * and its graph allocator marks compute buffers USAGE_COMPUTE, both through
- * this call. In the shipped libggml-base.so (node-llama-cpp 3.21.1) it is
- * reached through a PLT slot from libllama and from libggml-base itself
- * (no -Bsymbolic), so this definition sees every call (docs/ggml.md).
- * Buffers never marked stay USAGE_ANY and say nothing; hooking their
- * creation would add records without a verdict.
+ * The hooks, each reached through a PLT slot in the shipped libraries
+ * (node-llama-cpp 3.21.1's build: objdump -R, docs/ggml.md):
+ *  - ggml_backend_buffer_set_usage: ggml marks weights buffers
+ *    (llama.cpp's model loader, ollama's ml/backend/ggml) WEIGHTS and its
+ *    graph allocator marks compute buffers COMPUTE. A GGML_BUFFER record.
+ *  - ggml_backend_alloc_ctx_tensors_from_buft: how libllama allocates the
+ *    model's weights (mmap off) and every KV cache, on any backend. A
+ *    GGML_BUFFER record for the buffer and a GGML_TENSOR record for each
+ *    tensor it placed there.
+ *  - ggml_backend_tensor_alloc: how libllama places each weight in an
+ *    mmapped buffer (CPU_Mapped). Calls from inside libggml-base (the graph
+ *    allocator, per node and per evaluation) pass straight through.
+ *  - ggml_backend_buffer_free: a GGML_FREE record.
  *
  * Contract:
- *  - Costs nothing for a program without ggml: nobody calls the name.
+ *  - Costs nothing for a program without ggml: nobody calls the names. The
+ *    CUDA wrappers' hot path is unchanged.
  *  - The real function is found on the first call (dlsym RTLD_NEXT, else
  *    from the calling library: see defined_near) and always called first,
- *    with the program's arguments; the shim then only reads the buffer
- *    through ggml's own exported getters.
- *  - A record is written only while the shim records (VT_ST_ACTIVE), for a
- *    buffer with a size, not a multi- or meta-buffer (ggml forwards the mark
- *    to each part through this same call; their get_base is not a real
- *    address), and only when the getters resolve.
- *  - Pending records wait in a bounded queue for the writer; a full queue
- *    drops the record (said once on stderr), never blocks on anything but
- *    the queue's own lock (this is not a CUDA call, not the hot path).
+ *    with the program's arguments; the shim then only reads through ggml's
+ *    own exported getters, never ggml's structs.
+ *  - Records are queued (ggml_queue.c) unless the shim is off, before the
+ *    first CUDA call too: a model is often loaded before it, or without
+ *    it. The first WEIGHTS mark starts the shim in a process that made no
+ *    CUDA call (a runner whose CUDA backend failed to load computes on the
+ *    CPU): its trace says so. A process that loads no model and makes no
+ *    CUDA call still writes nothing.
+ *  - Multi- and meta-buffers get no GGML_BUFFER record from set_usage
+ *    (ggml forwards the mark to each part through this same call; their
+ *    get_base is not an address); from the tensor allocator, one with base
+ *    0, since their tensors name them. Buffers of size 0 are skipped (ggml
+ *    answers a fake base).
  *  - Records carry their exact time; readers match them to allocations by
  *    address and time, not by file order (trace_format.h).
  */
 #include <dlfcn.h>
-#include <pthread.h>
+#include <link.h>
 #include <string.h>
 
 #include "shim.h"
-#include "vramtrace/encode.h"
-
-#define QUEUE_CAP 256u
-#define NAME_LEN 64u
-
-typedef struct ggml_witness {
-    uint64_t time_ns, buffer, base, size;
-    uint32_t usage;
-    char name[NAME_LEN];
-} ggml_witness_t;
 
 typedef void (*set_usage_fn)(void *buffer, int usage);
 typedef void *(*get_base_fn)(void *buffer);
 typedef size_t (*get_size_fn)(void *buffer);
 typedef const char *(*name_fn)(void *buffer);
 typedef _Bool (*predicate_fn)(void *buffer);
-
-static ggml_witness_t queue[QUEUE_CAP];
-static uint32_t queued;
-static _Atomic int queue_full_warned;
-static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int atfork_registered;
+typedef int (*get_usage_fn)(void *buffer);
+typedef void *(*alloc_ctx_fn)(void *ctx, void *buft);
+typedef int (*tensor_alloc_fn)(void *buffer, void *tensor, void *addr);
+typedef void (*buffer_free_fn)(void *buffer);
+typedef void *(*tensor_walk_fn)(void *ctx, void *tensor);
+typedef void *(*tensor_first_fn)(void *ctx);
+typedef const char *(*tensor_name_fn)(const void *tensor);
+typedef size_t (*tensor_nbytes_fn)(const void *tensor);
+typedef void *(*tensor_data_fn)(const void *tensor);
 
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage);
+VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft);
+VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr);
+VT_EXPORT void ggml_backend_buffer_free(void *buffer);
+
+/* Each hooked name's own definition here, which a lookup must not return. */
+static int is_ours(const void *fn)
+{
+    return fn == (void *)ggml_backend_buffer_set_usage || fn == (void *)ggml_backend_alloc_ctx_tensors_from_buft ||
+           fn == (void *)ggml_backend_tensor_alloc || fn == (void *)ggml_backend_buffer_free;
+}
 
 /* name as the object holding anchor, or one of its dependencies, defines
  * it. RTLD_NEXT searches the global scope only, and ggml is often not in
@@ -74,7 +90,7 @@ static void *defined_near(const void *anchor, const char *name)
         return NULL;
     void *fn = vt_real_dlsym(handle, name);
     vt_real_dlclose(handle);
-    return fn == (void *)ggml_backend_buffer_set_usage ? NULL : fn;
+    return is_ours(fn) ? NULL : fn;
 }
 
 static void *next_symbol(void **cache, const char *name, const void *anchor)
@@ -82,7 +98,7 @@ static void *next_symbol(void **cache, const char *name, const void *anchor)
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (!fn) {
         fn = vt_real_dlsym(RTLD_NEXT, name);
-        if (!fn)
+        if (!fn || is_ours(fn))
             fn = defined_near(anchor, name);
         __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
     }
@@ -95,44 +111,66 @@ static int predicate(void **cache, const char *name, void *buffer, const void *a
     return fn && fn(buffer);
 }
 
-static void queue_atfork_child(void)
+/* ggml's getters, from the library that defines the hooked function
+ * (real): libggml-base's. */
+static struct {
+    void *get_base, *get_size, *get_name, *get_usage, *is_host, *is_multi, *is_meta;
+    void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data;
+} getters;
+
+static int recording_allowed(void)
 {
-    /* The parent's pending records belong to the parent's trace. */
-    pthread_mutex_init(&queue_lock, NULL);
-    queued = 0;
+    return atomic_load_explicit(&vt_state, memory_order_acquire) != VT_ST_OFF && !vt_tls.guard;
 }
 
-/* ggml's getters, from the library that defines set_usage (real). */
-static void witness(void *buffer, int usage, const void *real)
+static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
 {
-    static void *get_base, *get_size, *get_name, *is_multi, *is_meta;
-    get_base_fn base_of = (get_base_fn)next_symbol(&get_base, "ggml_backend_buffer_get_base", real);
-    get_size_fn size_of = (get_size_fn)next_symbol(&get_size, "ggml_backend_buffer_get_size", real);
-    name_fn name_of = (name_fn)next_symbol(&get_name, "ggml_backend_buffer_name", real);
+    size_t n = name ? strnlen(name, VT_GGML_NAME_LEN - 1) : 0;
+    if (n)
+        memcpy(out, name, n);
+    out[n] = 0;
+}
+
+/* A GGML_BUFFER record for buffer; 0 when none was queued (a getter
+ * missing, a size of 0, or a multi-buffer when allow_multi is 0). */
+static int note_buffer(void *buffer, int usage, const void *real, int allow_multi)
+{
+    get_base_fn base_of = (get_base_fn)next_symbol(&getters.get_base, "ggml_backend_buffer_get_base", real);
+    get_size_fn size_of = (get_size_fn)next_symbol(&getters.get_size, "ggml_backend_buffer_get_size", real);
+    name_fn name_of = (name_fn)next_symbol(&getters.get_name, "ggml_backend_buffer_name", real);
     if (!base_of || !size_of || !name_of)
+        return 0;
+    int multi = predicate(&getters.is_multi, "ggml_backend_buffer_is_multi_buffer", buffer, real) ||
+                predicate(&getters.is_meta, "ggml_backend_buffer_is_meta", buffer, real);
+    if (multi && !allow_multi)
+        return 0;
+    vt_ggml_note_t n = { .type = VT_REC_GGML_BUFFER, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer,
+                         .usage = (uint32_t)usage };
+    n.size = size_of(buffer);
+    if (!n.size)
+        return 0;
+    n.addr = multi ? 0 : (uintptr_t)base_of(buffer);
+    predicate_fn is_host = (predicate_fn)next_symbol(&getters.is_host, "ggml_backend_buffer_is_host", real);
+    n.host = is_host ? (is_host(buffer) ? 2 : 1) : 0;
+    copy_name(n.name, name_of(buffer));
+    vt_ggml_queue(&n);
+    return 1;
+}
+
+static void note_tensor(void *buffer, void *tensor, const void *real)
+{
+    tensor_name_fn name_of = (tensor_name_fn)next_symbol(&getters.tensor_name, "ggml_get_name", real);
+    tensor_nbytes_fn nbytes_of = (tensor_nbytes_fn)next_symbol(&getters.tensor_nbytes, "ggml_nbytes", real);
+    tensor_data_fn data_of = (tensor_data_fn)next_symbol(&getters.tensor_data, "ggml_get_data", real);
+    if (!name_of || !nbytes_of || !data_of)
         return;
-    if (predicate(&is_multi, "ggml_backend_buffer_is_multi_buffer", buffer, real) ||
-        predicate(&is_meta, "ggml_backend_buffer_is_meta", buffer, real))
+    vt_ggml_note_t n = { .type = VT_REC_GGML_TENSOR, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer };
+    n.addr = (uintptr_t)data_of(tensor);
+    n.size = nbytes_of(tensor);
+    if (!n.addr || !n.size)
         return;
-    ggml_witness_t w = {.time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer, .usage = (uint32_t)usage};
-    w.size = size_of(buffer);
-    if (!w.size)
-        return;
-    w.base = (uintptr_t)base_of(buffer);
-    const char *name = name_of(buffer);
-    if (name) {
-        size_t n = strnlen(name, NAME_LEN - 1);
-        memcpy(w.name, name, n);
-        w.name[n] = 0;
-    }
-    if (!atomic_exchange(&atfork_registered, 1))
-        pthread_atfork(NULL, NULL, queue_atfork_child);
-    pthread_mutex_lock(&queue_lock);
-    if (queued < QUEUE_CAP)
-        queue[queued++] = w;
-    else
-        vt_warn_once(&queue_full_warned, "ggml buffer witnesses come faster than the trace is written; some are lost");
-    pthread_mutex_unlock(&queue_lock);
+    copy_name(n.name, name_of(tensor));
+    vt_ggml_queue(&n);
 }
 
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
@@ -146,31 +184,122 @@ VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
         return;
     }
     fn(buffer, usage);
-    if (buffer && atomic_load_explicit(&vt_state, memory_order_acquire) == VT_ST_ACTIVE)
-        witness(buffer, usage, (const void *)fn);
+    if (!buffer || !recording_allowed())
+        return;
+    if (note_buffer(buffer, usage, (const void *)fn, 0) && usage == VT_GGML_USAGE_WEIGHTS &&
+        atomic_load_explicit(&vt_state, memory_order_acquire) == VT_ST_IDLE)
+        vt_start_for_model();
 }
 
-void vt_ggml_records(vt_emit_fn emit)
+VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft)
 {
-    static ggml_witness_t taken[QUEUE_CAP];
-    uint32_t n;
-    if (!atomic_load_explicit(&atfork_registered, memory_order_acquire))
-        return;  /* no ggml buffer was ever marked: no lock */
-    pthread_mutex_lock(&queue_lock);
-    n = queued;
-    memcpy(taken, queue, n * sizeof *taken);
-    queued = 0;
-    pthread_mutex_unlock(&queue_lock);
-    for (uint32_t i = 0; i < n; i++) {
-        const ggml_witness_t *w = &taken[i];
-        uint8_t buf[5 * VT_VARINT_MAX + VT_VARINT_MAX + NAME_LEN], *p = buf;
-        p = vt_put_varint(p, w->time_ns);
-        p = vt_put_varint(p, w->buffer);
-        p = vt_put_varint(p, w->usage);
-        p = vt_put_varint(p, w->base);
-        p = vt_put_varint(p, w->size);
-        p = vt_put_str(p, w->name, strlen(w->name), NAME_LEN);
-        emit(VT_REC_GGML_BUFFER, buf, (size_t)(p - buf));
+    static void *real;
+    static _Atomic int unreachable_warned;
+    alloc_ctx_fn fn = (alloc_ctx_fn)next_symbol(&real, "ggml_backend_alloc_ctx_tensors_from_buft",
+                                                 __builtin_return_address(0));
+    if (!fn) {
+        vt_warn_once(&unreachable_warned, "ggml_backend_alloc_ctx_tensors_from_buft: the real function cannot be "
+                                          "found; the tensors are not allocated");
+        return NULL;
     }
+    void *buffer = fn(ctx, buft);
+    if (!buffer || !ctx || !recording_allowed())
+        return buffer;
+    get_usage_fn usage_of = (get_usage_fn)next_symbol(&getters.get_usage, "ggml_backend_buffer_get_usage", fn);
+    if (!note_buffer(buffer, usage_of ? usage_of(buffer) : VT_GGML_USAGE_ANY, (const void *)fn, 1))
+        return buffer;
+    tensor_first_fn first = (tensor_first_fn)next_symbol(&getters.first_tensor, "ggml_get_first_tensor", fn);
+    tensor_walk_fn next = (tensor_walk_fn)next_symbol(&getters.next_tensor, "ggml_get_next_tensor", fn);
+    if (!first || !next)
+        return buffer;
+    for (void *t = first(ctx); t; t = next(ctx, t))
+        note_tensor(buffer, t, (const void *)fn);
+    return buffer;
 }
 
+/* The address range of the object that defines fn (libggml-base), found
+ * once: its own calls (the graph allocator's, per node and evaluation)
+ * are not placements of the model. */
+static struct {
+    _Atomic int state;  /* 0 not looked, 1 looking, 2 known (lo < hi) or unknown (lo == hi) */
+    uintptr_t lo, hi;
+} definer;
+
+static int extent_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t *range = data;
+    if (info->dlpi_addr != range[2])
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+        if (range[0] == range[1] || a < range[0])
+            range[0] = a;
+        if (b > range[1])
+            range[1] = b;
+    }
+    return 1;
+}
+
+static int called_from_definer(const void *fn, uintptr_t caller)
+{
+    int st = atomic_load_explicit(&definer.state, memory_order_acquire);
+    if (st == 0) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&definer.state, &expect, 1)) {
+            Dl_info info;
+            uintptr_t range[3] = { 0, 0, 0 };
+            if (dladdr(fn, &info) && info.dli_fbase) {
+                /* dli_fbase is the lowest mapping; dlpi_addr the load bias:
+                 * equal for a shared object linked at 0. */
+                range[2] = (uintptr_t)info.dli_fbase;
+                vt_dl_iterate_phdr(extent_of, range);
+            }
+            definer.lo = range[0];
+            definer.hi = range[1];
+            atomic_store_explicit(&definer.state, 2, memory_order_release);
+        }
+        st = atomic_load_explicit(&definer.state, memory_order_acquire);
+    }
+    if (st != 2)
+        return 0;  /* another thread is looking: record this one */
+    return caller >= definer.lo && caller < definer.hi;
+}
+
+VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
+{
+    static void *real;
+    static _Atomic int unreachable_warned;
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+    tensor_alloc_fn fn = (tensor_alloc_fn)next_symbol(&real, "ggml_backend_tensor_alloc", (const void *)caller);
+    if (!fn) {
+        vt_warn_once(&unreachable_warned, "ggml_backend_tensor_alloc: the real function cannot be found; "
+                                          "the tensor is not allocated");
+        return -1;  /* GGML_STATUS_FAILED */
+    }
+    int status = fn(buffer, tensor, addr);
+    if (status != 0 || !buffer || !tensor || called_from_definer((const void *)fn, caller) || !recording_allowed())
+        return status;
+    note_tensor(buffer, tensor, (const void *)fn);
+    return status;
+}
+
+VT_EXPORT void ggml_backend_buffer_free(void *buffer)
+{
+    static void *real;
+    static _Atomic int unreachable_warned;
+    buffer_free_fn fn = (buffer_free_fn)next_symbol(&real, "ggml_backend_buffer_free", __builtin_return_address(0));
+    if (!fn) {
+        vt_warn_once(&unreachable_warned, "ggml_backend_buffer_free: the real function cannot be found; "
+                                          "the buffer is not freed");
+        return;
+    }
+    if (buffer && recording_allowed()) {
+        vt_ggml_note_t n = { .type = VT_REC_GGML_FREE, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer };
+        vt_ggml_queue(&n);
+    }
+    fn(buffer);
+}

@@ -553,6 +553,13 @@ static void init_api_flags(void)
     }
 }
 
+int vt_start_for_model(void)
+{
+    if (vt_tls.guard)
+        return 0;
+    return ensure_started();
+}
+
 int vt_call_begin(vt_call_t *call, unsigned api)
 {
     const vt_api_info_t *info = vt_api_info(api);

@@ -16,7 +16,7 @@
  *   unwind_cfi.c the .eh_frame rules stacks.c caches
  *   pyframes.c   CPython frames merged into stacks as pseudo frames
  *   ranges.c     annotation API and NVTX injection: range pseudo frames
- *   ggml_buffers.c ggml's buffer usage, as GGML_BUFFER records
+ *   ggml_queue.c the GGML_* records waiting for the writer
  *   symbols.c    module map and symbol names (writer thread only)
  *   elf_symtab.c an ELF file's symbols, for symbols.c
  *   livemap.c    live device bytes per pointer, for peak-triggered samples
@@ -25,6 +25,8 @@
  *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
  *   options.c    VRAMTRACE_* environment, parsed once
  *   state.c      the state word, the thread guard, device facts, warnings
+ * Above them, called by nobody in the shim: ggml_buffers.c, the hooks on
+ * ggml's buffer API, which may start the shim (record.c) as a wrapper does.
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
  * the writer thread.
  */
@@ -96,6 +98,11 @@ typedef struct vt_call {
 int vt_call_begin(vt_call_t *call, unsigned api);
 /* Completes the event with the result, captures the stack and publishes. */
 void vt_call_end(vt_call_t *call, uint32_t result);
+/* Starts the shim for a process that loads a ggml model without a CUDA
+ * call (a runner whose CUDA backend did not load: ggml_buffers.c), so its
+ * trace says it ran on the CPU. Returns 1 when the shim records. Not from
+ * a signal handler, nor inside the shim. */
+int vt_start_for_model(void);
 
 /* ---- state.c ----
  * What every file shares. A leaf: calls no other file of the shim. */
@@ -366,7 +373,20 @@ const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);
 void vt_ranges_records(vt_emit_fn emit);
-/* ggml_buffers.c: pending GGML_BUFFER records, through emit. */
+/* ---- ggml_queue.c: ggml's records waiting for the writer ---- */
+#define VT_GGML_NAME_LEN 64u
+typedef struct vt_ggml_note {
+    uint8_t type;      /* VT_REC_GGML_BUFFER, _TENSOR or _FREE */
+    uint8_t host;      /* BUFFER: 0 not stated, 1 device, 2 host memory */
+    uint32_t usage;    /* BUFFER: vt_ggml_usage */
+    uint64_t time_ns, buffer;
+    uint64_t addr;     /* BUFFER: its base (0 for a multi-buffer); TENSOR: its data */
+    uint64_t size;     /* bytes */
+    char name[VT_GGML_NAME_LEN];  /* the buffer's or the tensor's, NUL-terminated */
+} vt_ggml_note_t;
+/* Queues one record (copied); any thread, before or after start-up. */
+void vt_ggml_queue(const vt_ggml_note_t *note);
+/* Writer side: the pending records, through emit. */
 void vt_ggml_records(vt_emit_fn emit);
 /* This thread's open ranges as pseudo ips, innermost first. */
 int vt_ranges_frames(uint64_t *out, int cap);

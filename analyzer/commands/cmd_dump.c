@@ -452,9 +452,27 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
             fprintf(out, "%" PRIu64, g->usage);
         fprintf(out, " base=0x%" PRIx64 " size=%" PRIu64 " name=", g->base, g->size);
         put_quoted(out, g->name);
+        if (g->host)
+            fprintf(out, " host=%s", g->host == 1 ? "no" : g->host == 2 ? "yes" : "?");
         putc('\n', out);
         break;
     }
+    case VT_REC_GGML_TENSOR: {
+        const vt_rec_ggml_tensor_t *t = &rec->u.ggml_tensor;
+        fprintf(out, "ggml_tensor t=%" PRId64 " buffer=0x%" PRIx64 " data=0x%" PRIx64 " nbytes=%" PRIu64 " name=",
+                REL(t->time_ns), t->buffer, t->data, t->nbytes);
+        put_quoted(out, t->name);
+        putc('\n', out);
+        break;
+    }
+    case VT_REC_GGML_FREE:
+        fprintf(out, "ggml_free t=%" PRId64 " buffer=0x%" PRIx64 "\n", REL(rec->u.ggml_free.time_ns),
+                rec->u.ggml_free.buffer);
+        break;
+    case VT_REC_GGML_LOST:
+        fprintf(out, "ggml_lost t=%" PRId64 " lost=%" PRIu64 "\n", REL(rec->u.ggml_lost.time_ns),
+                rec->u.ggml_lost.lost_total);
+        break;
     }
 #undef REL
 }

@@ -2,7 +2,7 @@
  * traces read (pipeline/load.c) and printed as text, JSON or HTML.
  *
  * Exit status: 0 report printed; 1 with --fail-on-spill when any process
- * spilled; 2 unusable input (not a trace, corrupt, newer version, bad rules
+ * spilled or ran layers from host memory (vt_proc_fails_gate); 2 unusable input (not a trace, corrupt, newer version, bad rules
  * file, bad usage). A trace cut short (VT_E_TRUNCATED) is not unusable: it
  * is reported up to its last complete chunk and the report says where it
  * stopped. Among several traces a bad one costs only its own section
@@ -41,7 +41,10 @@ static void usage(FILE *f)
             "  --color WHEN      auto (default: when stdout is a terminal and NO_COLOR is\n"
             "                    unset), always or never; --json and --html are never\n"
             "                    coloured\n"
-            "  --fail-on-spill   exit 1 when any process spilled (for CI gates)\n"
+            "  --fail-on-spill   exit 1 when any process spilled, failed a device request,\n"
+            "                    or ran layers or KV cache from host memory (CI gates)\n"
+            "  --accept-offload  with --fail-on-spill: a partial offload or CPU run that\n"
+            "                    no failed request caused passes (a planned -ngl split)\n"
             "  --margin PCT      the free-memory margin to check, %% of total (default 15)\n"
             "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
             "                    $VRAMTRACE_RULES when set)\n"
@@ -61,8 +64,8 @@ static void usage(FILE *f)
             "                    allocators hide)\n"
             "  --histogram       allocation sizes in power-of-two buckets\n"
             "\n"
-            "Exit status: 0 report, 1 spill with --fail-on-spill, 2 unusable input (any\n"
-            "usable traces are still reported).\n");
+            "Exit status: 0 report, 1 spill or offload with --fail-on-spill, 2 unusable\n"
+            "input (any usable traces are still reported).\n");
 }
 
 int vt_cmd_report(int argc, char **argv)
@@ -71,6 +74,7 @@ int vt_cmd_report(int argc, char **argv)
         { "json", no_argument, NULL, 'j' },
         { "html", required_argument, NULL, 'H' },
         { "fail-on-spill", no_argument, NULL, 'f' },
+        { "accept-offload", no_argument, NULL, 'A' },
         { "margin", required_argument, NULL, VT_OPT_MARGIN },
         { "rules", required_argument, NULL, VT_OPT_RULES },
         { "top", required_argument, NULL, 't' },
@@ -106,6 +110,9 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'f':
             r->opts.fail_on_spill = 1;
+            break;
+        case 'A':
+            r->opts.accept_offload = 1;
             break;
         case 'S':
             r->opts.no_source = 1;
@@ -203,7 +210,7 @@ int vt_cmd_report(int argc, char **argv)
     }
     int spilled = 0;
     for (int i = 0; i < r->nin; i++)
-        spilled |= vt_model_proc(r->in[i].model)->tip.valid;
+        spilled |= vt_proc_fails_gate(vt_model_proc(r->in[i].model), r->opts.accept_offload);
     if (h) {
         rc = vt_html_write(h, html);
         vt_html_free(h);

@@ -76,6 +76,7 @@ void vt_model_free(vt_model_t *m)
         free(m->p.devs[i].layout);
     vt_m_frag_free(m);
     vt_m_marks_free(m);
+    vt_m_placement_free_state(m);
     free(m->p.exe);
     free(m->p.hostname);
     free(m->p.shim_version);
@@ -1255,8 +1256,17 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
         if (rec->u.dropped.stacks_lost_total > m->p.events.stacks_lost)
             m->p.events.stacks_lost = rec->u.dropped.stacks_lost_total;
         return 0;
-    case VT_REC_GGML_BUFFER:
-        return vt_m_ggml_record(m, &rec->u.ggml_buffer);
+    case VT_REC_GGML_BUFFER: {
+        int rc = vt_m_ggml_record(m, &rec->u.ggml_buffer);
+        return rc ? rc : vt_m_placement_buffer(m, &rec->u.ggml_buffer);
+    }
+    case VT_REC_GGML_TENSOR:
+        return vt_m_placement_tensor(m, &rec->u.ggml_tensor);
+    case VT_REC_GGML_FREE:
+        return vt_m_placement_free(m, &rec->u.ggml_free);
+    case VT_REC_GGML_LOST:
+        vt_m_placement_lost(m, &rec->u.ggml_lost);
+        return 0;
     case VT_REC_END:
         m->p.ended = 1;
         m->p.end_time_ns = rel(m, rec->u.end.time_ns);
@@ -1274,6 +1284,8 @@ void vt_model_finish(vt_model_t *m)
 {
     /* Out of memory here leaves fragmentation unmeasured (null), no more. */
     (void)vt_m_frag_finish(m);
+    /* Likewise: placement stays unknown. */
+    (void)vt_m_placement_finish(m);
     m->seq++;
     for (size_t i = 0; i < m->p.nsites; i++) {
         vt_site_t *s = &m->p.sites[i];

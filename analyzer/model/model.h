@@ -189,6 +189,60 @@ typedef struct vt_site {
     uint64_t temporary, temporary_bytes;
 } vt_site_t;
 
+/* Where ggml's buffers were (model_placement.c). */
+enum vt_place { VT_PLACE_GPU, VT_PLACE_PINNED, VT_PLACE_MAPPED, VT_PLACE_PAGEABLE };
+
+typedef struct vt_place_bytes {
+    uint64_t gpu, pinned, mapped, pageable;
+    uint64_t gpu_by_dev[VT_MAX_DEVICES];   /* by ordinal, where the type's name gives it */
+} vt_place_bytes_t;
+
+static inline uint64_t vt_place_host(const vt_place_bytes_t *b)
+{
+    return b->pinned + b->mapped + b->pageable;
+}
+
+/* Placement: where a ggml program's model ran, from its GGML_* records
+ * (model_placement.c says what decides a buffer's place and content).
+ * known = 0 without them: nothing below is filled, and the report says
+ * nothing about placement it cannot see. */
+typedef struct vt_placement {
+    int known;
+    uint64_t at_ns;            /* the moment pictured: most weights + KV live */
+    uint64_t buffers;          /* weights, KV and other buffers live then */
+    vt_place_bytes_t weights, kv, compute, other;
+    uint64_t input_host;       /* token embeddings in host memory: llama.cpp's design, not an offload */
+    int layers_known;          /* blk.N tensors were named */
+    uint32_t blocks, blocks_gpu;
+    int output_layer;          /* -1 none named, 0 host, 1 GPU */
+    uint64_t output_bytes;
+    uint32_t layers_total, layers_gpu;   /* llama.cpp's count: blocks + the output layer */
+    uint32_t layers_by_dev[VT_MAX_DEVICES];
+    uint32_t kv_blocks, kv_blocks_gpu;
+    uint64_t block_weight_bytes, block_kv_bytes;   /* per block, on average */
+    uint64_t ggml_records, tensors, tensors_unattributed;
+    uint64_t lost;             /* GGML_LOST: records the shim could not queue */
+    uint64_t records_over_bounds;
+    /* Blocks, the output layer or KV cache in host memory (token
+     * embeddings alone are not an offload: llama.cpp keeps them there). */
+    int offloaded;
+    uint64_t layer_weights_host, layer_weights;   /* blocks + output layer */
+    vt_place_bytes_t layer_weights_at;            /* the same, by place */
+    /* The offload arithmetic (docs/report.md, "Offload estimate"): on the
+     * GPU holding the most weights, the room above the margin at the
+     * lowest free (less a device request that failed and was not met) in
+     * layers of this run's size. known = 0 without blocks, a device or a
+     * driver report of free memory. */
+    struct {
+        int known, device;
+        uint64_t total, free_lowest, margin, unmet, per_layer, per_layer_kv;
+        int64_t room;
+        uint32_t gpu_layers;   /* advised, in llama.cpp's count */
+        uint64_t need_all;     /* what every layer on the GPU adds to now */
+        int64_t short_all;     /* need_all - room: > 0, more VRAM for a full offload */
+    } advice;
+} vt_placement_t;
+
 typedef struct vt_api_stats {
     uint64_t calls, failed, bytes;
 } vt_api_stats_t;
@@ -208,6 +262,7 @@ typedef struct vt_proc {
     struct {
         uint64_t marks, matched, unmatched, remarked;
     } ggml;
+    vt_placement_t placement;
     struct {
         uint64_t allocs, frees, failed, dropped, stacks_lost;
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;

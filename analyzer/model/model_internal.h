@@ -75,6 +75,8 @@ typedef struct vt_frag_log {
 
 _Static_assert(VT_MAX_DEVICES <= 64, "vt_model.hook_increases_only has a bit per device");
 
+typedef struct vt_placement_state vt_placement_state_t;
+
 struct vt_model {
     const vt_rules_t *rules;
     double margin_pct;
@@ -136,6 +138,7 @@ struct vt_model {
     size_t nseen, seen_cap;
     vt_marks_t *marks_given;
     size_t marks_next;
+    vt_placement_state_t *placement;   /* model_placement.c, NULL without ggml records */
 };
 
 /* model_witness.c. mark_for: the usage ggml marked the allocation ev (just
@@ -144,6 +147,15 @@ struct vt_model {
 int vt_m_mark_for(vt_model_t *m);
 int vt_m_ggml_record(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
 void vt_m_marks_free(vt_model_t *m);
+
+/* model_placement.c: the GGML_* records that say where the model runs;
+ * finish fills proc.placement; free_state frees what it kept. */
+int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
+int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t);
+int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f);
+void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l);
+int vt_m_placement_finish(vt_model_t *m);
+void vt_m_placement_free_state(vt_model_t *m);
 
 /* model.c */
 int64_t vt_m_free_est(const vt_dev_t *d);

@@ -168,6 +168,112 @@ static void more_vram(FILE *o, const vt_model_t *m, const vt_dev_t *d)
     fprintf(o, ".\n");
 }
 
+/* "A of B (P%)" of bytes in host memory, with the kinds of host memory
+ * that hold them. */
+static void host_share(FILE *o, const char *what, uint64_t host, uint64_t all, const vt_place_bytes_t *pb)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
+    fprintf(o, "%s %s of %s (%.1f%%) in host memory", what, vt_fmt_bytes(a, host), vt_fmt_bytes(b, all),
+            all ? 100.0 * (double)host / (double)all : 0.0);
+    const char *sep = " (";
+    static const char *const kinds[] = { "mapped from the model file", "pinned", "pageable" };
+    uint64_t v[3] = { pb->mapped, pb->pinned, pb->pageable };
+    int parts = 0;
+    for (int i = 0; i < 3; i++)
+        parts += v[i] > 0;
+    if (parts > 0 && host)
+        for (int i = 0; i < 3; i++)
+            if (v[i]) {
+                fprintf(o, "%s%s %s", sep, vt_fmt_bytes(a, v[i]), kinds[i]);
+                sep = ", ";
+            }
+    if (parts > 0 && host)
+        fputc(')', o);
+}
+
+/* Where the model ran (docs/report.md, "Placement"): the verdict's words
+ * for a partial offload or a CPU run (headline), else the layers line a
+ * failure verdict adds; then the offload estimate. Nothing without ggml's
+ * records: the report does not guess placement from allocations. */
+static void placement_lines(FILE *o, const vt_model_t *m, int headline)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_placement_t *pl = &p->placement;
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    if (!pl->known || (!pl->offloaded && !headline))
+        return;
+    const char *ind = p->truncated ? "  " : "";
+    int cpu = vt_proc_ran_on_cpu(p);
+    if (headline && cpu) {
+        fprintf(o, "%s%s%sRAN ON THE CPU.%s No GPU allocation: 0 of %u layers on a GPU; every layer runs at "
+                   "host-memory speed.\n",
+                ind, col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), pl->layers_total);
+    } else if (headline) {
+        fprintf(o, "%s%s%sPARTIAL OFFLOAD.%s ", ind, col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF));
+        if (pl->layers_known && pl->layers_total > pl->layers_gpu)
+            fprintf(o, "%u of %u layers run from host memory: generation runs at host-memory speed for them.\n",
+                    pl->layers_total - pl->layers_gpu, pl->layers_total);
+        else
+            fprintf(o, "All layers are on the GPU, but part of the KV cache is in host memory: attention over "
+                       "it runs at host-memory speed.\n");
+    } else if (pl->layers_known) {
+        fprintf(o, "  Before it, %u of %u layers were already placed in host memory.\n",
+                pl->layers_total - pl->layers_gpu, pl->layers_total);
+    }
+    if (pl->layers_known)
+        fprintf(o, "  Layers as llama.cpp counts them: %u blocks%s; on the GPU: %u block%s%s.\n", pl->blocks,
+                pl->output_layer >= 0 ? " + the output layer" : "", pl->blocks_gpu, pl->blocks_gpu == 1 ? "" : "s",
+                pl->output_layer == 1 ? " + the output layer" : pl->output_layer == 0 ? " (the output layer is in host memory)" : "");
+    host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
+    uint64_t kv_host = vt_place_host(&pl->kv), kv_all = kv_host + pl->kv.gpu;
+    if (kv_all) {
+        host_share(o, ";\n  KV cache:", kv_host, kv_all, &pl->kv);
+    }
+    fprintf(o, ".\n");
+    if (pl->input_host)
+        fprintf(o, "  (%s of token embeddings are in host memory too: llama.cpp keeps them there by design.)\n",
+                vt_fmt_bytes(a, pl->input_host));
+    const char *args[16];
+    size_t nargs = vt_proc_layer_args(p, args, 16);
+    if (headline) {
+        if (p->tip.valid)
+            fprintf(o, "  A device request failed and was retried successfully.\n");
+        else
+            fprintf(o, "  No device request failed: the program chose this split%s",
+                    nargs ? "; its command line says:" : " (its command line does not say how).\n");
+        if (!p->tip.valid && nargs) {
+            for (size_t i = 0; i < nargs; i++)
+                fprintf(o, " %s", vt_text(args[i]));
+            fprintf(o, ".\n");
+        }
+    }
+    const typeof(pl->advice) *ad = &pl->advice;
+    if (!ad->known)
+        return;
+    fprintf(o, "  GPU %d had %s free at the lowest; the %g%% margin is %s", ad->device, vt_fmt_bytes(a, ad->free_lowest),
+            vt_model_margin(m), vt_fmt_bytes(b, ad->margin));
+    if (ad->unmet)
+        fprintf(o, ", and the failed request wanted %s", vt_fmt_bytes(c, ad->unmet));
+    if (ad->room >= 0)
+        fprintf(o, ": %s of room.\n", vt_fmt_bytes(a, (uint64_t)ad->room));
+    else
+        fprintf(o, ": %s short.\n", vt_fmt_bytes(a, (uint64_t)-ad->room));
+    fprintf(o, "  Estimate: %u of %u layers fit on this card (-ngl %u). A layer here is about %s of weights",
+            ad->gpu_layers, pl->layers_total, ad->gpu_layers, vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv));
+    if (ad->per_layer_kv)
+        fprintf(o, " + %s of KV cache at this context", vt_fmt_bytes(b, ad->per_layer_kv));
+    fprintf(o, ".\n");
+    if (pl->layers_gpu < pl->layers_total) {
+        if (ad->short_all > 0)
+            fprintf(o, "  All %u layers on the GPU would need %s more: %s more VRAM than this card had above the "
+                       "margin.\n",
+                    pl->layers_total, vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
+        else
+            fprintf(o, "  All %u layers on the GPU would need %s more, which fits.\n", pl->layers_total,
+                    vt_fmt_bytes(a, ad->need_all));
+    }
+}
+
 void vt_report_verdict(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -189,7 +295,14 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         }
         fprintf(o, "  What the complete chunks show:\n");
     }
-    if (p->tip.valid) {
+    const char *verdict = vt_proc_verdict(p, 0);
+    if (!strcmp(verdict, "partial_offload") || !strcmp(verdict, "cpu_only")) {
+        placement_lines(o, m, 1);
+        if (p->tip.valid)
+            fprintf(o, "  Tipped by: %s of %s for %s failed at %s, then succeeded when retried.\n",
+                    vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes), tagn(m, p->tip.tag),
+                    vt_fmt_time(t, p->tip.time_ns));
+    } else if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
         int di = vt_model_dev_index(m, v->device);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
@@ -258,6 +371,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                     p->spill_count[VT_SPILL_HOST_FALLBACK], p->spill_count[VT_SPILL_HOST_FALLBACK] == 1 ? "" : "s",
                     vt_fmt_bytes(a, p->fallback_peak));
         more_vram(o, m, d);
+        placement_lines(o, m, 0);
     } else if (p->truncated) {
         fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
                    "free memory.\n", p->truncated_at);
@@ -268,7 +382,8 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
     }
-    host_weights(o, m);
+    if (!p->placement.offloaded)
+        host_weights(o, m);
     /* The tipping device first, with what filled it; others after. */
     int tip_di = p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;
     for (int k = -1; k < p->ndevs; k++) {

@@ -25,6 +25,7 @@ typedef struct vt_report_opts {
     int json;
     int color;   /* text only: 1 always, 0 never, -1 auto (vt_report_use_color) */
     int fail_on_spill;
+    int accept_offload;   /* --accept-offload: a planned partial offload passes --fail-on-spill */
     double margin_pct;
     int top;   /* sites shown per process */
     int no_source;   /* --no-source: no file:line from DWARF in stacks */
@@ -169,10 +170,25 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs);
 uint64_t vt_dev_reserve(const vt_dev_t *d);
 uint64_t vt_dev_untracked(const vt_dev_t *d);
 /* The verdict's key: "spill", "near_spill", "failed" (an OOM after which
- * nothing more was allocated), "no_spill", "no_gpu_memory",
+ * nothing more was allocated), "partial_offload", "cpu_only", "no_spill",
+ * "no_gpu_memory",
  * or with `whole` set "incomplete" for a trace cut inside a chunk (the
  * others then describe only its complete chunks). */
 const char *vt_proc_verdict(const vt_proc_t *p, int whole);
+/* "partial_offload": ggml's records put blocks, the output layer or KV
+ * cache in host memory, with no failure-based verdict before it (an OOM
+ * after which nothing more was allocated stays "failed", a host fallback
+ * "spill"); "cpu_only": a model whose layers all ran in host memory in a
+ * process that allocated nothing through CUDA (vt_proc_ran_on_cpu). */
+int vt_proc_ran_on_cpu(const vt_proc_t *p);
+/* 1 when --fail-on-spill must fail for p: any spill or failure, and a
+ * partial offload or CPU run unless accept_offload (--accept-offload: a
+ * planned split, nothing failed). */
+int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload);
+/* The command-line options that place layers (-ngl, -c, --no-kv-offload,
+ * ...), with their values, as argv gave them: pointers into p->argv.
+ * @return how many (at most cap). */
+size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
 /* 1 when the process allocated, failed and freed nothing in what was read
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */

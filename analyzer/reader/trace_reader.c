@@ -498,7 +498,17 @@ static int decode_ggml_buffer(cur_t *c, vt_rec_ggml_buffer_t *g)
 {
     return get_varint(c, "time_ns", &g->time_ns) || get_varint(c, "buffer", &g->buffer) ||
                    get_varint(c, "usage", &g->usage) || get_varint(c, "base", &g->base) ||
-                   get_varint(c, "size", &g->size) || get_str(c, "name", &g->name)
+                   get_varint(c, "size", &g->size) || get_str(c, "name", &g->name) ||
+                   (g->host = 0, c->i < c->n && get_varint(c, "host", &g->host))
+               ? -1
+               : 0;
+}
+
+static int decode_ggml_tensor(cur_t *c, vt_rec_ggml_tensor_t *t)
+{
+    return get_varint(c, "time_ns", &t->time_ns) || get_varint(c, "buffer", &t->buffer) ||
+                   get_varint(c, "data", &t->data) || get_varint(c, "nbytes", &t->nbytes) ||
+                   get_str(c, "name", &t->name)
                ? -1
                : 0;
 }
@@ -510,6 +520,8 @@ const char *vt_record_type_name(unsigned type)
         [VT_REC_FRAME] = "FRAME",     [VT_REC_STACK] = "STACK",     [VT_REC_EVENT] = "EVENT",
         [VT_REC_DROPPED] = "DROPPED", [VT_REC_NOTE] = "NOTE",       [VT_REC_END] = "END",
         [VT_REC_RANGE] = "RANGE",     [VT_REC_GGML_BUFFER] = "GGML_BUFFER",
+        [VT_REC_GGML_TENSOR] = "GGML_TENSOR", [VT_REC_GGML_FREE] = "GGML_FREE",
+        [VT_REC_GGML_LOST] = "GGML_LOST",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_REC_TYPES, "one name per enum vt_record_type");
     return type < VT_REC_TYPES ? names[type] : NULL;
@@ -576,6 +588,18 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
         return decode_range(c, &rec->u.range) ? -1 : 1;
     case VT_REC_GGML_BUFFER:
         return decode_ggml_buffer(c, &rec->u.ggml_buffer) ? -1 : 1;
+    case VT_REC_GGML_TENSOR:
+        return decode_ggml_tensor(c, &rec->u.ggml_tensor) ? -1 : 1;
+    case VT_REC_GGML_FREE:
+        return get_varint(c, "time_ns", &rec->u.ggml_free.time_ns) ||
+                       get_varint(c, "buffer", &rec->u.ggml_free.buffer)
+                   ? -1
+                   : 1;
+    case VT_REC_GGML_LOST:
+        return get_varint(c, "time_ns", &rec->u.ggml_lost.time_ns) ||
+                       get_varint(c, "lost_total", &rec->u.ggml_lost.lost_total)
+                   ? -1
+                   : 1;
     default:
         return 0;
     }

@@ -91,7 +91,21 @@ typedef struct vt_rec_range {
 typedef struct vt_rec_ggml_buffer {
     uint64_t time_ns, buffer, usage, base, size;
     vt_bytes_t name;
+    uint64_t host;   /* 0 not stated, 1 device memory, 2 host memory */
 } vt_rec_ggml_buffer_t;
+
+typedef struct vt_rec_ggml_tensor {
+    uint64_t time_ns, buffer, data, nbytes;
+    vt_bytes_t name;
+} vt_rec_ggml_tensor_t;
+
+typedef struct vt_rec_ggml_free {
+    uint64_t time_ns, buffer;
+} vt_rec_ggml_free_t;
+
+typedef struct vt_rec_ggml_lost {
+    uint64_t time_ns, lost_total;
+} vt_rec_ggml_lost_t;
 
 /* "ANY", "WEIGHTS", "COMPUTE" (vt_ggml_usage), NULL for any other value. */
 const char *vt_ggml_usage_name(uint64_t usage);
@@ -119,6 +133,9 @@ typedef struct vt_record {
         vt_rec_end_t end;
         vt_rec_range_t range;
         vt_rec_ggml_buffer_t ggml_buffer;
+        vt_rec_ggml_tensor_t ggml_tensor;
+        vt_rec_ggml_free_t ggml_free;
+        vt_rec_ggml_lost_t ggml_lost;
     } u;
 } vt_record_t;
 

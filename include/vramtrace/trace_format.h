@@ -145,6 +145,30 @@
  *                   EVENT times are rounded down, so that allocation's
  *                   time is never later. A new type: older readers skip
  *                   it, no version bump.
+ *                   Then optionally host varint: 0 not stated (shims
+ *                   before it), 1 device memory, 2 host memory
+ *                   (ggml_backend_buffer_is_host). Besides set_usage, the
+ *                   shim writes one for each buffer
+ *                   ggml_backend_alloc_ctx_tensors_from_buft returns (usage
+ *                   as ggml_backend_buffer_get_usage says then, usually
+ *                   ANY; base 0 for a multi-buffer, whose parts the
+ *                   tensors' addresses name), host buffers included: the
+ *                   only record of memory that never touches CUDA.
+ *   VT_REC_GGML_TENSOR  time_ns varint, buffer varint (as GGML_BUFFER),
+ *                   data varint (the tensor's address), nbytes varint
+ *                   (ggml_nbytes), name str (ggml_get_name, at most 63
+ *                   bytes: "blk.12.attn_q.weight", "cache_k_l3"). One per
+ *                   tensor placed by ggml_backend_alloc_ctx_tensors_from_buft
+ *                   or by a ggml_backend_tensor_alloc call from outside
+ *                   libggml-base (a loader placing mmapped weights), after
+ *                   its buffer's GGML_BUFFER record.
+ *   VT_REC_GGML_FREE  time_ns varint, buffer varint: ggml_backend_buffer_free
+ *                   was called on it. The identity may be reused after.
+ *   VT_REC_GGML_LOST  time_ns varint, lost_total varint: GGML_* records
+ *                   the shim had no room to queue since the start,
+ *                   cumulative. Absent = none lost. A reader that sees one
+ *                   knows its buffers and tensors are not all there.
+ *   GGML_* records keep their order among themselves (one queue).
  *
  * EVENT FIELD MEANING BY KIND (kind and space come from the entry point,
  * see entrypoints.def; "api" is the entry point id, stable within a format
@@ -279,6 +303,9 @@ enum vt_record_type {
     VT_REC_END = 9,
     VT_REC_RANGE = 10,
     VT_REC_GGML_BUFFER = 11,
+    VT_REC_GGML_TENSOR = 12,
+    VT_REC_GGML_FREE = 13,
+    VT_REC_GGML_LOST = 14,
     VT_REC_TYPES    /* not a type: one past the last, the length of name tables */
 };
 

@@ -1,0 +1,540 @@
+/* model_placement.c: where the model runs, from what ggml said about its
+ * buffers and tensors (GGML_BUFFER, GGML_TENSOR, GGML_FREE, GGML_LOST;
+ * the contract is in model.h, "Placement").
+ *
+ * A buffer's place is what ggml says of it: is_host from the shim, then
+ * its buffer type's name for the kind of host memory ("CUDA_Host" is
+ * ggml-cuda's pinned type, "CPU_Mapped" ggml-backend's type for memory
+ * the program mapped, a GGUF file: ggml-cuda.cu, ggml-backend.cpp). Its
+ * content is its usage mark (WEIGHTS, COMPUTE), else the names of the
+ * tensors in it: llama.cpp names every weight after its GGUF tensor
+ * ("blk.N.*", "token_embd.weight", "output.weight") and its KV cache
+ * "cache_k_lN" / "cache_v_lN" (llama-kv-cache.cpp). Nothing else is
+ * guessed: a buffer no mark or name speaks for is "other".
+ *
+ * Layers are counted as llama.cpp's "offloaded N/M layers" counts them:
+ * the blocks blk.0 .. blk.(n-1) and the output layer (output.weight,
+ * output_norm.weight) as one more. A block is where most of its weight
+ * bytes are.
+ *
+ * The picture is taken at one moment: when the most weights and KV cache
+ * bytes were live at once (a program that loads, frees and loads again is
+ * shown at its fullest, not summed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "model_internal.h"
+#include "sort.h"
+
+/* A hostile trace can hold any number of records; what is kept is bounded. */
+#define MAX_BUFFERS 65536u
+#define MAX_PARTS (1u << 20)
+#define MAX_BLOCK 4095
+
+enum content { C_OTHER, C_WEIGHTS, C_KV, C_COMPUTE };
+
+/* The bytes of one buffer's tensors for one block (block -1: none) and
+ * content, merged while tensors come in a row. */
+typedef struct part {
+    uint32_t buffer;   /* index in buffers */
+    int16_t block;     /* -1: not a block's (token_embd, output, ...) */
+    uint8_t content;   /* C_WEIGHTS or C_KV */
+    uint8_t input;     /* token embeddings: llama.cpp keeps them in host memory */
+    uint8_t output;    /* the output layer's */
+    uint64_t bytes;
+} part_t;
+
+typedef struct gbuf {
+    uint64_t id, size, base, t_start, t_end;  /* t_end UINT64_MAX while live */
+    uint8_t usage, host, place, named_kv, named_weights;
+    int16_t gpu;                              /* ordinal for VT_PLACE_GPU */
+    uint64_t last_data;                       /* dedupe a tensor and its views */
+    char name[32];
+} gbuf_t;
+
+struct vt_placement_state {
+    gbuf_t *buf;
+    size_t nbuf, buf_cap;
+    part_t *part;
+    size_t npart, part_cap;
+    vt_map_t live_by_id;    /* buffer identity -> index of its live entry */
+    uint64_t dropped;       /* records over the bounds */
+};
+
+static uint64_t rel_time(const vt_model_t *m, uint64_t t)
+{
+    return t > m->p.mono_start_ns ? t - m->p.mono_start_ns : 0;
+}
+
+static int state_of(vt_model_t *m)
+{
+    if (m->placement)
+        return 0;
+    m->placement = calloc(1, sizeof *m->placement);
+    if (!m->placement)
+        return VT_E_NOMEM;
+    vt_map_init(&m->placement->live_by_id);
+    return 0;
+}
+
+/* The trailing digits of a device buffer type's name ("CUDA0", "ROCm1"),
+ * -1 without. */
+static int gpu_of_name(const char *name)
+{
+    size_t n = strlen(name), i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n || n - i > 3)
+        return -1;
+    return atoi(name + i);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && !strcmp(s + a - b, tail);
+}
+
+static void classify(gbuf_t *b)
+{
+    /* host 0: a shim before is_host was written: the type's name alone. */
+    int host = b->host == 2 || (b->host == 0 && (!strncmp(b->name, "CPU", 3) || ends_with(b->name, "_Host")));
+    b->gpu = -1;
+    if (!host) {
+        b->place = VT_PLACE_GPU;
+        b->gpu = (int16_t)gpu_of_name(b->name);
+        if (b->gpu < 0 || b->gpu >= VT_MAX_DEVICES)
+            b->gpu = -1;
+    } else if (ends_with(b->name, "_Host")) {
+        b->place = VT_PLACE_PINNED;
+    } else if (ends_with(b->name, "_Mapped")) {
+        b->place = VT_PLACE_MAPPED;
+    } else {
+        b->place = VT_PLACE_PAGEABLE;
+    }
+}
+
+int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
+{
+    if (state_of(m))
+        return VT_E_NOMEM;
+    vt_placement_state_t *s = m->placement;
+    m->p.placement.ggml_records++;
+    uint32_t idx;
+    gbuf_t *b;
+    if (vt_map_get(&s->live_by_id, g->buffer, &idx)) {
+        b = &s->buf[idx];   /* marked again, or marked after its tensors came */
+    } else {
+        if (s->nbuf >= MAX_BUFFERS) {
+            s->dropped++;
+            return 0;
+        }
+        if (vt_grow((void **)&s->buf, &s->buf_cap, s->nbuf + 1, sizeof *s->buf, 16))
+            return VT_E_NOMEM;
+        idx = (uint32_t)s->nbuf++;
+        b = &s->buf[idx];
+        memset(b, 0, sizeof *b);
+        b->id = g->buffer;
+        b->t_start = rel_time(m, g->time_ns);
+        b->t_end = UINT64_MAX;
+        if (vt_map_put(&s->live_by_id, g->buffer, idx))
+            return VT_E_NOMEM;
+    }
+    if (g->usage == VT_GGML_USAGE_WEIGHTS || g->usage == VT_GGML_USAGE_COMPUTE || !b->usage)
+        b->usage = (uint8_t)(g->usage < VT_GGML_USAGES ? g->usage : 0);
+    if (g->size > b->size)
+        b->size = g->size;
+    if (g->base)
+        b->base = g->base;
+    if (g->host <= 2 && (g->host || !b->host))
+        b->host = (uint8_t)g->host;
+    size_t n = g->name.len < sizeof b->name - 1 ? g->name.len : sizeof b->name - 1;
+    memcpy(b->name, g->name.data, n);
+    b->name[n] = 0;
+    classify(b);
+    return 0;
+}
+
+/* "blk.12.attn_q.weight" -> 12; "cache_k_l3" -> 3 (kv); else -1. */
+static int block_of(const char *name, size_t len, int *kv)
+{
+    const char *digits = NULL;
+    *kv = 0;
+    if (len > 4 && !memcmp(name, "blk.", 4)) {
+        digits = name + 4;
+    } else if (len > 9 && !memcmp(name, "cache_", 6) && name[7] == '_' && name[8] == 'l' &&
+               strchr("kvrs", name[6])) {
+        digits = name + 9;
+        *kv = 1;
+    } else {
+        return -1;
+    }
+    long v = 0;
+    const char *end = name + len, *p = digits;
+    while (p < end && *p >= '0' && *p <= '9' && v <= MAX_BLOCK)
+        v = v * 10 + (*p++ - '0');
+    if (p == digits || v > MAX_BLOCK)
+        return -1;
+    if (!*kv && (p == end || *p != '.'))
+        return -1;
+    return (int)v;
+}
+
+static int starts(const char *name, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && !memcmp(name, prefix, n);
+}
+
+int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
+{
+    if (state_of(m))
+        return VT_E_NOMEM;
+    vt_placement_state_t *s = m->placement;
+    vt_placement_t *pl = &m->p.placement;
+    pl->ggml_records++;
+    uint32_t idx;
+    const char *name = t->name.data;
+    size_t len = t->name.len;
+    /* ggml names a view "NAME (view)": the same bytes again. */
+    if (len >= 7 && !memcmp(name + len - 7, " (view)", 7))
+        return 0;
+    if (!vt_map_get(&s->live_by_id, t->buffer, &idx)) {
+        pl->tensors_unattributed++;
+        return 0;
+    }
+    gbuf_t *b = &s->buf[idx];
+    if (t->data == b->last_data && t->data)
+        return 0;
+    b->last_data = t->data;
+    pl->tensors++;
+    int kv;
+    int block = block_of(name, len, &kv);
+    int input = starts(name, len, "token_embd.");
+    int output = starts(name, len, "output.") || starts(name, len, "output_norm.");
+    if (kv)
+        b->named_kv = 1;
+    else if (block >= 0 || input || output)
+        b->named_weights = 1;
+    else
+        return 0;   /* a tensor no name speaks for: its buffer's content decides */
+    uint8_t content = kv ? C_KV : C_WEIGHTS;
+    if (s->npart) {
+        part_t *last = &s->part[s->npart - 1];
+        if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
+            last->output == output) {
+            last->bytes += t->nbytes;
+            return 0;
+        }
+    }
+    if (s->npart >= MAX_PARTS) {
+        s->dropped++;
+        return 0;
+    }
+    if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
+        return VT_E_NOMEM;
+    s->part[s->npart++] = (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, t->nbytes };
+    return 0;
+}
+
+int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f)
+{
+    vt_placement_state_t *s = m->placement;
+    uint32_t idx;
+    if (!s || !vt_map_get(&s->live_by_id, f->buffer, &idx))
+        return 0;   /* a buffer ggml never described: a 0-byte probe */
+    s->buf[idx].t_end = rel_time(m, f->time_ns);
+    vt_map_del(&s->live_by_id, f->buffer, NULL);
+    return 0;
+}
+
+void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l)
+{
+    if (l->lost_total > m->p.placement.lost)
+        m->p.placement.lost = l->lost_total;
+}
+
+static int content_of(const gbuf_t *b)
+{
+    if (b->usage == VT_GGML_USAGE_WEIGHTS)
+        return C_WEIGHTS;
+    if (b->usage == VT_GGML_USAGE_COMPUTE)
+        return C_COMPUTE;
+    if (b->named_kv && !b->named_weights)
+        return C_KV;
+    if (b->named_weights && !b->named_kv)
+        return C_WEIGHTS;
+    return C_OTHER;
+}
+
+static void add_place(vt_place_bytes_t *pb, const gbuf_t *b, uint64_t bytes)
+{
+    switch (b->place) {
+    case VT_PLACE_GPU:
+        pb->gpu += bytes;
+        if (b->gpu >= 0)
+            pb->gpu_by_dev[b->gpu] += bytes;
+        break;
+    case VT_PLACE_PINNED:
+        pb->pinned += bytes;
+        break;
+    case VT_PLACE_MAPPED:
+        pb->mapped += bytes;
+        break;
+    default:
+        pb->pageable += bytes;
+        break;
+    }
+}
+
+typedef struct edge {
+    uint64_t t;
+    uint32_t buf;
+    int8_t delta;   /* +1 start, -1 end */
+} edge_t;
+
+static int edge_cmp(const void *a, const void *b)
+{
+    const edge_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->delta - y->delta;   /* ends before starts at one time */
+}
+
+/* The moment the most weights + KV bytes were live: every buffer live
+ * then is in the picture (live[i] = 1). */
+static int fullest_moment(vt_placement_state_t *s, uint8_t *live, uint64_t *at)
+{
+    edge_t *e = malloc(2 * s->nbuf * sizeof *e + 1);
+    if (!e)
+        return VT_E_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < s->nbuf; i++) {
+        int c = content_of(&s->buf[i]);
+        if (c != C_WEIGHTS && c != C_KV)
+            continue;
+        e[n++] = (edge_t){ s->buf[i].t_start, (uint32_t)i, 1 };
+        if (s->buf[i].t_end != UINT64_MAX)
+            e[n++] = (edge_t){ s->buf[i].t_end, (uint32_t)i, -1 };
+    }
+    vt_sort(e, n, sizeof *e, edge_cmp);
+    uint64_t cur = 0, best = 0;
+    size_t best_at = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t sz = s->buf[e[i].buf].size;
+        cur = e[i].delta > 0 ? cur + sz : cur - (sz < cur ? sz : cur);
+        if (e[i].delta > 0 && cur > best) {
+            best = cur;
+            best_at = i;
+        }
+    }
+    memset(live, 0, s->nbuf);
+    if (best_at != SIZE_MAX) {
+        *at = e[best_at].t;
+        /* Live at that moment: started at or before it, not ended by it. */
+        for (size_t i = 0; i < s->nbuf; i++)
+            live[i] = s->buf[i].t_start <= *at && (s->buf[i].t_end == UINT64_MAX || s->buf[i].t_end > *at);
+    }
+    /* Compute buffers live at that moment too (they are not in the sweep). */
+    free(e);
+    return 0;
+}
+
+typedef struct block_acc {
+    uint64_t gpu, host, kv_gpu, kv_host;
+    int16_t dev;   /* GPU of most of its weights, -1 none */
+    uint64_t dev_bytes;
+} block_acc_t;
+
+/* The offload arithmetic: how many layers of this run's size fit in the
+ * room the card had above the margin. An estimate, said as one: it
+ * assumes a layer costs what this run's layers cost on average and that
+ * the compute buffers stay as they were. */
+static void advise(vt_model_t *m)
+{
+    vt_placement_t *pl = &m->p.placement;
+    if (!pl->layers_known)
+        return;
+    int best = -1;
+    uint64_t most = 0;
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        uint64_t here = pl->weights.gpu_by_dev[i] + pl->kv.gpu_by_dev[i] + pl->compute.gpu_by_dev[i];
+        if (vt_model_dev_index(m, i) >= 0 && (best < 0 || here > most)) {
+            best = i;
+            most = here;
+        }
+    }
+    int di = best >= 0 ? vt_model_dev_index(m, best) : -1;
+    if (di < 0)
+        return;
+    const vt_dev_t *d = &m->p.devs[di];
+    if (!d->have_min || !d->total)
+        return;
+    typeof(pl->advice) *a = &pl->advice;
+    a->device = best;
+    a->total = d->total;
+    a->free_lowest = d->min_free;
+    a->margin = (uint64_t)(m->margin_frac * (double)d->total);
+    /* A failed request the run did without (a compute buffer that did not
+     * fit) needs room too. */
+    const vt_proc_t *p = &m->p;
+    if (p->tip.valid && p->tip_kind == VT_SPILL_OOM && p->tip.device == best && (p->failed_tags & (1u << p->tip.tag)))
+        a->unmet = p->tip.bytes;
+    a->per_layer = pl->block_weight_bytes + pl->block_kv_bytes;
+    a->per_layer_kv = pl->block_kv_bytes;
+    if (!a->per_layer)
+        return;
+    a->room = (int64_t)a->free_lowest - (int64_t)a->margin - (int64_t)a->unmet;
+    uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
+    int out_host = pl->output_layer == 0;
+    uint64_t output_cost = out_host ? pl->output_bytes : 0;
+    a->need_all = (uint64_t)host_blocks * a->per_layer + output_cost;
+    a->short_all = (int64_t)a->need_all - a->room;
+    int64_t layers = (int64_t)pl->layers_gpu;
+    if (a->room >= 0) {
+        int64_t room = a->room;
+        /* llama.cpp offloads the output layer first, then blocks from the last. */
+        if (out_host && room >= (int64_t)output_cost) {
+            room -= (int64_t)output_cost;
+            layers++;
+        } else if (out_host) {
+            room = -1;
+        }
+        if (room > 0) {
+            int64_t more = room / (int64_t)a->per_layer;
+            layers += more < host_blocks ? more : host_blocks;
+        }
+    } else {
+        int64_t fewer = (-a->room + (int64_t)a->per_layer - 1) / (int64_t)a->per_layer;
+        layers = layers > fewer ? layers - fewer : 0;
+    }
+    a->gpu_layers = (uint32_t)layers;
+    a->known = 1;
+}
+
+int vt_m_placement_finish(vt_model_t *m)
+{
+    vt_placement_state_t *s = m->placement;
+    vt_placement_t *pl = &m->p.placement;
+    if (!s || !s->nbuf)
+        return 0;
+    pl->records_over_bounds = s->dropped;
+    uint8_t *live = malloc(s->nbuf);
+    if (!live)
+        return VT_E_NOMEM;
+    int rc = fullest_moment(s, live, &pl->at_ns);
+    if (rc) {
+        free(live);
+        return rc;
+    }
+    /* Compute buffers: each live one counts, the largest picture of them
+     * while the model was loaded (graph reservations are replaced, not
+     * added): the most bytes in one place any one reservation had. */
+    for (size_t i = 0; i < s->nbuf; i++) {
+        const gbuf_t *b = &s->buf[i];
+        int c = content_of(b);
+        if (c == C_COMPUTE) {
+            if (b->t_end == UINT64_MAX || b->t_end > pl->at_ns)
+                add_place(&pl->compute, b, b->size);
+            continue;
+        }
+        if (!live[i])
+            continue;
+        pl->buffers++;
+        add_place(c == C_WEIGHTS ? &pl->weights : c == C_KV ? &pl->kv : &pl->other, b, b->size);
+    }
+    /* Blocks: weight and KV bytes per block, by the place of their buffer. */
+    int maxblock = -1;
+    for (size_t i = 0; i < s->npart; i++)
+        if (live[s->part[i].buffer] && s->part[i].block > maxblock)
+            maxblock = s->part[i].block;
+    block_acc_t *acc = calloc((size_t)maxblock + 2, sizeof *acc);
+    if (!acc) {
+        free(live);
+        return VT_E_NOMEM;
+    }
+    uint64_t out_gpu = 0, out_host = 0;
+    int have_output = 0;
+    for (size_t i = 0; i < s->npart; i++) {
+        const part_t *pt = &s->part[i];
+        if (!live[pt->buffer])
+            continue;
+        const gbuf_t *b = &s->buf[pt->buffer];
+        int on_gpu = b->place == VT_PLACE_GPU;
+        if (pt->input) {
+            if (!on_gpu)
+                pl->input_host += pt->bytes;
+            continue;
+        }
+        if (pt->content == C_WEIGHTS)
+            add_place(&pl->layer_weights_at, b, pt->bytes);
+        if (pt->output) {
+            have_output = 1;
+            *(on_gpu ? &out_gpu : &out_host) += pt->bytes;
+            continue;
+        }
+        if (pt->block < 0)
+            continue;
+        block_acc_t *a = &acc[pt->block];
+        if (pt->content == C_KV) {
+            *(on_gpu ? &a->kv_gpu : &a->kv_host) += pt->bytes;
+        } else {
+            *(on_gpu ? &a->gpu : &a->host) += pt->bytes;
+            if (on_gpu && b->gpu >= 0 && pt->bytes > a->dev_bytes) {
+                a->dev = b->gpu;
+                a->dev_bytes = pt->bytes;
+            }
+        }
+    }
+    uint64_t block_weights = 0, block_kv = 0, blocks_with_kv = 0;
+    for (int i = 0; i <= maxblock; i++) {
+        block_acc_t *a = &acc[i];
+        if (!a->gpu && !a->host)
+            continue;
+        pl->blocks++;
+        block_weights += a->gpu + a->host;
+        if (a->kv_gpu + a->kv_host) {
+            block_kv += a->kv_gpu + a->kv_host;
+            blocks_with_kv++;
+            pl->kv_blocks++;
+            pl->kv_blocks_gpu += a->kv_gpu >= a->kv_host;
+        }
+        if (a->gpu >= a->host) {
+            pl->blocks_gpu++;
+            if (a->dev_bytes && a->dev >= 0)
+                pl->layers_by_dev[a->dev]++;
+        }
+    }
+    if (pl->blocks) {
+        pl->layers_known = 1;
+        pl->output_layer = have_output ? (out_gpu >= out_host ? 1 : 0) : -1;
+        pl->output_bytes = out_gpu + out_host;
+        pl->layers_total = pl->blocks + (have_output ? 1 : 0);
+        pl->layers_gpu = pl->blocks_gpu + (pl->output_layer == 1 ? 1 : 0);
+        pl->block_weight_bytes = block_weights / pl->blocks;
+        pl->block_kv_bytes = blocks_with_kv ? block_kv / blocks_with_kv : 0;
+    }
+    for (int i = 0; i <= maxblock; i++)
+        pl->layer_weights_host += acc[i].host, pl->layer_weights += acc[i].gpu + acc[i].host;
+    pl->layer_weights_host += out_host;
+    pl->layer_weights += out_gpu + out_host;
+    pl->offloaded = pl->layer_weights_host > 0 || vt_place_host(&pl->kv) > 0;
+    pl->known = 1;
+    free(acc);
+    free(live);
+    advise(m);
+    return 0;
+}
+
+void vt_m_placement_free_state(vt_model_t *m)
+{
+    if (!m->placement)
+        return;
+    free(m->placement->buf);
+    free(m->placement->part);
+    vt_map_free(&m->placement->live_by_id);
+    free(m->placement);
+    m->placement = NULL;
+}
