@@ -320,6 +320,111 @@ static void spill(vt_json_t *j, const vt_model_t *m)
     vt_json_obj_end(j);
 }
 
+static void place_bytes(vt_json_t *j, const char *key, const vt_place_bytes_t *b)
+{
+    vt_json_obj(j, key);
+    vt_json_u64(j, "gpu_bytes", b->gpu);
+    vt_json_u64(j, "host_bytes", vt_place_host(b));
+    vt_json_obj(j, "by_place");
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        char k[16];
+        if (!b->gpu_by_dev[i])
+            continue;
+        snprintf(k, sizeof k, "gpu%d", i);
+        vt_json_u64(j, k, b->gpu_by_dev[i]);
+    }
+    if (b->gpu > 0) {
+        uint64_t named = 0;
+        for (int i = 0; i < VT_MAX_DEVICES; i++)
+            named += b->gpu_by_dev[i];
+        if (b->gpu > named)
+            vt_json_u64(j, "gpu_unnamed", b->gpu - named);
+    }
+    vt_json_u64(j, "pinned_host", b->pinned);
+    vt_json_u64(j, "mapped_host", b->mapped);
+    vt_json_u64(j, "pageable_host", b->pageable);
+    vt_json_obj_end(j);
+    vt_json_obj_end(j);
+}
+
+/* processes[].placement (docs/report.md, "Placement"): null without
+ * ggml's buffer records. */
+static void placement(vt_json_t *j, const vt_proc_t *p)
+{
+    const vt_placement_t *pl = &p->placement;
+    if (!pl->known) {
+        vt_json_null(j, "placement");
+        return;
+    }
+    vt_json_obj(j, "placement");
+    vt_json_str(j, "source", "ggml");
+    vt_json_num(j, "at_s", (double)pl->at_ns / 1e9);
+    vt_json_bool(j, "offloaded", pl->offloaded);
+    place_bytes(j, "weights", &pl->weights);
+    place_bytes(j, "layer_weights", &pl->layer_weights_at);
+    place_bytes(j, "kv", &pl->kv);
+    place_bytes(j, "compute", &pl->compute);
+    place_bytes(j, "other", &pl->other);
+    vt_json_u64(j, "token_embeddings_host_bytes", pl->input_host);
+    if (pl->layers_known) {
+        vt_json_obj(j, "layers");
+        vt_json_u64(j, "gpu", pl->layers_gpu);
+        vt_json_u64(j, "total", pl->layers_total);
+        vt_json_u64(j, "host", pl->layers_total - pl->layers_gpu);
+        vt_json_u64(j, "blocks", pl->blocks);
+        vt_json_u64(j, "blocks_gpu", pl->blocks_gpu);
+        if (pl->output_layer < 0)
+            vt_json_null(j, "output_layer");
+        else
+            vt_json_str(j, "output_layer", pl->output_layer ? "gpu" : "host");
+        vt_json_obj(j, "blocks_by_gpu");
+        for (int i = 0; i < VT_MAX_DEVICES; i++) {
+            char k[16];
+            if (!pl->layers_by_dev[i])
+                continue;
+            snprintf(k, sizeof k, "%d", i);
+            vt_json_u64(j, k, pl->layers_by_dev[i]);
+        }
+        vt_json_obj_end(j);
+        vt_json_u64(j, "kv_blocks", pl->kv_blocks);
+        vt_json_u64(j, "kv_blocks_gpu", pl->kv_blocks_gpu);
+        vt_json_u64(j, "block_weight_bytes", pl->block_weight_bytes);
+        vt_json_u64(j, "block_kv_bytes", pl->block_kv_bytes);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "layers");
+    }
+    const typeof(pl->advice) *a = &pl->advice;
+    if (a->known) {
+        vt_json_obj(j, "advice");
+        vt_json_bool(j, "estimate", 1);
+        vt_json_i64(j, "device", a->device);
+        vt_json_u64(j, "gpu_layers", a->gpu_layers);
+        vt_json_u64(j, "per_layer_bytes", a->per_layer);
+        vt_json_u64(j, "per_layer_kv_bytes", a->per_layer_kv);
+        vt_json_u64(j, "total_bytes", a->total);
+        vt_json_u64(j, "free_lowest_bytes", a->free_lowest);
+        vt_json_u64(j, "margin_bytes", a->margin);
+        vt_json_u64(j, "unmet_request_bytes", a->unmet);
+        vt_json_i64(j, "room_bytes", a->room);
+        vt_json_u64(j, "all_layers_need_bytes", a->need_all);
+        vt_json_i64(j, "all_layers_short_bytes", a->short_all > 0 ? a->short_all : 0);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "advice");
+    }
+    const char *args[16];
+    size_t n = vt_proc_layer_args(p, args, 16);
+    vt_json_arr(j, "program_args");
+    for (size_t i = 0; i < n; i++)
+        vt_json_str(j, NULL, args[i]);
+    vt_json_arr_end(j);
+    vt_json_u64(j, "tensors", pl->tensors);
+    vt_json_u64(j, "tensors_unattributed", pl->tensors_unattributed);
+    vt_json_u64(j, "records_lost", pl->lost + pl->records_over_bounds);
+    vt_json_obj_end(j);
+}
+
 static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t *in)
 {
     const vt_model_t *m = in->model;
@@ -338,6 +443,7 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
     vt_json_str(j, "verdict", vt_proc_verdict(p, 1));
     vt_json_str(j, "verdict_of_read_part", vt_proc_verdict(p, 0));
+    placement(j, p);
     vt_json_obj(j, "trace");
     vt_json_str(j, "path", in->path);
     vt_json_bool(j, "complete", p->ended && !in->truncated && !in->damaged);

@@ -35,7 +35,12 @@
  *   end t=T events=N dropped=N
  *   range t=T tid=1 depth=0 push|pop name=S
  *   ggml_buffer t=T buffer=N usage=WEIGHTS|COMPUTE|ANY|N base=N size=SIZE name=S
- *       ggml's mark on a buffer (preload/ggml_buffers.c); t is exact.
+ *               [host=0|1|2]
+ *       ggml's mark on a buffer (preload/ggml_buffers.c); t is exact; host
+ *       (1 device, 2 host memory) only when given, as older shims wrote none.
+ *   ggml_tensor t=T buffer=N data=N nbytes=SIZE name=S
+ *   ggml_free t=T buffer=N
+ *   ggml_lost t=T lost=N
  *   record type=N payload=HEX [in=header]
  *       Any record, e.g. a type the reader does not know.
  *   chunk [seq=N] [magic=N] [zsize=N] [rawsize=N]
@@ -580,7 +585,24 @@ static void do_line(line_t *l)
         tg_buf_varint(&p, num(l, "base", 0));
         tg_buf_varint(&p, num(l, "size", 0));
         put_strkey(&p, l, "name", "");
+        if (find(l, "host"))
+            tg_buf_varint(&p, num(l, "host", 0));
         finish_record(l, VT_REC_GGML_BUFFER, &p);
+    } else if (!strcmp(d, "ggml_tensor")) {
+        tg_buf_varint(&p, abs_time(l, "t"));
+        tg_buf_varint(&p, num(l, "buffer", 0));
+        tg_buf_varint(&p, num(l, "data", 0));
+        tg_buf_varint(&p, num(l, "nbytes", 0));
+        put_strkey(&p, l, "name", "");
+        finish_record(l, VT_REC_GGML_TENSOR, &p);
+    } else if (!strcmp(d, "ggml_free")) {
+        tg_buf_varint(&p, abs_time(l, "t"));
+        tg_buf_varint(&p, num(l, "buffer", 0));
+        finish_record(l, VT_REC_GGML_FREE, &p);
+    } else if (!strcmp(d, "ggml_lost")) {
+        tg_buf_varint(&p, abs_time(l, "t"));
+        tg_buf_varint(&p, num(l, "lost", 0));
+        finish_record(l, VT_REC_GGML_LOST, &p);
     } else if (!strcmp(d, "record")) {
         word_t *w = find(l, "payload");
         tg_buf_t x = hex(w ? w->val : "", "payload");
