@@ -11,6 +11,12 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t:
   unknown             bytes tagged unknown
   unknown_calls       calls tagged unknown, successful or not
   failed.TAG          bytes of the failed allocation that ended the run
+  verdict.KEY         1 for the process's verdict key
+  place.CONTENT.PLACE placement bytes (CONTENT weights, layer_weights, kv,
+                      compute; PLACE gpu0, pinned_host, mapped_host,
+                      pageable_host, host)
+  layers.gpu, layers.total, layers.known, advice.gpu_layers, offloaded
+  above_margin        1 when every device stayed above the margin
 """
 import json
 import sys
@@ -37,5 +43,20 @@ if procs:
     ev = (p.get("spill") or {}).get("event") or {}
     if ev:
         out["failed." + ev["tag"]] = ev["bytes"]
+    out["verdict." + p["verdict"]] = 1
+    pl = p.get("placement")
+    if pl:
+        out["offloaded"] = int(pl["offloaded"])
+        for content in ("weights", "layer_weights", "kv", "compute"):
+            for place, v in pl[content]["by_place"].items():
+                out["place.%s.%s" % (content, place)] = v
+            out["place.%s.host" % content] = pl[content]["host_bytes"]
+        if pl["layers"]:
+            out["layers.known"] = 1
+            out["layers.gpu"] = pl["layers"]["gpu"]
+            out["layers.total"] = pl["layers"]["total"]
+        if pl["advice"]:
+            out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
+    out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):
     print(k, out[k])

@@ -4,13 +4,14 @@
 
 # Exactly the table's entry points, the annotation API
 # (include/vramtrace/annotate.h), the NVTX injection entry point, dlclose
-# (frames are named before a library goes), ggml's set_usage (the buffer
-# witness, preload/ggml_buffers.c) and the two versioned dlsym names.
+# (frames are named before a library goes), ggml's four buffer hooks
+# (preload/ggml_buffers.c) and the two versioned dlsym names.
 want=$( (sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def;
          echo vramtrace_tag_push; echo vramtrace_tag_pop; echo InitializeInjectionNvtx2; echo dlclose;
-         echo ggml_backend_buffer_set_usage) | sort)
+         echo ggml_backend_buffer_set_usage; echo ggml_backend_alloc_ctx_tensors_from_buft;
+         echo ggml_backend_tensor_alloc; echo ggml_backend_buffer_free) | sort)
 got=$(nm -D --defined-only $SHIM | awk '$2 == "T" && $3 !~ /^dlsym@/ {print $3}' | sort)
-is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API, the NVTX injection, dlclose and ggml_backend_buffer_set_usage"
+is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API, the NVTX injection, dlclose and ggml's buffer hooks"
 is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlsym@/ {print $3}' | sort | tr '\n' ' ')" \
    "dlsym@@GLIBC_2.34 dlsym@GLIBC_2.2.5 " "exports dlsym under both glibc versions"
 # A sanitized build links its sanitizer runtimes; nothing else, ever.

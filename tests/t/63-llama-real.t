@@ -76,18 +76,25 @@ val() { awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' "$1"; }
 
 # scenario NAME CARD LAYERS CONTEXT EVAL MMAP: runs it on both trees, then
 # checks it with check_NAME FLAVOUR DIR.
+# run_llama DIR CARD LAYERS CONTEXT EVAL MMAP: one traced run into DIR, its
+# report's numbers in DIR.bytes (tests/llama/tag_bytes.py).
+run_llama() {
+    rd=$1 rcard=$2; shift 2
+    mkdir -p "$rd"
+    env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
+        VTSIM_DEVICES=$rcard GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$SIM \
+        LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run.mjs "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
+    echo $? >"$rd.rc"
+    "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
+    python3 tests/llama/tag_bytes.py "$rd.json" >"$rd.bytes" 2>&1
+}
 scenario() {
     name=$1 card=$2; shift 2
+    args="$*"
     for flavour in shipped stripped; do
         modules=$CACHE/$flavour/node_modules
         d=$TMP/$flavour-$name
-        mkdir -p "$d"
-        env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
-            VTSIM_DEVICES=$card GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$d LD_LIBRARY_PATH=$SIM \
-            LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run.mjs "$modules" "$MODEL" "$@" >"$d.out" 2>"$d.log"
-        echo $? >"$d.rc"
-        "$VT" report --json "$d" >"$d.json" 2>"$d.rerr"
-        python3 tests/llama/tag_bytes.py "$d.json" >"$d.bytes" 2>&1
+        run_llama "$d" "$card" "$@"
         check_$name "$flavour" "$d"
         is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
         is "$(val "$d.bytes" disagreements)" 0 "$flavour $name: ggml's marks and the built-in rules agree on every site"
@@ -151,6 +158,9 @@ check_auto_layers() {
     is "$(val "$2.bytes" weights.device)" 1069056 "$1 $name: GPU weights = the output layer"
     is "$(val "$2.bytes" weights.pinned)" $((1060864 + 4 * 90193920)) "$1 $name: pinned weights = embeddings + 4 blocks"
     check_context "$@"
+    is "$(val "$2.bytes" verdict.partial_offload)/$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 1/1/5 \
+        "$1 $name: PARTIAL OFFLOAD, 1 of 5 layers (the output layer) on the GPU"
+    is "$(val "$2.bytes" place.layer_weights.pinned_host)" $((4 * 90193920)) "$1 $name: the 4 blocks' weights are pinned"
 }
 scenario auto_layers 600MiB auto 512 0 0
 
@@ -168,4 +178,72 @@ check_mmap_eval() {
     check_loaded "$@"; check_context "$@"; check_evaluated "$@"
 }
 scenario mmap_eval 24GiB 99 512 1 1
+
+# ---- Where the model runs: placement against llama.cpp's own lines ----
+# The layer count llama.cpp logged ("offloaded N/M layers to GPU"), and
+# every model and KV buffer line, CPU ones included, against the report's
+# bytes by place (docs/report.md, "Placement").
+check_placement() {
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" \
+        "$(awk '/offloaded [0-9]+\/[0-9]+ layers/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) v = $i } END { print v }' "$2.log")" \
+        "$1 $name: layers on the GPU = llama.cpp's offloaded N/M"
+    for pair in "CUDA0 model:weights.gpu0" "CPU_Mapped model:weights.mapped_host" "CPU model:weights.pageable_host" \
+            "CUDA_Host model:weights.pinned_host" "CUDA0 KV:kv.gpu0" "CPU KV:kv.pageable_host"; do
+        line=${pair%%:*} key=${pair#*:}
+        want=$(mib_bytes "$2.log" "$line buffer size")
+        if [ -n "$want" ]; then
+            near "$(val "$2.bytes" place.$key)" "$want" "$1 $name: $key = llama.cpp's $line buffer"
+        else
+            is "$(val "$2.bytes" place.$key)" 0 "$1 $name: no $key (llama.cpp logged no $line buffer)"
+        fi
+    done
+}
+# The estimate, followed: the same program with the advised layer count
+# loads and evaluates with no failed request, above the margin, with the
+# layers it was told on the GPU.
+check_advice_runs() {
+    n=$(val "$2.bytes" advice.gpu_layers)
+    set -- "$1" "$2" $args
+    run_llama "$2-advised" "$card" "$n" "$4" 1 "$6"
+    is "$(cat "$2-advised.rc")" 0 "$1 $name: the advised -ngl $n loads and evaluates"
+    is "$(grep -c '^failed\.' "$2-advised.bytes")/$(val "$2-advised.bytes" above_margin)" "0/1" \
+        "$1 $name: with -ngl $n no device request fails and the card stays above the margin"
+    is "$(val "$2-advised.bytes" layers.gpu)" "$n" "$1 $name: with -ngl $n, $n layers on the GPU"
+}
+check_partial_mmap() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 2 loads; PARTIAL OFFLOAD"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 2/5 "$1 $name: 2 of 5 layers on the GPU"
+    check_placement "$@"
+    is "$(val "$2.bytes" advice.gpu_layers)" 5 "$1 $name: estimate: all 5 layers fit a 2 GiB card"
+    check_advice_runs "$@"
+}
+scenario partial_mmap 2GiB 2 512 1 1
+check_partial_nommap() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 3, no mmap: PARTIAL OFFLOAD"
+    check_placement "$@"
+    is "$(val "$2.bytes" place.weights.mapped_host)" 0 "$1 $name: nothing mapped without mmap"
+}
+scenario partial_nommap 2GiB 3 512 1 0
+# Nothing fits the advice but fewer layers: 1 GiB less the simulator's 448
+# MiB context reserve and the 15% margin leaves room for 3 layers of 87 MiB
+# beside the 60 MiB compute buffer and the host copy's staging.
+check_partial_small() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 1 on 1 GiB: PARTIAL OFFLOAD"
+    check_placement "$@"
+    check_advice_runs "$@"
+}
+scenario partial_small 1GiB 1 512 1 1
+check_zero_layers() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 0: PARTIAL OFFLOAD"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 0/5 "$1 $name: 0 of 5 layers on the GPU"
+    check_placement "$@"
+}
+scenario zero_layers 2GiB 0 512 1 1
+check_full_mmap() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.no_spill)/$(val "$2.bytes" offloaded)" 0/1/0 \
+        "$1 $name: a full offload with mmap stays NO SPILL (token embeddings alone in host memory)"
+    check_placement "$@"
+    is "$(val "$2.bytes" place.layer_weights.host)" 0 "$1 $name: no layer weights in host memory"
+}
+scenario full_mmap 2GiB 99 512 1 1
 done_testing
