@@ -224,15 +224,21 @@ check_partial_nommap() {
     is "$(val "$2.bytes" place.weights.mapped_host)" 0 "$1 $name: nothing mapped without mmap"
 }
 scenario partial_nommap 2GiB 3 512 1 0
-# Nothing fits the advice but fewer layers: 1 GiB less the simulator's 448
-# MiB context reserve and the 15% margin leaves room for 3 layers of 87 MiB
-# beside the 60 MiB compute buffer and the host copy's staging.
+# A card too small for every layer: 800 MiB less the simulator's 448 MiB
+# context reserve and the 60 MiB + 8.5 MiB compute buffers leaves 282 MiB
+# free at the lowest, 162 MiB above the 15% margin: one more layer of
+# 86 MiB weights + 1 MiB KV. The advised -ngl 2 stays above the margin;
+# one layer more than advised does not.
 check_partial_small() {
-    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 1 on 1 GiB: PARTIAL OFFLOAD"
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 1 on 800 MiB: PARTIAL OFFLOAD"
     check_placement "$@"
+    is "$(val "$2.bytes" advice.gpu_layers)" 2 "$1 $name: estimate: 2 of 5 layers fit"
     check_advice_runs "$@"
+    run_llama "$2-over" "$card" 3 512 1 1
+    is "$(cat "$2-over.rc")/$(val "$2-over.bytes" above_margin)/$(val "$2-over.bytes" advice.gpu_layers)" 0/0/2 \
+        "$1 $name: with -ngl 3, one more than advised, the card goes below the margin and the estimate still says 2"
 }
-scenario partial_small 1GiB 1 512 1 1
+scenario partial_small 800MiB 1 512 1 1
 check_zero_layers() {
     is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 0: PARTIAL OFFLOAD"
     is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 0/5 "$1 $name: 0 of 5 layers on the GPU"
