@@ -235,7 +235,13 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 vt_fmt_bytes(a, pl->input_host));
     const char *args[16];
     size_t nargs = vt_proc_layer_args(p, args, 16);
-    if (headline) {
+    if (headline && cpu) {
+        fprintf(o, "  The trace holds no CUDA allocation: the program's CUDA backend did not load (a driver or "
+                   "library missing), or it was told to use none%s",
+                nargs ? "; its command line says:" : ".\n");
+        for (size_t i = 0; i < nargs; i++)
+            fprintf(o, " %s%s", vt_text(args[i]), i + 1 == nargs ? ".\n" : "");
+    } else if (headline) {
         if (p->tip.valid)
             fprintf(o, "  A device request failed and was retried successfully.\n");
         else

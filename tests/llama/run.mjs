@@ -2,7 +2,9 @@
 // evaluates 32 tokens once; llama.cpp's own log goes to stderr, the model
 // load's wall time to stdout ("load_ms N", for make bench). A load or a
 // context that fails is a scenario too: it prints "failed: ..." and exits 3.
-// usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto CONTEXT EVAL(0|1) MMAP(0|1)
+// usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto|cpu CONTEXT EVAL(0|1) MMAP(0|1)
+// "cpu" loads node-llama-cpp's CPU build (no CUDA in the process at all):
+// a runner that computes on the CPU, as one whose CUDA backend failed to load.
 import path from "node:path";
 import {pathToFileURL} from "node:url";
 
@@ -11,7 +13,7 @@ const {getLlama, LlamaLogLevel} = await import(
     pathToFileURL(path.join(modules, "node-llama-cpp", "dist", "index.js")).href);
 
 const llama = await getLlama({
-    gpu: "cuda", build: "never", progressLogs: false, vramPadding: 0,
+    gpu: layers === "cpu" ? false : "cuda", build: "never", progressLogs: false, vramPadding: 0,
     logLevel: LlamaLogLevel.debug,
     logger: (level, message) => process.stderr.write(message.endsWith("\n") ? message : message + "\n"),
 });
@@ -24,7 +26,7 @@ try {
     const loadStart = performance.now();
     const model = await llama.loadModel({
         modelPath, useMmap: mmap === "1", ignoreMemorySafetyChecks: layers !== "auto",
-        gpuLayers: layers === "auto" ? "auto" : Number(layers),
+        gpuLayers: layers === "auto" ? "auto" : layers === "cpu" ? 0 : Number(layers),
     });
     console.log("load_ms " + (performance.now() - loadStart).toFixed(1));
     const ctx = await model.createContext({contextSize: Number(context), ignoreMemorySafetyChecks: true});

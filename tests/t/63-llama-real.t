@@ -86,6 +86,7 @@ run_llama() {
         LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run.mjs "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
     echo $? >"$rd.rc"
     "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
+    "$VT" report --wide "$rd" >"$rd.txt" 2>>"$rd.rerr"
     python3 tests/llama/tag_bytes.py "$rd.json" >"$rd.bytes" 2>&1
 }
 scenario() {
@@ -252,4 +253,20 @@ check_full_mmap() {
     is "$(val "$2.bytes" place.layer_weights.host)" 0 "$1 $name: no layer weights in host memory"
 }
 scenario full_mmap 2GiB 99 512 1 1
+# The CPU build (no CUDA in the process): the shim starts at the model's
+# WEIGHTS mark and the report says the runner ran on the CPU. The build's
+# probe subprocess neither calls CUDA nor loads a model: it writes nothing.
+check_cpu_only() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.cpu_only)" 0/1 "$1 $name: the CPU build: RAN ON THE CPU"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 0/5 "$1 $name: 0 of 5 layers on a GPU"
+    # The CPU build's log does not always reach JavaScript: the model's own
+    # bytes. Every weight mapped from the file (4 blocks, embeddings, the
+    # output layer); a 512-token f16 KV cache, 4 layers x K,V x 512 x 1 KiB.
+    is "$(val "$2.bytes" place.weights.mapped_host)/$(val "$2.bytes" place.weights.gpu0)" \
+        "$((4 * 90193920 + 1060864 + 1069056))/0" "$1 $name: every weight mapped from the model file, none on a GPU"
+    is "$(val "$2.bytes" place.kv.pageable_host)" $((4 * MiB)) "$1 $name: the 4 MiB KV cache in pageable host memory"
+    is "$(ls "$2" | wc -l)" 1 "$1 $name: one trace: the process that loaded the model, none for its probe"
+    check "$1 $name: the text says so" grep -q "RAN ON THE CPU. No GPU allocation: 0 of 5 layers" "$2.txt"
+}
+scenario cpu_only 2GiB cpu 512 1 1
 done_testing
