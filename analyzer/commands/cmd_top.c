@@ -6,8 +6,9 @@
  * Every refresh reads the traces again exactly as `report` does (chunks
  * land every VRAMTRACE_FLUSH_MS), so the figures are the report's: per GPU
  * and process, the bytes live by tag, the driver's last free figure against
- * the margin, failed requests and spills. Nothing is cached between frames
- * and the traces are never written. On a terminal the screen is redrawn in
+ * the margin, the layers a ggml program put on a GPU, failed requests and
+ * the report's verdict. Nothing is cached between frames and the traces
+ * are never written. On a terminal the screen is redrawn in
  * place and `q` quits (the terminal is put back as it was on every exit
  * path); --once prints one frame and exits, for scripts. Strings from the
  * traces are printed with control characters replaced, so a hostile trace
@@ -35,9 +36,11 @@ static void usage(FILE *out)
             "                     TRACE|DIR...\n"
             "\n"
             "Shows what the traced processes hold now, per GPU and process: bytes live by\n"
-            "tag, free memory against the margin, failed requests and spills, refreshed\n"
-            "every --interval seconds (default 1) from the traces as they are written.\n"
-            "q quits. --once prints one frame and exits.\n"
+            "tag, free memory against the margin, LAYERS (a ggml program's layers on a\n"
+            "GPU / all, - when its trace does not name them), failed requests and the\n"
+            "verdict (SPILL, NEAR SPILL, OUT OF MEMORY, PARTIAL OFFLOAD, RAN ON THE CPU),\n"
+            "refreshed every --interval seconds (default 1) from the traces as they are\n"
+            "written. q quits. --once prints one frame and exits.\n"
             "\n"
             "Exit status: 0, or 2 for bad usage or traces that cannot be read with --once.\n");
 }
@@ -58,20 +61,91 @@ static uint64_t free_now(const vt_dev_t *d)
     return est > 0 ? (uint64_t)est : 0;
 }
 
+/* The report's VERDICT words for a verdict key (vt_proc_verdict), NULL
+ * for the runs with nothing to say (no spill, no GPU memory used). */
+static const char *verdict_words(const char *key)
+{
+    static const struct {
+        const char *key, *words;
+    } words[] = {
+        { "spill", "SPILL" },
+        { "near_spill", "NEAR SPILL" },
+        { "failed", "OUT OF MEMORY" },
+        { "partial_offload", "PARTIAL OFFLOAD" },
+        { "cpu_only", "RAN ON THE CPU" },
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(key, words[i].key))
+            return words[i].words;
+    return NULL;
+}
+
+/* A process gets rows unless it ended having allocated nothing (a GPU
+ * probe); a ggml program that ran on the CPU allocated nothing either, and
+ * its verdict is the one thing to see. */
+static int shown(const vt_report_input_t *in)
+{
+    return !vt_report_input_idle(in) || vt_proc_ran_on_cpu(vt_model_proc(in->model));
+}
+
+/* The PID and PROCESS columns. */
+static void row_start(FILE *o, const vt_proc_t *p)
+{
+    const char *name = p->exe ? vt_base(p->exe) : "?";
+    fprintf(o, "%-7llu ", (unsigned long long)p->pid);
+    put_safe(o, name, 18);
+    int pad = 18 - (int)strlen(name);
+    fprintf(o, "%*s", pad > 0 ? pad : 0, "");
+}
+
+/* The LAYERS column: layers on a GPU / all, as llama.cpp counts them. */
+static const char *layers(char buf[24], const vt_proc_t *p)
+{
+    const vt_placement_t *pl = &p->placement;
+    if (!pl->known || !pl->layers_known)
+        return "-";
+    snprintf(buf, 24, "%u/%u", pl->layers_gpu, pl->layers_total);
+    return buf;
+}
+
+/* What a ggml program keeps in host memory, and the offload estimate
+ * (the report's placement lines, in one or two). */
+static void placement_lines(FILE *o, const vt_proc_t *p)
+{
+    const vt_placement_t *pl = &p->placement;
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
+    if (!pl->known || !pl->offloaded)
+        return;
+    uint64_t kv_host = vt_place_host(&pl->kv);
+    fprintf(o, "pid %llu: in host memory: ", (unsigned long long)p->pid);
+    if (pl->layers_known && pl->layers_total > pl->layers_gpu)
+        fprintf(o, "%u of %u layers (%s of weights)", pl->layers_total - pl->layers_gpu, pl->layers_total,
+                vt_fmt_bytes(a, pl->layer_weights_host));
+    else if (pl->layer_weights_host)
+        fprintf(o, "%s of layer weights", vt_fmt_bytes(a, pl->layer_weights_host));
+    if (kv_host)
+        fprintf(o, "%s%s of KV cache", pl->layer_weights_host ? ", " : "", vt_fmt_bytes(b, kv_host));
+    fputc('\n', o);
+    const typeof(pl->advice) *ad = &pl->advice;
+    if (ad->known && pl->layers_gpu < pl->layers_total)
+        fprintf(o, "pid %llu: estimate: %u of %u layers fit on GPU %d (-ngl %u)\n", (unsigned long long)p->pid,
+                ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers);
+}
+
 static void frame(FILE *o, const vt_report_t *r)
 {
     double margin_pct = r->opts.margin_pct;
-    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], l[24];
     time_t now = time(NULL);
     char when[32];
     strftime(when, sizeof when, "%H:%M:%S", localtime(&now));
     fprintf(o, "vramtrace top  %s  %d process%s  (q quits)\n\n", when, r->nin, r->nin == 1 ? "" : "es");
-    fprintf(o, "%-7s %-18s %4s %9s %9s %9s %9s %9s %9s %6s\n", "PID", "PROCESS", "GPU", "WEIGHTS", "KV", "SCRATCH",
-            "UNKNOWN", "LIVE", "FREE~", "STATE");
+    fprintf(o, "%-7s %-18s %4s %9s %9s %9s %9s %9s %9s %6s %6s\n", "PID", "PROCESS", "GPU", "WEIGHTS", "KV", "SCRATCH",
+            "UNKNOWN", "LIVE", "FREE~", "LAYERS", "STATE");
     int idle = 0;
     for (int i = 0; i < r->nin; i++) {
         /* Ended having allocated nothing (GPU probes): counted below. */
-        if (vt_report_input_idle(&r->in[i])) {
+        if (!shown(&r->in[i])) {
             idle++;
             continue;
         }
@@ -79,14 +153,20 @@ static void frame(FILE *o, const vt_report_t *r)
         const char *state = p->ended ? "ended" : "live";
         for (int k = 0; k < p->ndevs; k++) {
             const vt_dev_t *d = &p->devs[k];
-            fprintf(o, "%-7llu ", (unsigned long long)p->pid);
-            put_safe(o, p->exe ? vt_base(p->exe) : "?", 18);
-            int pad = 18 - (int)strlen(p->exe ? vt_base(p->exe) : "?");
-            fprintf(o, "%*s %4d", pad > 0 ? pad : 0, "", d->ordinal);
+            row_start(o, p);
+            fprintf(o, " %4d", d->ordinal);
             for (int t = 0; t < VT_TAG_BUILTIN_COUNT; t++)
                 fprintf(o, " %9s", vt_fmt_bytes(a, d->mem.by_tag[t]));
-            fprintf(o, " %9s %9s %6s\n", vt_fmt_bytes(b, d->mem.tracked), d->have_free ? vt_fmt_bytes(c, free_now(d)) : "?",
-                    state);
+            fprintf(o, " %9s %9s %6s %6s\n", vt_fmt_bytes(b, d->mem.tracked),
+                    d->have_free ? vt_fmt_bytes(c, free_now(d)) : "?", layers(l, p), state);
+        }
+        /* A ggml program that saw no GPU: its row says where its layers are. */
+        if (!p->ndevs && p->placement.known) {
+            row_start(o, p);
+            fprintf(o, " %4s", "-");
+            for (int t = 0; t < VT_TAG_BUILTIN_COUNT + 2; t++)
+                fprintf(o, " %9s", "-");
+            fprintf(o, " %6s %6s\n", layers(l, p), state);
         }
     }
     if (idle)
@@ -95,7 +175,7 @@ static void frame(FILE *o, const vt_report_t *r)
     /* Per GPU (across processes): the card, the margin, what went wrong. */
     fputc('\n', o);
     for (int i = 0; i < r->nin; i++) {
-        if (vt_report_input_idle(&r->in[i]))
+        if (!shown(&r->in[i]))
             continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         for (int k = 0; k < p->ndevs; k++) {
@@ -113,10 +193,16 @@ static void frame(FILE *o, const vt_report_t *r)
                 fprintf(o, "free unknown");
             fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
         }
-        if (p->tip.valid)
-            fprintf(o, "pid %llu: %s (first: %s of %s, %s)\n", (unsigned long long)p->pid,
-                    !strcmp(vt_proc_verdict(p, 0), "near_spill") ? "NEAR SPILL" : "SPILL",
-                    vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes), vt_spill_kind_name(p->tip_kind));
+        /* The report's verdict (a live trace's, as far as it goes). */
+        const char *words = verdict_words(vt_proc_verdict(p, 0));
+        if (words) {
+            fprintf(o, "pid %llu: %s", (unsigned long long)p->pid, words);
+            if (p->tip.valid)
+                fprintf(o, " (first: %s of %s, %s)", vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes),
+                        vt_spill_kind_name(p->tip_kind));
+            fputc('\n', o);
+        }
+        placement_lines(o, p);
         if (p->events.dropped)
             fprintf(o, "pid %llu: %llu events dropped by the shim: figures are lower bounds\n",
                     (unsigned long long)p->pid, (unsigned long long)p->events.dropped);
