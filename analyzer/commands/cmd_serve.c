@@ -51,7 +51,10 @@ static void usage(FILE *out)
             "       vramtrace serve --once [options] TRACE|DIR...\n"
             "\n"
             "Serves the traces as Prometheus metrics (OpenMetrics text) on\n"
-            "http://ADDR:PORT/metrics, reading them again at every scrape.\n"
+            "http://ADDR:PORT/metrics, reading them again at every scrape. Per process:\n"
+            "vramtrace_verdict (1 for the report's verdict), and for a ggml program\n"
+            "vramtrace_model_host_bytes (weights, KV cache in host memory) and\n"
+            "vramtrace_layers (on a GPU, total).\n"
             "\n"
             "  --metrics [ADDR:]PORT  listen there; ADDR defaults to 127.0.0.1\n"
             "                         (give 0.0.0.0 or [::] to be reachable from other\n"
@@ -105,10 +108,12 @@ static void family(FILE *o, const char *name, const char *type, const char *help
 /* A process that ended having allocated nothing (a GPU probe: ollama's
  * discovery starts one per library, and a server's directory gathers
  * them) is counted in vramtrace_idle_processes and gets no series of its
- * own, so probes do not grow the series a fleet stores. */
+ * own, so probes do not grow the series a fleet stores. A ggml program
+ * that ran on the CPU allocated nothing either: it keeps its series, its
+ * verdict being the news. */
 static int has_series(const vt_report_input_t *in)
 {
-    return !vt_report_input_idle(in);
+    return !vt_report_input_idle(in) || vt_proc_ran_on_cpu(vt_model_proc(in->model));
 }
 
 /* One sample per process-device, or per tag of it (tags != NULL). */
@@ -241,6 +246,62 @@ static void exposition(FILE *o, const vt_report_t *r)
             proc_labels(o, p);
             fprintf(o, ",kind=\"%s\"} %llu\n", vt_spill_kind_name(k), (unsigned long long)p->spill_count[k]);
         }
+    }
+    /* The report's verdict, one sample per key, 1 for the process's
+     * (vt_proc_verdict as far as the trace goes: a live one is not
+     * "incomplete"), so an alert reads one series and a change of verdict
+     * flips values rather than making and ending series. */
+    static const char *const verdicts[] = { "spill",    "near_spill", "failed",       "partial_offload",
+                                            "cpu_only", "no_spill",   "no_gpu_memory" };
+    family(o, "vramtrace_verdict", "gauge",
+           "1 for the process's verdict as the report gives it (spill, near_spill, failed, partial_offload, "
+           "cpu_only, no_spill, no_gpu_memory), 0 for the others");
+    for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const char *v = vt_proc_verdict(p, 0);
+        for (size_t k = 0; k < sizeof verdicts / sizeof verdicts[0]; k++) {
+            fputs("vramtrace_verdict{", o);
+            proc_labels(o, p);
+            fprintf(o, ",verdict=\"%s\"} %d\n", verdicts[k], !strcmp(v, verdicts[k]));
+        }
+    }
+    /* Where a ggml program's model ran (its GGML_* records; none without
+     * them): what is in host memory at its fullest moment, and its layers. */
+    family(o, "vramtrace_model_host_bytes", "gauge",
+           "a ggml program's model in host memory (pinned, mapped or pageable) when the most weights and KV cache "
+           "were live: weights = the layers' (blocks and output layer; not the token embeddings llama.cpp keeps "
+           "there by design), kv = the KV cache");
+    for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const vt_placement_t *pl = &p->placement;
+        if (!pl->known)
+            continue;
+        fputs("vramtrace_model_host_bytes{", o);
+        proc_labels(o, p);
+        fprintf(o, ",content=\"weights\"} %llu\n", (unsigned long long)pl->layer_weights_host);
+        fputs("vramtrace_model_host_bytes{", o);
+        proc_labels(o, p);
+        fprintf(o, ",content=\"kv\"} %llu\n", (unsigned long long)vt_place_host(&pl->kv));
+    }
+    family(o, "vramtrace_layers", "gauge",
+           "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in total");
+    for (int i = 0; i < r->nin; i++) {
+        if (!has_series(&r->in[i]))
+            continue;
+        const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const vt_placement_t *pl = &p->placement;
+        if (!pl->known || !pl->layers_known)
+            continue;
+        fputs("vramtrace_layers{", o);
+        proc_labels(o, p);
+        fprintf(o, ",where=\"gpu\"} %u\n", pl->layers_gpu);
+        fputs("vramtrace_layers{", o);
+        proc_labels(o, p);
+        fprintf(o, ",where=\"total\"} %u\n", pl->layers_total);
     }
     family(o, "vramtrace_events", "counter", "events read from the trace");
     proc_counter(o, r, "vramtrace_events_total", offsetof(vt_proc_t, events.total));
