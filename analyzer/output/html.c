@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,15 +166,118 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
     free(rank);
 }
 
+/* One cell of the placement table: the bytes in one place, and by GPU
+ * when more than one GPU holds some. */
+static void place_cell(FILE *f, const vt_place_bytes_t *b, int place)
+{
+    char a[VT_SIZE_BUF];
+    uint64_t v = place == VT_PLACE_GPU ? b->gpu : place == VT_PLACE_PINNED ? b->pinned
+                                                 : place == VT_PLACE_MAPPED ? b->mapped : b->pageable;
+    fprintf(f, "<td class=\"n\">%s", vt_fmt_bytes(a, v));
+    int gpus = 0;
+    for (int i = 0; place == VT_PLACE_GPU && i < VT_MAX_DEVICES; i++)
+        gpus += b->gpu_by_dev[i] > 0;
+    if (gpus > 1) {
+        fputs("<br><small>", f);
+        for (int i = 0, n = 0; i < VT_MAX_DEVICES; i++)
+            if (b->gpu_by_dev[i])
+                fprintf(f, "%sGPU %d: %s", n++ ? ", " : "", i, vt_fmt_bytes(a, b->gpu_by_dev[i]));
+        fputs("</small>", f);
+    }
+    fputs("</td>", f);
+}
+
+/* Where a ggml program's model ran (its GGML_* records: the report's
+ * placement lines, as a table). Nothing without them. */
+static void placement(FILE *f, const vt_model_t *m, int pi)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_placement_t *pl = &p->placement;
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF];
+    if (!pl->known)
+        return;
+    static const struct {
+        const char *name;
+        size_t offset;
+    } rows[] = {
+        { "weights", offsetof(vt_placement_t, weights) },
+        { "KV cache", offsetof(vt_placement_t, kv) },
+        { "compute", offsetof(vt_placement_t, compute) },
+    };
+    fprintf(f, "<div class=\"placement\" id=\"p%d-placement\"><h3>Where the model runs <small>(ggml's buffers, "
+               "at %s)</small></h3>\n<table>\n<tr><th></th><th>GPU</th><th>pinned host</th><th>mapped host</th>"
+               "<th>pageable host</th></tr>\n",
+            pi, vt_fmt_time(t, pl->at_ns));
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const vt_place_bytes_t *pb = (const vt_place_bytes_t *)((const char *)pl + rows[i].offset);
+        fprintf(f, "<tr><td>%s</td>", rows[i].name);
+        for (int place = VT_PLACE_GPU; place <= VT_PLACE_PAGEABLE; place++)
+            place_cell(f, pb, place);
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+    if (pl->layers_known) {
+        fprintf(f, "<p>Layers on a GPU: <b>%u of %u</b> (as llama.cpp counts them: %u block%s%s; on a GPU %u block%s%s)",
+                pl->layers_gpu, pl->layers_total, pl->blocks, pl->blocks == 1 ? "" : "s",
+                pl->output_layer >= 0 ? " + the output layer" : "", pl->blocks_gpu, pl->blocks_gpu == 1 ? "" : "s",
+                pl->output_layer == 1 ? " + the output layer" : "");
+        if (pl->layers_total > pl->layers_gpu)
+            fprintf(f, "; %u run from host memory", pl->layers_total - pl->layers_gpu);
+        fputs(".</p>\n", f);
+    }
+    if (pl->layer_weights)
+        fprintf(f, "<p>Layer weights in host memory: %s of %s.</p>\n", vt_fmt_bytes(a, pl->layer_weights_host),
+                vt_fmt_bytes(b, pl->layer_weights));
+    if (pl->input_host)
+        fprintf(f, "<p>%s of token embeddings are in host memory (llama.cpp keeps them there by design).</p>\n",
+                vt_fmt_bytes(a, pl->input_host));
+    /* The estimate where the run left layers in host memory or failed, as
+     * the text report gives it. */
+    const typeof(pl->advice) *ad = &pl->advice;
+    if (ad->known && (pl->offloaded || p->tip.valid)) {
+        fprintf(f, "<p>Estimate: <b>%u of %u layers</b> fit on GPU %d (<code>-ngl %u</code>): %s free at the lowest, "
+                   "the %g%% margin %s",
+                ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers, vt_fmt_bytes(a, ad->free_lowest),
+                vt_model_margin(m), vt_fmt_bytes(b, ad->margin));
+        if (ad->unmet)
+            fprintf(f, ", a failed request of %s", vt_fmt_bytes(a, ad->unmet));
+        if (ad->room >= 0)
+            fprintf(f, ": %s of room", vt_fmt_bytes(a, (uint64_t)ad->room));
+        else
+            fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
+        fprintf(f, "; a layer here is about %s of weights", vt_fmt_bytes(b, ad->per_layer - ad->per_layer_kv));
+        if (ad->per_layer_kv)
+            fprintf(f, " + %s of KV cache", vt_fmt_bytes(a, ad->per_layer_kv));
+        fputs(".</p>\n", f);
+    }
+    const char *args[16];
+    size_t nargs = vt_proc_layer_args(p, args, 16);
+    if (nargs) {
+        fputs("<p>Its command line says: <code>", f);
+        for (size_t i = 0; i < nargs; i++) {
+            if (i)
+                fputc(' ', f);
+            vt_html_esc(f, args[i]);
+        }
+        fputs("</code></p>\n", f);
+    }
+    fputs("</div>\n", f);
+}
+
 /* The text report's VERDICT heading, in the index's lower case. */
 static const char *verdict_words(const char *key)
 {
     static const struct {
         const char *key, *words;
     } words[] = {
-        { "spill", "spill" },           { "near_spill", "near spill" },
-        { "failed", "out of memory" },  { "no_spill", "no spill" },
-        { "no_gpu_memory", "no GPU memory used" }, { "incomplete", "incomplete trace" },
+        { "spill", "spill" },
+        { "near_spill", "near spill" },
+        { "failed", "out of memory" },
+        { "partial_offload", "partial offload" },
+        { "cpu_only", "ran on the CPU" },
+        { "no_spill", "no spill" },
+        { "no_gpu_memory", "no GPU memory used" },
+        { "incomplete", "incomplete trace" },
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (!strcmp(key, words[i].key))
@@ -223,6 +327,7 @@ static void process(FILE *f, const vt_report_t *r, int pi)
         fputs("</pre>\n", f);
         free(text);
     }
+    placement(f, m, pi);
     /* A GPU probe has no tables or charts to show, as in the text report. */
     for (int d = 0; d < p->ndevs && !vt_proc_allocated_nothing(p); d++)
         device(f, m, &p->devs[d], pi, d);
