@@ -8,7 +8,11 @@
  *  - least free: the lowest of any GPU;
  *  - fragmentation: rounding waste, hole bytes and unmapped VMM address
  *    space summed, largest hole the largest;
- *  - pinned host and managed peaks summed; more VRAM needed (spill) summed.
+ *  - pinned host and managed peaks summed; more VRAM needed (spill) summed;
+ *  - where ggml programs' models ran (their GGML_* records), in the text
+ *    when either run's records name layers or put some of the model in
+ *    host memory: layers on a GPU of all, layer weights and KV cache in
+ *    host memory, summed over the processes that have them.
  * Deltas are B - A, relative to A ("n/a" when A is 0).
  *
  * Below the rows, the call sites: addresses differ from run to run (ASLR,
@@ -56,6 +60,11 @@ typedef struct side {
     uint64_t tag[VT_MAX_TAGS];
     uint64_t v[R_FIXED];
     int have_min, nproc, ngpu, spilled;
+    /* The worst verdict's words for the text's heading, "" for none. */
+    const char *verdict;
+    /* Placement: processes with ggml's records, and with layers named. */
+    int placed, layered;
+    uint64_t layers_gpu, layers_total, host_weights, host_kv;
 } side_t;
 
 static void usage(FILE *f)
@@ -64,8 +73,10 @@ static void usage(FILE *f)
                "\n"
                "Compares two runs (each a TRACE or a DIR of traces): weights, KV, scratch and\n"
                "unknown at peak, context reserve, untracked memory, fragmentation, peak and\n"
-               "headroom, with absolute and relative deltas (B - A); then the call sites,\n"
-               "matched across the runs by their symbolized stacks, by how much they changed.\n"
+               "headroom, with absolute and relative deltas (B - A); where a ggml program's\n"
+               "model ran (layers on a GPU, weights and KV cache in host memory) when either\n"
+               "run has it; then the call sites, matched across the runs by their symbolized\n"
+               "stacks, by how much they changed.\n"
                "\n"
                "options:\n"
                "  --json          machine-readable output, schema vramtrace-diff/1\n"
@@ -84,9 +95,29 @@ static void reduce(const vt_report_t *r, side_t *s)
 {
     memset(s, 0, sizeof *s);
     s->nproc = r->nin;
+    s->verdict = "";
     for (int i = 0; i < r->nin; i++) {
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const vt_placement_t *pl = &p->placement;
         s->spilled |= p->tip.valid;
+        /* A spill, near spill or failure outranks a planned split. */
+        const char *v = vt_proc_verdict(p, 0);
+        if (p->tip.valid && strcmp(v, "partial_offload"))
+            s->verdict = "SPILLED";
+        else if (!strcmp(v, "partial_offload") && strcmp(s->verdict, "SPILLED"))
+            s->verdict = "PARTIAL OFFLOAD";
+        else if (!strcmp(v, "cpu_only") && !*s->verdict)
+            s->verdict = "RAN ON THE CPU";
+        if (pl->known) {
+            s->placed++;
+            s->host_weights += pl->layer_weights_host;
+            s->host_kv += vt_place_host(&pl->kv);
+        }
+        if (pl->known && pl->layers_known) {
+            s->layered++;
+            s->layers_gpu += pl->layers_gpu;
+            s->layers_total += pl->layers_total;
+        }
         s->v[R_HOST] += p->host.peak_bytes;
         s->v[R_MANAGED] += p->managed.peak_bytes;
         s->v[R_MORE] += p->tip.valid ? vt_proc_more_vram(p) : 0;
@@ -298,14 +329,54 @@ static const char *signed_size(char buf[VT_SIZE_BUF + 1], int64_t v)
     return buf;
 }
 
+/* Where the models ran, when either run's ggml records name layers or put
+ * some of the model in host memory: layers on a GPU of all (more is
+ * better), then layer weights and KV cache in host memory (more is
+ * worse); "-" for a run without ggml's records. */
+static void placement_text(FILE *o, int color, const side_t *s)
+{
+    const char *off = color ? "\033[0m" : "", *up = color ? "\033[31m" : "", *down = color ? "\033[32m" : "";
+    if (!s[0].layered && !s[1].layered && !s[0].host_weights && !s[1].host_weights && !s[0].host_kv && !s[1].host_kv)
+        return;
+    char a[VT_SIZE_BUF + 24], b[VT_SIZE_BUF + 24], d[VT_SIZE_BUF + 1], rel[32];
+    if (s[0].layered || s[1].layered) {
+        for (int k = 0; k < 2; k++)
+            snprintf(k ? b : a, sizeof a, s[k].layered ? "%" PRIu64 "/%" PRIu64 : "-", s[k].layers_gpu,
+                     s[k].layers_total);
+        int64_t delta = (int64_t)(s[1].layers_gpu - s[0].layers_gpu);
+        snprintf(d, sizeof d, "%+" PRId64, delta);
+        fprintf(o, "%-18s %12s %12s", "layers_on_gpu", a, b);
+        if (s[0].layered && s[1].layered)
+            fprintf(o, " %s%12s%s", delta ? (delta < 0 ? up : down) : "", d, delta ? off : "");
+        fputc('\n', o);
+    }
+    static const char *const names[] = { "host_weights", "host_kv" };
+    for (int r = 0; r < 2; r++) {
+        uint64_t va = r ? s[0].host_kv : s[0].host_weights, vb = r ? s[1].host_kv : s[1].host_weights;
+        int64_t delta = (int64_t)(vb - va);
+        fprintf(o, "%-18s %12s %12s", names[r], s[0].placed ? vt_fmt_bytes(a, va) : "-",
+                s[1].placed ? vt_fmt_bytes(b, vb) : "-");
+        if (s[0].placed && s[1].placed) {
+            if (va)
+                snprintf(rel, sizeof rel, "%+.1f%%", 100.0 * (double)delta / (double)va);
+            else
+                snprintf(rel, sizeof rel, "%s", delta ? "n/a" : "0%");
+            fprintf(o, " %s%12s%s %9s", delta ? (delta > 0 ? up : down) : "", signed_size(d, delta), delta ? off : "",
+                    rel);
+        }
+        fputc('\n', o);
+    }
+}
+
 static void text(FILE *o, int color, char **paths, const side_t *s, const row_t *rw, int n)
 {
     const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
     const char *up = color ? "\033[31m" : "", *down = color ? "\033[32m" : "";
-    fprintf(o, "%sA%s: %s (%d process%s, %d GPU%s)%s\n", bold, off, paths[0], s[0].nproc, s[0].nproc == 1 ? "" : "es",
-            s[0].ngpu, s[0].ngpu == 1 ? "" : "s", s[0].spilled ? ", SPILLED" : "");
-    fprintf(o, "%sB%s: %s (%d process%s, %d GPU%s)%s\n\n", bold, off, paths[1], s[1].nproc, s[1].nproc == 1 ? "" : "es",
-            s[1].ngpu, s[1].ngpu == 1 ? "" : "s", s[1].spilled ? ", SPILLED" : "");
+    for (int k = 0; k < 2; k++)
+        fprintf(o, "%s%s%s: %s (%d process%s, %d GPU%s)%s%s\n", bold, k ? "B" : "A", off, paths[k], s[k].nproc,
+                s[k].nproc == 1 ? "" : "es", s[k].ngpu, s[k].ngpu == 1 ? "" : "s", *s[k].verdict ? ", " : "",
+                s[k].verdict);
+    fputc('\n', o);
     fprintf(o, "%s%-18s %12s %12s %12s %9s%s\n", bold, "", "A", "B", "B - A", "relative", off);
     for (int i = 0; i < n; i++) {
         char a[VT_SIZE_BUF], b[VT_SIZE_BUF], d[VT_SIZE_BUF + 1], rel[32];
@@ -319,6 +390,7 @@ static void text(FILE *o, int color, char **paths, const side_t *s, const row_t 
         fprintf(o, "%-18s %12s %12s %s%12s%s %9s\n", rw[i].name, vt_fmt_bytes(a, rw[i].a), vt_fmt_bytes(b, rw[i].b),
                 delta ? (worse ? up : down) : "", signed_size(d, delta), delta ? off : "", rel);
     }
+    placement_text(o, color, s);
 }
 
 /* The sites that changed, appeared or went, the first `top` (0: all) by
