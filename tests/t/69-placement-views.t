@@ -1,0 +1,206 @@
+#!/bin/sh
+# Where the model runs, everywhere a verdict is shown: `top`, `serve`, the
+# HTML page and `diff` say what the report says of a ggml program's
+# placement (its GGML_BUFFER / GGML_TENSOR records). Traces written by
+# build/vtgen with exact numbers, one model of 4 blocks of 512 MiB and an
+# output layer of 256 MiB (5 layers as llama.cpp counts them), run:
+#   partial (pid 300): blk.3 + output on CUDA0, blk.0-2 and token_embd
+#            mapped from the file, the KV cache of l0-2 in pageable memory;
+#   full    (pid 301): every layer and the KV cache on CUDA0, token_embd
+#            mapped (llama.cpp's design: not an offload);
+#   plain   (pid 302): one cudaMalloc, no ggml record;
+#   cpu     (pid 303): every buffer in host memory, no CUDA allocation;
+#   failed  (pid 304): a 16 GiB request fails and nothing follows.
+. tests/t/lib.sh
+GEN=$B/vtgen
+for f in "$VT" "$GEN"; do
+    [ -x "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
+done
+D=$(tmpdir)
+trap 'rm -rf "$D"' EXIT
+MiB=1048576
+
+header() { # PID ARGV [nodevice]
+    echo "process pid=$1 ppid=1 exe=/usr/bin/llama-cli argv=$2 host=box start=1000000000"
+    [ "${3:-}" = nodevice ] ||
+        echo 'device 0 total=8GiB free=7.5GiB name="NVIDIA Sim" uuid=0123456789abcdef0123456789abcdef t=0'
+    echo 'module 0 base=0x400000 size=0x100000 path=/usr/bin/llama-cli'
+    echo 'frame 0x401000 module=0 offset=0x1000 function=ggml_backend_cuda_buffer_type_alloc_buffer'
+    echo 'frame 0x402000 module=0 offset=0x2000 function=llama_kv_cache::llama_kv_cache'
+    echo 'stack 1 parent=0 ip=0x401000'
+    echo 'stack 2 parent=1 ip=0x402000'
+}
+blocks() { # BUFFER FIRST LAST DATA: 4 tensors of 128 MiB a block
+    b=$1 i=$2 d=$4
+    while [ "$i" -le "$3" ]; do
+        for w in attn_q attn_k attn_v ffn_up; do
+            echo "ggml_tensor t=1500000 buffer=$b data=$d nbytes=128MiB name=blk.$i.$w.weight"
+            d=$((d + 128 * MiB))
+        done
+        i=$((i + 1))
+    done
+}
+kv() { # BUFFER FIRST LAST DATA: 32 MiB of K and of V a layer
+    b=$1 i=$2 d=$4
+    while [ "$i" -le "$3" ]; do
+        echo "ggml_tensor t=2500000 buffer=$b data=$d nbytes=32MiB name=cache_k_l$i"
+        echo "ggml_tensor t=2500000 buffer=$b data=$((d + 32 * MiB)) nbytes=32MiB name=cache_v_l$i"
+        d=$((d + 64 * MiB)) i=$((i + 1))
+    done
+}
+gen() { "$GEN" "$D/$1.vt" -o "$D/t/$1.vtrace" || nok "vtgen $1"; }
+mkdir -p "$D/t"
+
+# -ot's value is markup: the page must escape it.
+{
+    header 300 'llama-cli,-m,m.gguf,-ngl,2,-c,4096,-ot,"<b>x</b>"'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=768MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=768MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=1792MiB name=CPU_Mapped host=2'
+    echo 'ggml_tensor t=1300000 buffer=0x2 data=0x7f0000000000 nbytes=256MiB name=token_embd.weight'
+    blocks 0x2 0 2 $((0x7f0010000000))
+    blocks 0x1 3 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10020000000 nbytes=256MiB name=output.weight'
+    echo 'event t=2000000 api=cudaMalloc dev=0 ptr=0x10040000000 size=64MiB stack=2 flags=runtime'
+    echo 'ggml_buffer t=2100000 buffer=0x3 usage=ANY base=0x10040000000 size=64MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=2200000 buffer=0x4 usage=ANY base=0x7f1000000000 size=192MiB name=CPU host=2'
+    kv 0x4 0 2 $((0x7f1000000000))
+    kv 0x3 3 3 $((0x10040000000))
+    echo 'event t=3000000 api=cudaMalloc dev=0 ptr=0x10050000000 size=128MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=3100000 buffer=0x5 usage=COMPUTE base=0x10050000000 size=128MiB name=CUDA0 host=1'
+    echo 'event t=3200000 api=cudaHostAlloc dev=-1 ptr=0x7f2000000000 size=16MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=3300000 buffer=0x6 usage=COMPUTE base=0x7f2000000000 size=16MiB name=CUDA_Host host=2'
+    echo 'end t=10000000 events=4 dropped=0'
+} >"$D/partial.vt"
+{
+    header 301 'llama-cli,-m,m.gguf,-ngl,99,-c,4096'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=256MiB name=CPU_Mapped host=2'
+    echo 'ggml_tensor t=1300000 buffer=0x2 data=0x7f0000000000 nbytes=256MiB name=token_embd.weight'
+    blocks 0x1 0 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    echo 'event t=2000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=256MiB stack=2 flags=runtime'
+    echo 'ggml_buffer t=2100000 buffer=0x3 usage=ANY base=0x100a0000000 size=256MiB name=CUDA0 host=1'
+    kv 0x3 0 3 $((0x100a0000000))
+    echo 'event t=3000000 api=cudaMalloc dev=0 ptr=0x100b0000000 size=128MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=3100000 buffer=0x5 usage=COMPUTE base=0x100b0000000 size=128MiB name=CUDA0 host=1'
+    echo 'end t=10000000 events=3 dropped=0'
+} >"$D/full.vt"
+{
+    header 302 'llama-cli,-m,m.gguf'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=1GiB stack=1 flags=runtime'
+    echo 'end t=10000000 events=1 dropped=0'
+} >"$D/plain.vt"
+{
+    header 303 'llama-cli,-m,m.gguf,-ngl,0' nodevice
+    echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=2560MiB name=CPU_Mapped host=2'
+    echo 'ggml_tensor t=1300000 buffer=0x2 data=0x7f0000000000 nbytes=256MiB name=token_embd.weight'
+    blocks 0x2 0 3 $((0x7f0010000000))
+    echo 'ggml_tensor t=1600000 buffer=0x2 data=0x7f00a0000000 nbytes=256MiB name=output.weight'
+    echo 'ggml_buffer t=2200000 buffer=0x4 usage=ANY base=0x7f1000000000 size=256MiB name=CPU host=2'
+    kv 0x4 0 3 $((0x7f1000000000))
+    echo 'end t=10000000 events=0 dropped=0'
+} >"$D/cpu.vt"
+{
+    header 304 'llama-cli,-m,big.gguf'
+    echo 'event t=1000000 api=cudaMalloc dev=0 size=16GiB result=2 stack=1 flags=runtime'
+    echo 'end t=10000000 events=1 dropped=0'
+} >"$D/failed.vt"
+for s in partial full plain cpu failed; do gen $s; done
+
+# What `report --json` says is what the views must show.
+"$VT" report --json "$D/t/partial.vtrace" >"$D/partial.json" 2>/dev/null
+is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; l=p["placement"]["layers"]; print(p["verdict"], l["gpu"], l["total"])' "$D/partial.json")" \
+    "partial_offload 2 5" "report --json: the partial run is a partial offload, 2 of 5 layers on the GPU"
+
+# ---- top --once ----
+"$VT" top --once "$D/t" >"$D/top.txt" 2>"$D/top.err"
+is "$?" 0 "top --once exits 0"
+col() { awk -v pid="$1" -v c="$2" '$1 == pid { print $(NF - c) }' "$D/top.txt"; }
+is "$(grep '^PID ' "$D/top.txt" | awk '{ print $(NF - 1), $NF }')" "LAYERS STATE" "top: a LAYERS column before STATE"
+is "$(col 300 1) $(col 301 1) $(col 302 1) $(col 303 1) $(col 304 1)" "2/5 5/5 - 0/5 -" \
+    "top: layers on a GPU / all: 2/5 partial, 5/5 full, - without ggml records, 0/5 on the CPU, - failed"
+is "$(awk '$1 == 303' "$D/top.txt" | tr -s ' ')" "303 llama-cli - - - - - - - 0/5 ended" \
+    "top: the CPU run, which saw no GPU, gets a row of its own"
+is "$(awk '$1 == 300 { print $4, $5, $6 }' "$D/top.txt")" "768.0 MiB 64.0" "top: the partial run's GPU row (weights 768 MiB, KV 64 MiB)"
+is "$(grep -c '^(not shown' "$D/top.txt")" 0 "top: the CPU run is not hidden as a process that allocated nothing"
+is "$(grep '^pid 300: ' "$D/top.txt")" "pid 300: PARTIAL OFFLOAD
+pid 300: in host memory: 3 of 5 layers (1.50 GiB of weights), 192.0 MiB of KV cache
+pid 300: estimate: 5 of 5 layers fit on GPU 0 (-ngl 5)" "top: the partial offload's verdict, what is in host memory, the estimate"
+is "$(grep '^pid 303: ' "$D/top.txt")" "pid 303: RAN ON THE CPU
+pid 303: in host memory: 5 of 5 layers (2.25 GiB of weights), 256.0 MiB of KV cache" "top: the CPU run's verdict"
+is "$(grep '^pid 304: ' "$D/top.txt")" "pid 304: OUT OF MEMORY (first: cudaMalloc of 16.00 GiB, oom)" \
+    "top: a failure nothing followed is OUT OF MEMORY, as in the report"
+is "$(grep -c -e '^pid 301: ' -e '^pid 302: ' "$D/top.txt") $(grep -c -e '^pid 301 GPU 0 ' -e '^pid 302 GPU 0 ' "$D/top.txt")" "0 2" \
+    "top: the full offload and the plain run: their GPU lines, no verdict line"
+
+# ---- serve --once ----
+"$VT" serve --once "$D/t" >"$D/m.om" 2>"$D/m.err"
+is "$?" 0 "serve --once exits 0"
+sample() { awk -v n="$1" -v f="$2" 'index($0, n "{") == 1 && index($0, f) { print $NF }' "$D/m.om" | tr '\n' ' '; }
+# verdict_of PID: the verdicts whose sample is 1 for PID, and how many samples it has.
+verdict_of() {
+    awk -v pid="pid=\"$1\"" 'index($0, "vramtrace_verdict{" pid ",") == 1 { n++; if ($NF == 1) { sub(/.*verdict="/, ""); sub(/".*/, ""); v = v $0 " " } }
+        END { print v n }' "$D/m.om"
+}
+is "$(verdict_of 300)" "partial_offload 7" "serve: the partial run's verdict is partial_offload (1 of 7 samples)"
+is "$(verdict_of 301)" "no_spill 7" "serve: the full offload: no_spill"
+is "$(verdict_of 302)" "no_spill 7" "serve: the plain run: no_spill"
+is "$(verdict_of 303)" "cpu_only 7" "serve: the CPU run: cpu_only"
+is "$(verdict_of 304)" "failed 7" "serve: the failure: failed"
+is "$(sample vramtrace_model_host_bytes 'pid="300"')" "$((1536 * MiB)) $((192 * MiB)) " \
+    "serve: the partial run's host weights (1.5 GiB: 3 blocks, not the token embeddings) and host KV (192 MiB)"
+is "$(sample vramtrace_model_host_bytes 'pid="301"')" "0 0 " "serve: the full offload: nothing in host memory"
+is "$(grep -c '^vramtrace_model_host_bytes{pid="300",process="llama-cli",content="weights"} ' "$D/m.om")" 1 \
+    "serve: the content label names weights"
+is "$(sample vramtrace_layers 'pid="300"') $(sample vramtrace_layers 'pid="301"') $(sample vramtrace_layers 'pid="303"')" \
+    "2 5  5 5  0 5 " "serve: layers on a GPU, then total: 2 of 5, 5 of 5, 0 of 5"
+is "$(grep -c '^vramtrace_layers{pid="300",process="llama-cli",where="gpu"} 2$' "$D/m.om")" 1 "serve: the where label"
+is "$(grep -c -e '^vramtrace_layers{pid="30[24]"' -e '^vramtrace_model_host_bytes{pid="30[24]"' "$D/m.om")" 0 \
+    "serve: no placement series without ggml records"
+is "$(grep -E '^vramtrace_(idle_)?processes ' "$D/m.om" | tr '\n' ' ')" "vramtrace_processes 5 vramtrace_idle_processes 0 " \
+    "serve: the CPU run is not counted idle"
+is "$(grep -c -E '^# (TYPE|HELP) vramtrace_(verdict|model_host_bytes|layers) ' "$D/m.om")" 6 "serve: TYPE and HELP of each family"
+is "$(tail -1 "$D/m.om")" "# EOF" "serve: the exposition still ends with # EOF"
+
+# ---- the HTML page ----
+for s in partial full plain cpu; do
+    "$VT" report --html "$D/$s.html" "$D/t/$s.vtrace" >/dev/null 2>&1 || nok "report --html $s"
+done
+H=$D/partial.html
+is "$(grep -c '^<li><a href="#p0">llama-cli (pid 300)</a>: partial offload</li>$' "$H")" 1 "html: the index says partial offload"
+is "$(grep -c '^<pre class="verdict">VERDICT: PARTIAL OFFLOAD' "$H")" 1 "html: the verdict is not shown as fine"
+is "$(grep -c '<h3>Where the model runs' "$H")" 1 "html: a section on where the model runs"
+is "$(grep -A3 '<th>GPU</th><th>pinned host</th><th>mapped host</th><th>pageable host</th>' "$H" | tail -3)" \
+'<tr><td>weights</td><td class="n">768.0 MiB</td><td class="n">0 B</td><td class="n">1.75 GiB</td><td class="n">0 B</td></tr>
+<tr><td>KV cache</td><td class="n">64.0 MiB</td><td class="n">0 B</td><td class="n">0 B</td><td class="n">192.0 MiB</td></tr>
+<tr><td>compute</td><td class="n">128.0 MiB</td><td class="n">16.0 MiB</td><td class="n">0 B</td><td class="n">0 B</td></tr>' \
+    "html: weights, KV cache and compute by place"
+is "$(grep -c '<p>Layers on a GPU: <b>2 of 5</b> .*; 3 run from host memory.</p>' "$H")" 1 "html: 2 of 5 layers, 3 from host memory"
+is "$(grep -c '<p>Estimate: <b>5 of 5 layers</b> fit on GPU 0 (<code>-ngl 5</code>)' "$H")" 1 "html: the estimate"
+is "$(grep -c '<code>-ngl 2 -c 4096 -ot &lt;b&gt;x&lt;/b&gt;</code>' "$H")" 1 "html: the layer options, escaped"
+is "$(grep -c '<b>x</b>' "$H")" 0 "html: the markup in argv is nowhere raw"
+is "$(grep -c ': no spill</li>$' "$D/full.html") $(grep -c '<b>5 of 5</b>' "$D/full.html") $(grep -c 'Estimate:' "$D/full.html")" "1 1 0" \
+    "html: the full offload: no spill, 5 of 5 layers, no estimate"
+is "$(grep -c 'Where the model runs' "$D/plain.html")" 0 "html: no placement section without ggml records"
+is "$(grep -c ': ran on the CPU</li>$' "$D/cpu.html") $(grep -c '<b>0 of 5</b>' "$D/cpu.html")" "1 1" "html: the CPU run"
+
+# ---- diff ----
+"$VT" diff --color never "$D/t/partial.vtrace" "$D/t/full.vtrace" >"$D/d.txt" 2>&1
+is "$?" 0 "diff exits 0"
+is "$(head -2 "$D/d.txt")" "A: $D/t/partial.vtrace (1 process, 1 GPU), PARTIAL OFFLOAD
+B: $D/t/full.vtrace (1 process, 1 GPU)" "diff: A's heading says partial offload"
+is "$(grep -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d.txt")" \
+"layers_on_gpu               2/5          5/5           +3
+host_weights           1.50 GiB          0 B    -1.50 GiB   -100.0%
+host_kv               192.0 MiB          0 B   -192.0 MiB   -100.0%" "diff: layers on the GPU and host bytes, A against B"
+"$VT" diff --color never "$D/t/plain.vtrace" "$D/t/full.vtrace" >"$D/d2.txt" 2>&1
+is "$(grep -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d2.txt")" \
+"layers_on_gpu                 -          5/5
+host_weights                  -          0 B
+host_kv                       -          0 B" "diff: - for the run without ggml records"
+"$VT" diff --color never "$D/t/plain.vtrace" "$D/t/failed.vtrace" >"$D/d3.txt" 2>&1
+is "$(grep -c -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d3.txt") $(sed -n 2p "$D/d3.txt" | sed 's/.*), //')" "0 SPILLED" \
+    "diff: no placement rows when neither run has it; a failure still heads as SPILLED"
+done_testing
