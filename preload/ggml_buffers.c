@@ -202,7 +202,11 @@ VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft)
                                           "found; the tensors are not allocated");
         return NULL;
     }
+    /* The CUDA allocations inside are the program's: their stacks leave
+     * this frame out (stacks.c). */
+    vt_tls.ggml_hook_depth++;
     void *buffer = fn(ctx, buft);
+    vt_tls.ggml_hook_depth--;
     if (!buffer || !ctx || !recording_allowed())
         return buffer;
     get_usage_fn usage_of = (get_usage_fn)next_symbol(&getters.get_usage, "ggml_backend_buffer_get_usage", fn);

@@ -109,6 +109,7 @@ int vt_start_for_model(void);
 typedef struct vt_tls {
     int guard;            /* > 0 while inside the shim: nested calls pass through */
     int runtime_depth;    /* > 0 inside a cuda* wrapper: driver calls fold into it */
+    int ggml_hook_depth;  /* > 0 inside a ggml hook (ggml_buffers.c): stacks leave the shim's frames out */
     uint32_t tid;
 } vt_tls_t;
 

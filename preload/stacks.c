@@ -23,6 +23,7 @@
  */
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,8 +119,45 @@ static void rules_init(void);
 #endif
 
 
+/* The shim's own address range, for stacks taken inside a ggml hook:
+ * the hook sits between the program's frames, and the program's stack is
+ * shown as it would be without the shim. */
+static struct {
+    uintptr_t lo, hi;
+} shim_text;
+
+static int own_extent(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t base = (uintptr_t)data;
+    if (info->dlpi_addr != base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        shim_text.lo = info->dlpi_addr + ph->p_vaddr;
+        shim_text.hi = shim_text.lo + ph->p_memsz;
+    }
+    return 1;
+}
+
+static int drop_own_frames(uint64_t *frames, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (frames[i] < shim_text.lo || frames[i] >= shim_text.hi)
+            frames[k++] = frames[i];
+    return k;
+}
+
 int vt_stacks_init(void)
 {
+    if (!shim_text.hi) {
+        Dl_info info;
+        if (dladdr((void *)vt_stacks_init, &info) && info.dli_fbase)
+            vt_dl_iterate_phdr(own_extent, info.dli_fbase);
+    }
     if (!stacks.nodes) {
         void *n = mmap(NULL, NODE_CAP * sizeof(node_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -797,6 +835,10 @@ __attribute__((noinline)) uint32_t vt_stack_capture(int skip)
     if (in_place) {
         frames = ips + first;
         n = native < (int)VT_MAX_STACK_DEPTH ? native : (int)VT_MAX_STACK_DEPTH;
+    }
+    if (__builtin_expect(vt_tls.ggml_hook_depth > 0, 0)) {
+        n = drop_own_frames(frames, n);
+        same = memo_ok = 0;
     }
     /* After the merge (it compares addresses) and before the hash, so a
      * stack from after an unload is new to the cache and the tree. Pseudo
