@@ -14,19 +14,21 @@ done
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 
-# witnesses DUMP: "USAGE SIZE NAME" per GGML_BUFFER record, in file order.
+# witnesses DUMP: "USAGE SIZE NAME" per GGML_BUFFER record marking WEIGHTS
+# or COMPUTE, in file order (ALL=1: the buffers the tensor allocator
+# returned too, usage ANY).
 witnesses() {
-    awk '$1 == "ggml_buffer" { u = ""; s = ""; n = ""
+    awk -v all="${2:-0}" '$1 == "ggml_buffer" && (all || $0 !~ / usage=ANY /) { u = ""; s = ""; n = ""
             for (i = 2; i <= NF; i++) { split($i, kv, "=")
                 if (kv[1] == "usage") u = kv[2]; if (kv[1] == "size") s = kv[2]; if (kv[1] == "name") n = kv[2] }
             gsub(/"/, "", n); print u, s, n }' "$1"
 }
-# unmatched DUMP: witnesses whose base and size are no successful allocation's.
+# unmatched DUMP: marks whose base and size are no successful allocation's.
 unmatched() {
     awk '$1 == "event" && $0 ~ / kind=alloc / && $0 ~ / result=0 / { p = ""; s = ""
             for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "ptr") p = kv[2]; if (kv[1] == "size") s = kv[2] }
             have[p " " s] = 1 }
-         $1 == "ggml_buffer" { b = ""; s = ""
+         $1 == "ggml_buffer" && $0 !~ / usage=ANY / { b = ""; s = ""
             for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "base") b = kv[2]; if (kv[1] == "size") s = kv[2] }
             want[b " " s] = 1 }
          END { n = 0; for (k in want) if (!(k in have)) n++; print n }' "$1"
@@ -48,7 +50,10 @@ is "$(witnesses $D.dump | tr '\n' ';')" \
    "ollama-engine: the two weights buffers and the two compute buffers, exact sizes and names; KV (never marked) has none"
 is "$(unmatched $D.dump)" 0 "ollama-engine: every witness's base and size are an allocation the trace holds"
 "$VT" dump --count $D/*.vtrace >$D.count
-is "$(awk '$1 == "ggml_buffer" {print $2}' $D.count)" 4 "dump --count counts ggml_buffer records"
+is "$(witnesses $D.dump 1 | grep '^ANY' | tr '\n' ';')" \
+   "ANY 4294967296 CUDA0;ANY 536870912 CUDA_Host;ANY 1073741824 CUDA0;" \
+   "ollama-engine: each buffer ggml_backend_alloc_ctx_tensors_from_buft returned, KV cache included, before any mark"
+is "$(awk '$1 == "ggml_buffer" {print $2}' $D.count)" 7 "dump --count counts ggml_buffer records: 4 marks + 3 allocated buffers"
 
 # ---- llama.cpp-shaped: libllama marks weights, ggml-alloc marks compute -----
 D=$TMP/lc
