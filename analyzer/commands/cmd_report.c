@@ -44,7 +44,7 @@ static void usage(FILE *f)
             "  --fail-on-spill   exit 1 when any process spilled, failed a device request,\n"
             "                    or ran layers or KV cache from host memory (CI gates)\n"
             "  --accept-offload  with --fail-on-spill: a partial offload or CPU run that\n"
-            "                    no failed request caused passes (a planned -ngl split)\n"
+            "                    no failed request caused passes (a planned split)\n"
             "  --margin PCT      the free-memory margin to check, %% of total (default 15)\n"
             "  --rules FILE      tagging rules, before the built-ins (repeatable; default\n"
             "                    $VRAMTRACE_RULES when set)\n"
