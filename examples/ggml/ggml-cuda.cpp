@@ -310,7 +310,7 @@ struct ggml_cuda_pool_vmm : public ggml_cuda_pool {
 
 struct ggml_cuda_pool_handle {
     ggml_cuda_pool *pool;
-    int vmm;
+    int vmm, device;
 };
 
 static size_t vmm_granularity(int device)
@@ -336,7 +336,7 @@ static size_t vmm_granularity(int device)
 
 GGML_API ggml_cuda_pool_t ggml_cuda_pool_new(int device)
 {
-    ggml_cuda_pool_handle *h = new ggml_cuda_pool_handle{};
+    ggml_cuda_pool_handle *h = new ggml_cuda_pool_handle{nullptr, 0, device};
     size_t g = vmm_granularity(device);
     h->vmm = g != 0;
     if (h->vmm)
@@ -379,6 +379,8 @@ NOINLINE void ggml_cuda_mul_mat(ggml_cuda_pool_t pool, size_t n_cols, uint32_t n
 
 GGML_API void ggml_backend_cuda_graph_compute(ggml_cuda_pool_t pool, size_t n_embd, size_t n_ff, uint32_t n_tokens)
 {
+    /* kernels run on the backend's device: ggml makes it current first */
+    cudaSetDevice(pool->device);
     ggml_cuda_mul_mat(pool, n_embd, n_tokens);
     ggml_cuda_mul_mat(pool, n_ff, n_tokens);
 }
