@@ -25,7 +25,7 @@ EX_RPATH := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN':$(EX_CUDART_DIR)
 EX_CUDART := -L$(EX_CUDART_DIR) -lcudart
 
 EX_LIBS := $(EX)/libggml-base.so $(EX)/libggml-cuda.so $(EX)/libllama.so $(EX)/libc10_cuda.so
-EX_PROGS := $(EX)/llama-cli $(EX)/llama-server-chat $(EX)/gpu-hog $(EX)/torch-swap \
+EX_PROGS := $(EX)/llama-cli $(EX)/llama-server $(EX)/llama-server-chat $(EX)/gpu-hog $(EX)/torch-swap \
 	$(EX)/ollama-serve $(EX)/ollama-engine $(EX)/vmm-pool
 TEST_BINS += $(EX_LIBS) $(EX_PROGS)
 
@@ -59,10 +59,14 @@ EX_LLAMA_LINK = $(CXX) -o $@ $(filter %.o,$^) -L$(EX) -lllama -lggml-cuda -lggml
 $(EX)/llama-cli: $(EX)/obj/llama-cli.o $(EX)/obj/common/common.o $(EX)/libllama.so
 	$(EX_LLAMA_LINK)
 
+$(EX)/llama-server: $(EX)/obj/llama-server.o $(EX)/obj/common/common.o $(EX)/libllama.so
+	$(EX_LLAMA_LINK)
+
 $(EX)/llama-server-chat: $(EX)/obj/llama-server-chat.o $(EX)/obj/common/common.o $(EX)/libllama.so
 	$(EX_LLAMA_LINK)
 
-$(EX)/ollama-serve: $(EX)/obj/ollama-serve.o $(EX)/obj/common/common.o $(EX)/libllama.so
+# The server starts llama-server, its sibling, as the model's runner.
+$(EX)/ollama-serve: $(EX)/obj/ollama-serve.o $(EX)/libllama.so | $(EX)/llama-server
 	$(EX_LLAMA_LINK)
 
 # ollama's Go engine links ggml only, never libllama.
@@ -78,20 +82,22 @@ $(EX)/torch-swap: $(EX)/obj/torch-swap.o $(EX)/libc10_cuda.so
 $(EX)/gpu-hog: $(EX)/obj/gpu-hog.o | $(SIM_LIBS)
 	$(CC) -o $@ $< $(EX_CUDART) $(EX_RPATH)
 
-# Story 1 on a fresh simulated 24 GiB card, traced into a fresh directory.
-# The program's own log goes next to the traces, not on screen: the report
-# is the point, and its verdict must be on the first screen.
+# Story 1 on a fresh simulated 24 GiB card, traced into a fresh directory:
+# the server and the runner it starts (llama-server with the -ngl the
+# server chose). The programs' own log goes next to the traces, not on
+# screen: the report is the point, and its verdict and offload estimate
+# must be on the first screen.
 demo-bins: $(B)/libvramtrace.so $(B)/vramtrace $(EX_PROGS) $(SIM_LIBS)
 
 demo-run: demo-bins
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX") && mkdir -p $$d/traces && \
-	echo "demo: llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap" && \
-	echo "      on a simulated 24 GiB GPU" && \
+	echo "demo: ollama-serve -m llama-70b-q4_k_m -c 8192 on a simulated 24 GiB GPU" && \
 	env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u GGML_CUDA_ENABLE_UNIFIED_MEMORY \
 	    VTSIM_DEVICES=24GiB VRAMTRACE_DIR=$$d/traces LD_LIBRARY_PATH=$(abspath $(B)/sim) \
 	    LD_PRELOAD=$(abspath $(B)/libvramtrace.so) \
-	    $(EX)/llama-cli -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >$$d/llama-cli.log 2>&1; \
-	echo "demo: it exited with status $$? (log: $$d/llama-cli.log)" && \
+	    $(EX)/ollama-serve -m llama-70b-q4_k_m -c 8192 >$$d/ollama-serve.log 2>&1; \
+	rc=$$?; echo "demo: its runner: $$(sed -n 's/^server.go: starting runner: //p' $$d/ollama-serve.log)" && \
+	echo "demo: the server exited with status $$rc (log: $$d/ollama-serve.log)" && \
 	echo "demo: now: vramtrace report $$d/traces" && echo && \
 	$(B)/vramtrace report $$d/traces
 

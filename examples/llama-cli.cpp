@@ -1,21 +1,20 @@
 /* llama-cli: load a model, process a prompt, generate a few tokens, exit.
- * Shaped like llama.cpp's llama-cli / ollama's runner; the field stories
- * it reproduces are flags away (exact numbers: examples/README.md).
+ * Shaped like llama.cpp's llama-cli: -ngl and --fit as llama.cpp has them
+ * (an -ngl not given is fitted to the free memory before anything is
+ * allocated; an -ngl given is used as it is), mmap on by default, and a
+ * buffer that cannot be allocated fails the load. The field stories it
+ * reproduces are flags away (exact numbers: examples/README.md):
  *
- * Story 1 (the default): Llama 3.3 70B Q4_K_M, -ngl 99, 8K context, mmap
- * off, on a 24 GiB card. All 81 layers need 36820 MiB of weights; the
- * CUDA0 model buffer fails, the runner backs off to -ngl 47 and the other
- * 33 layers plus the output layer land in pinned CUDA_Host memory. Nothing
- * crashes: it just runs at a fraction of the speed.
- *
- *   VTSIM_DEVICES=24GiB llama-cli
- *
- * Story 3: another process holds 3 GiB (gpu-hog); qwen2.5-32b, which
- * fits an empty card, loses a layer and its output layer to the CPU.
- * Story 5: GGML_CUDA_ENABLE_UNIFIED_MEMORY=1: the same 70B loads "fully"
+ * Story 1b: -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap on a 24 GiB
+ * card: the 36820 MiB CUDA0 model buffer fails, the load fails, exit 1.
+ * Story 1c: the same on a 37 GiB card with mmap: the weights fit, the
+ * 2560 MiB KV cache does not, the context fails, exit 1.
+ * Story 3b: another process holds 3 GiB before the load; --fit offloads
+ * fewer layers of qwen2.5-32b than an empty card would take.
+ * Story 5: GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 -ngl 99: the 70B loads "fully"
  * into managed memory, 16340 MiB more than the card holds.
- * Story 8: -m qwen3-32b-q8_0 -ts 24,12 on a 24 GiB + 12 GiB pair: the
- * 12 GiB card runs out first.
+ * Story 8: -m qwen3-32b-q8_0 -ts 24,12 on a 24 GiB + 12 GiB pair: --fit
+ * stops where the 12 GiB card is full.
  *
  * Output on stdout, one line, for scripts and tests:
  *   offloaded=N/M ngl=N n_past=N

@@ -1,6 +1,13 @@
 /* llama-server-chat: one chat conversation against a server whose KV cache
  * grows with the conversation instead of being sized up front.
  *
+ * llama.cpp itself never does this: it allocates -c cells once and
+ * refuses a longer conversation without allocating (llama-server). The
+ * growth copies runtimes whose cache grows with each turn (Hugging Face
+ * transformers' default DynamicCache appends every token's keys and
+ * values); here in 1024-cell blocks, each a new llama_kv_cache, so the
+ * failure is a KV allocation from decode.
+ *
  * Field story 2: "it was fine for the first few messages, then every
  * request failed." The model fits and the first 2K tokens are served from
  * the KV cache allocated at start; each time the conversation outgrows its

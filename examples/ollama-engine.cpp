@@ -52,11 +52,13 @@ static __attribute__((noinline)) void cfunc_sched_reserve(cgo_frame *f)
     f->result = ggml_backend_sched_reserve(f->sched, f->graph_bytes);
 }
 
+/* One tensor per buffer, unnamed: the Go engine's names never reach a
+ * frame, and the story is what the marks alone say. */
 static ggml_backend_buffer_t alloc_buffer(ggml_backend_buffer_type_t buft, size_t bytes, int weights)
 {
     cgo_frame f = {};
-    f.ctx = ggml_init();
-    ggml_new_tensor_bytes(f.ctx, bytes);
+    f.ctx = ggml_init({0, nullptr, true});
+    ggml_new_tensor_1d(f.ctx, GGML_TYPE_I8, (int64_t)bytes);
     f.buft = buft;
     cgo_call(cfunc_alloc_ctx_tensors, &f);
     if (f.buf && weights)

@@ -3,7 +3,6 @@
 
 #include "../ggml/ggml.h"
 
-#include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +12,13 @@ static void usage(const char *argv0, const char *extra)
     fprintf(stderr,
             "usage: %s [options]\n"
             "  -m NAME              model shape (default llama-70b-q4_k_m); --list-models\n"
-            "  -ngl, --n-gpu-layers N  layers to offload (default 99 = all)\n"
+            "  -ngl, --n-gpu-layers N  layers to offload, the output layer first (default: all, or what --fit finds)\n"
             "  -c, --ctx-size N     KV cells (default 8192)\n"
             "  -ub, --ubatch-size N tokens per decode step (default 512)\n"
             "  -ts, --tensor-split A,B,...  share of layers per GPU (default: free memory)\n"
-            "  --mmap / --no-mmap   CPU layers in mapped file pages / pinned CUDA_Host (default --no-mmap)\n"
-            "  -fit, --fit on|off   retry with fewer layers when loading fails (default on)\n"
+            "  --mmap / --no-mmap   CPU layers in the mapped model file / pinned CUDA_Host (default --mmap)\n"
+            "  -fit, --fit on|off   with -ngl not given, offload only what fits (default on)\n"
+            "  -fitt, --fit-target MiB  what --fit leaves free on each GPU (default 1024)\n"
             "  -p N, -n N           prompt tokens to process (512), tokens to generate (16)\n"
             "  --n-layer N --layer-mib M --output-mib M --embd-mib M --kv-bytes B --compute-mib M\n"
             "                       override the shape, e.g. to reproduce a spill on a bigger real GPU\n"
@@ -45,10 +45,11 @@ int common_params_parse(int argc, char **argv, common_params &p, common_extra_ar
 {
     p.shape = *llama_model_shape_find("llama-70b-q4_k_m");
     p.mparams = {};
-    p.mparams.n_gpu_layers = 99;
-    p.mparams.use_mmap = false;
+    p.mparams.n_gpu_layers = -1;
+    p.mparams.use_mmap = true;
     p.cparams = {8192, 512, 0};
     p.fit = true;
+    p.fit_margin = 1024 * MiB;
     p.n_prompt = 512;
     p.n_predict = 16;
     for (int i = 1; i < argc; i++) {
@@ -92,6 +93,8 @@ int common_params_parse(int argc, char **argv, common_params &p, common_extra_ar
         } else if (is("-fit", "--fit")) {
             p.fit = !strcmp(v, "on");
             i++;
+        } else if (is("-fitt", "--fit-target")) {
+            p.fit_margin = strtoull(v, nullptr, 10) * MiB, i++;
         } else if (is("-p", "--n-prompt")) {
             p.n_prompt = atoi(v), i++;
         } else if (is("-n", "--n-predict")) {
@@ -127,48 +130,21 @@ int common_params_parse(int argc, char **argv, common_params &p, common_extra_ar
     return 0;
 }
 
-/* The largest -ngl below `below` whose plan fits every GPU's free memory. */
-static int fit_layers(const common_params &p, int below, int n_dev, const size_t *free_bytes)
-{
-    for (int ngl = below - 1; ngl > 0; ngl--) {
-        llama_model_params mp = p.mparams;
-        mp.n_gpu_layers = ngl;
-        size_t need[LLAMA_MAX_DEVICES];
-        llama_model_plan(&p.shape, &mp, &p.cparams, n_dev, free_bytes, need);
-        bool fits = true;
-        for (int d = 0; d < n_dev; d++)
-            fits &= need[d] <= free_bytes[d];
-        if (fits)
-            return ngl;
-    }
-    return 0;
-}
-
 bool common_init_from_params(common_params &p, llama_model **model, llama_context **ctx)
 {
     *model = nullptr;
     *ctx = nullptr;
-    int n_dev = std::min(ggml_backend_cuda_get_device_count(), LLAMA_MAX_DEVICES);
-    for (;;) {
-        *model = llama_model_load_from_file(p.shape.name, &p.shape, p.mparams);
-        if (*model) {
-            *ctx = llama_init_from_model(*model, p.cparams);
-            if (*ctx)
-                return true;
-            llama_model_free(*model);
-            *model = nullptr;
-        }
-        int tried = std::min(p.mparams.n_gpu_layers, p.shape.n_layer + 1);
-        if (!p.fit || n_dev == 0 || tried <= 0)
-            return false;
-        size_t free_bytes[LLAMA_MAX_DEVICES], total;
-        for (int d = 0; d < n_dev; d++)
-            ggml_backend_cuda_get_device_memory(d, &free_bytes[d], &total);
-        int ngl = fit_layers(p, tried, n_dev, free_bytes);
-        fprintf(stderr, "common_init_from_params: %d layers do not fit; free:", tried);
-        for (int d = 0; d < n_dev; d++)
-            fprintf(stderr, " CUDA%d %zu MiB", d, free_bytes[d] / MiB);
-        fprintf(stderr, "; retrying with -ngl %d\n", ngl);
-        p.mparams.n_gpu_layers = ngl;
-    }
+    if (p.fit)
+        llama_params_fit(&p.shape, &p.mparams, &p.cparams, p.fit_margin);
+    if (p.mparams.n_gpu_layers < 0)
+        p.mparams.n_gpu_layers = p.shape.n_layer + 1;
+    *model = llama_model_load_from_file(p.shape.name, &p.shape, p.mparams);
+    if (!*model)
+        return false;
+    *ctx = llama_init_from_model(*model, p.cparams);
+    if (*ctx)
+        return true;
+    llama_model_free(*model);
+    *model = nullptr;
+    return false;
 }

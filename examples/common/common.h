@@ -11,12 +11,15 @@ struct common_params {
     llama_model_shape shape;      /* a built-in shape, with overrides applied */
     llama_model_params mparams;
     llama_context_params cparams;
-    bool fit;                     /* back off -ngl when loading fails */
+    bool fit;                     /* lower an unset -ngl to what fits (llama.cpp's --fit) */
+    size_t fit_margin;            /* what fit leaves free on each GPU (--fit-target) */
     int n_prompt, n_predict;      /* tokens to process / generate */
 };
 
-/* Defaults: llama-70b-q4_k_m, -ngl 99, mmap off, -c 8192, -ub 512, fit on,
- * 512 prompt tokens, 16 generated. Returns 0, or 1 after printing usage
+/* Defaults, llama.cpp's: -ngl not set (all layers, or what --fit finds),
+ * mmap on, fit on with a 1024 MiB target; and the examples' own: model
+ * llama-70b-q4_k_m, -c 8192, -ub 512, 512 prompt tokens, 16 generated.
+ * Returns 0, or 1 after printing usage
  * (argv[i] it did not understand is left for the caller when extra != 0).
  * `extra` is called for flags this parser does not know; it returns how
  * many arguments it consumed (0 = unknown). */
@@ -24,10 +27,10 @@ typedef int (*common_extra_arg)(int argc, char **argv, int i, void *user);
 int common_params_parse(int argc, char **argv, common_params &p, common_extra_arg extra, void *user,
                         const char *usage_extra);
 
-/* Loads the model and creates a context. With fit on, a load or context
- * failure is followed by a retry with fewer GPU layers, chosen from the
- * free memory the driver reports after everything was released; this is
- * how ollama's runner reacts to "unable to allocate CUDA0 buffer". */
+/* Fits the parameters (fit on and -ngl unset: llama_params_fit, before
+ * anything is allocated), loads the model and creates a context, as
+ * llama.cpp's common_init_from_params does. A load or context that fails
+ * is an error: nothing is retried. */
 bool common_init_from_params(common_params &p, llama_model **model, llama_context **ctx);
 
 #endif

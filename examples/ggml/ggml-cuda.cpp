@@ -42,11 +42,7 @@ struct cuda_buft_context {
     char name[16];
 };
 
-static void cuda_buffer_free(ggml_backend_buffer_t buf)
-{
-    cudaFree(buf->base);
-    delete buf;
-}
+static void cuda_buffer_free(ggml_backend_buffer_t buf) { cudaFree(buf->base); }
 
 NOINLINE ggml_backend_buffer_t ggml_backend_cuda_buffer_type_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size)
 {
@@ -60,13 +56,19 @@ NOINLINE ggml_backend_buffer_t ggml_backend_cuda_buffer_type_alloc_buffer(ggml_b
                 size / 1024.0 / 1024.0, ctx->device, cudaGetErrorString(err));
         return nullptr;
     }
-    return new ggml_backend_buffer{buft, dev_ptr, size, cuda_buffer_free};
+    return new ggml_backend_buffer{cuda_buffer_free, buft, dev_ptr, size, GGML_BACKEND_BUFFER_USAGE_ANY};
 }
 
 static const char *cuda_buft_name(ggml_backend_buffer_type_t buft)
 {
     return ((cuda_buft_context *)buft->context)->name;
 }
+
+/* 128-byte alignment for both types; pinned memory is host memory to ggml
+ * (is_host: the CPU reads it directly), device memory is not. */
+static size_t cuda_alignment(ggml_backend_buffer_type_t) { return 128; }
+static bool cuda_is_host(ggml_backend_buffer_type_t) { return false; }
+static bool cuda_host_is_host(ggml_backend_buffer_type_t) { return true; }
 
 GGML_API int ggml_backend_cuda_get_device_count(void)
 {
@@ -92,7 +94,8 @@ GGML_API ggml_backend_buffer_type_t ggml_backend_cuda_buffer_type(int device)
     if (!buft[device].context) {
         ctx[device].device = device;
         snprintf(ctx[device].name, sizeof ctx[device].name, "CUDA%d", device);
-        buft[device] = {{cuda_buft_name, ggml_backend_cuda_buffer_type_alloc_buffer}, &ctx[device]};
+        buft[device] = {{cuda_buft_name, ggml_backend_cuda_buffer_type_alloc_buffer, cuda_alignment, cuda_is_host},
+                        &ctx[device]};
     }
     return &buft[device];
 }
@@ -114,25 +117,22 @@ NOINLINE void *ggml_cuda_host_malloc(size_t size)
     return ptr;
 }
 
-static void cuda_host_buffer_free(ggml_backend_buffer_t buf)
-{
-    cudaFreeHost(buf->base);
-    delete buf;
-}
+static void cuda_host_buffer_free(ggml_backend_buffer_t buf) { cudaFreeHost(buf->base); }
 
 NOINLINE ggml_backend_buffer_t ggml_backend_cuda_host_buffer_type_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size)
 {
     void *ptr = ggml_cuda_host_malloc(size);
     if (!ptr)
         return ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), size);
-    return new ggml_backend_buffer{buft, ptr, size, cuda_host_buffer_free};
+    return new ggml_backend_buffer{cuda_host_buffer_free, buft, ptr, size, GGML_BACKEND_BUFFER_USAGE_ANY};
 }
 
 static const char *cuda_host_name(ggml_backend_buffer_type_t) { return "CUDA_Host"; }
 
 GGML_API ggml_backend_buffer_type_t ggml_backend_cuda_host_buffer_type(void)
 {
-    static ggml_backend_buffer_type host = {{cuda_host_name, ggml_backend_cuda_host_buffer_type_alloc_buffer}, nullptr};
+    static ggml_backend_buffer_type host = {
+        {cuda_host_name, ggml_backend_cuda_host_buffer_type_alloc_buffer, cuda_alignment, cuda_host_is_host}, nullptr};
     return &host;
 }
 

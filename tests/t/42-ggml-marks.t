@@ -178,8 +178,12 @@ if [ -x "$EX/ollama-engine" ] && [ -e "$SHIM" ]; then
        "ollama-engine: pinned weights and compute by ggml's marks"
     L=$D/lc
     mkdir -p "$L"
-    VTSIM_DEVICES=24GiB under_shim "$L" "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >/dev/null 2>"$L.err"
+    # Every layer on a card that holds them, mmap off: weights (CUDA0,
+    # CUDA_Host) and compute buffers, all marked.
+    VTSIM_DEVICES=48GiB under_shim "$L" "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >/dev/null 2>"$L.err"
     "$VT" report --json "$L" >"$L.json" 2>"$L.jerr"
+    is "$(j "$L.json" "sorted(s['ggml_mark'] for s in $P['sites'] if s['ggml_mark'])")" '["COMPUTE", "COMPUTE", "WEIGHTS", "WEIGHTS"]' \
+       "llama-cli: its two weights and two compute buffers are marked sites"
     is "$(j "$L.json" "[s['decided_by'] for s in $P['sites'] if s['ggml_mark'] and s['decided_by'] != 'ggml_mark']")" "[]" \
        "llama-cli: every marked site decided by its mark"
     is "$(j "$L.json" "[s['tag'] for s in $P['sites'] if s['ggml_mark'] and s.get('stack_rule_tag') not in (None, s['tag'])]")" "[]" \

@@ -41,7 +41,7 @@ fits() {
     is "${w%% *}" "$(( ${w%% *} <= 80 ? ${w%% *} : 80 ))" "$2: widest line ${w%% *} columns (line ${w#* }) <= 80"
 }
 
-VTSIM_DEVICES=24GiB traced $TMP/s1 "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
+VTSIM_DEVICES=24GiB traced $TMP/s1 "$EX/ollama-serve" -m llama-70b-q4_k_m -c 8192
 VTSIM_DEVICES=12GiB traced $TMP/s2 "$EX/llama-server-chat" -m llama-13b-q4_k_m --mmap -c 2048 --kv-grow 1024 --turns 8 --turn-tokens 1000
 VTSIM_DEVICES=24GiB traced $TMP/s4 "$EX/torch-swap"
 VTSIM_DEVICES=24GiB traced $TMP/s6 "$EX/ollama-serve"
@@ -61,19 +61,19 @@ fits $TMP/diff.txt "diff s1 s8"
 "$VT" diff $TMP/s2 $TMP/s6 >$TMP/diff2.txt 2>/dev/null
 fits $TMP/diff2.txt "diff s2 s6"
 
-# The longest name in the examples: its parameter list is what goes.
-LONG='alloc_or_throw(std::vector<ggml_backend_buffer*, std::allocator<ggml_backend_buffer*> >&, ggml_context*, ggml_backend_buffer_type*, char const*, char const*, ggml_backend_buffer_usage)'
-is "$(grep -c -F "    #5  alloc_or_throw(…)  llama.cpp:143  [libllama.so]" $TMP/s1.txt)" 5 \
-    "report: the long frame keeps its name, source line and module (tipping stack + 4 site stacks: the failed weights request is a site apart from the marked weights)"
+# A long name of the demo's weights stack: its parameter list is what goes.
+LONG='llama_model_load_from_file(char const*, llama_model_shape const*, llama_model_params)'
+is "$(grep -c -F "        #7  llama_model_load_from_file(…)  llama.cpp:433  [libllama.so]" $TMP/s1.txt)" 1 \
+    "report: the long frame keeps its name, source line and module (the weights site's stack)"
 "$VT" report --wide $TMP/s1 >$TMP/s1.wide 2>/dev/null
-is "$(grep -c -F "    #5  $LONG  llama.cpp:143  [libllama.so]" $TMP/s1.wide)" 5 "report --wide: the name whole"
-is "$(grep -c '^VERDICT: SPILL. The model did not fit in VRAM of GPU 0 (vramtrace sim GPU (24 GiB)).$' $TMP/s1.wide)" 1 \
+is "$(grep -c -F "        #7  $LONG  llama.cpp:433  [libllama.so]" $TMP/s1.wide)" 1 "report --wide: the name whole"
+is "$(grep -c '^VERDICT: PARTIAL OFFLOAD. 41 of 81 layers run from host memory: generation runs at host-memory speed for them.$' $TMP/s1.wide)" 1 \
     "report --wide: the verdict on one line"
 "$VT" replay --capacity 16GiB --wide $TMP/s1 >$TMP/s1.replay-wide 2>/dev/null
-is "$(grep -c -F "      #5  $LONG  [libllama.so]" $TMP/s1.replay-wide)" 1 "replay --wide: the name whole"
-is "$(grep -c -F "      #5  alloc_or_throw(…)  [libllama.so]" $TMP/s1.replay)" 1 "replay: the name without its parameters"
+is "$(grep -c -F "      #7  $LONG  [libllama.so]" $TMP/s1.replay-wide)" 1 "replay --wide: the name whole"
+is "$(grep -c -F "      #7  llama_model_load_from_file(…)  [libllama.so]" $TMP/s1.replay)" 1 "replay: the name without its parameters"
 "$VT" diff --wide $TMP/s1 $TMP/s8 >$TMP/diff.wide 2>/dev/null
-is "$(head -1 $TMP/diff.wide)" "A: $TMP/s1 (1 process, 1 GPU), SPILLED" "diff --wide: a side on one line"
+is "$(head -1 $TMP/diff.wide)" "A: $TMP/s1 (2 processes, 1 GPU), PARTIAL OFFLOAD" "diff --wide: a side on one line"
 
 # Every command's --help, and the command list.
 for c in "" record report dump export diff replay serve top; do

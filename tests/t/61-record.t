@@ -88,8 +88,9 @@ fi
 
 # The README's command without the simulated GPU on the library path: the
 # example runs CPU-only (its runtime finds no libcuda.so.1). It still marks
-# its model's weights, so the shim starts there and the trace says the
-# process used no GPU memory (preload/ggml_buffers.c).
+# its model's weights, so the shim starts there (preload/ggml_buffers.c),
+# and its named weights in the mapped model file say every layer ran on
+# the CPU.
 if [ -x "$B/examples/llama-cli" ] && [ -e "$SIM/libcuda.so.1" ]; then
     mkdir "$TMP/nogpu"
     (cd "$TMP/nogpu" && env -u LD_LIBRARY_PATH "$VT" record -- "$B/examples/llama-cli" -m llama-70b-q4_k_m -ngl 99 >/dev/null 2>"$TMP/nogpu.err")
@@ -97,11 +98,11 @@ if [ -x "$B/examples/llama-cli" ] && [ -e "$SIM/libcuda.so.1" ]; then
     is "$(ls "$TMP"/nogpu/*/*.vtrace | wc -l)" 1 "a model loaded without CUDA leaves one trace"
     "$VT" report --json "$TMP"/nogpu/* >"$TMP/nogpu.json" 2>/dev/null
     is "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["processes"][0]; print(p["verdict"], p["events"]["allocs"], p["ggml_marks"]["read"])' "$TMP/nogpu.json")" \
-        "no_gpu_memory 0 2" "its report: no GPU memory used, no allocation, the two marks ggml made"
+        "cpu_only 0 2" "its report: it ran on the CPU, no allocation, the two marks ggml made"
     # As the README writes it.
-    LD_LIBRARY_PATH=$SIM VTSIM_DEVICES=24GiB "$VT" record -o "$TMP/demo" -- "$B/examples/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap >"$TMP/demo.out" 2>&1
+    LD_LIBRARY_PATH=$SIM VTSIM_DEVICES=24GiB "$VT" record -o "$TMP/demo" -- "$B/examples/ollama-serve" -m llama-70b-q4_k_m -c 8192 >"$TMP/demo.out" 2>&1
     is "$?" 0 "with LD_LIBRARY_PATH=build/sim the example runs on the simulated GPU"
-    is "$(grep -c '^VERDICT: SPILL' "$TMP/demo.out")" 1 "and record prints its verdict"
+    is "$(grep -c '^VERDICT: PARTIAL OFFLOAD' "$TMP/demo.out")" 1 "and record prints its runner's verdict"
 else
     T=$((T+1)); echo "ok $T # SKIP examples not built"
 fi
