@@ -7,9 +7,8 @@
 Each sample is the code block after a marker paragraph of README.md. Its
 programs run under the shim on the simulated GPU (the stories with the
 same commands as tests/t/60-examples.t), and the block is replaced by what
-the commands print: a report's verdict paragraph (and, for the demo, the
-tipping event's section), a diff, a replay, or an outline of what
-`report --html` and `export` write. Run from the repository root; prints
+the commands print: a report's first verdict paragraph, a diff, a replay,
+or an outline of what `report --html` and `export` write. Run from the repository root; prints
 which blocks changed.
 
 Times and pids differ from run to run (the examples sleep where the real
@@ -33,7 +32,7 @@ B = os.environ.get("VT_B", "build")
 EX = "build/examples"
 REAL_EX = os.path.relpath(B) + "/examples"
 VT = os.path.abspath(B + "/vramtrace")
-DEMO = ({"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-cli", "-m", "llama-70b-q4_k_m", "-ngl", "99", "-c", "8192", "--no-mmap"])
+DEMO = ({"VTSIM_DEVICES": "24GiB"}, [EX + "/ollama-serve", "-m", "llama-70b-q4_k_m", "-c", "8192"])
 QWEN = [EX + "/llama-cli", "-m", "qwen2.5-32b-q4_k_m"]
 # llama.cpp loading the model shape of examples/ollama-engine.cpp: 4096 MiB
 # of weights on the GPU, 512 MiB pinned (token_embd with --no-mmap), a
@@ -73,15 +72,10 @@ class Traces:
         return subprocess.run([VT] + list(args), cwd=self.top, env=e, capture_output=True, text=True).stdout
 
 
-def story(name, env, argv, tipping=False):
+def story(name, env, argv):
     def make(traces):
         out = traces.vramtrace("report", "--color", "never", traces(name, env, argv))
-        paras = out.split("\n\n")
-        text = paras[0].strip("\n")
-        if tipping:
-            tip = next(p for p in paras if p.lstrip("\n").startswith("Tipping event:"))
-            text += "\n\n" + tip.strip("\n").split("\n  device state")[0]
-        return text
+        return out.split("\n\n")[0].strip("\n")
     return make
 
 
@@ -179,15 +173,16 @@ def runtimes_unknown_site(traces):
 SAMPLES = [
     # (text that precedes the block in README.md, whatever its line breaks;
     #  what makes the block)
-    ("puts the rest in\npinned host memory, exactly what llama.cpp does with mmap off:", story("demo", *DEMO, tipping=True)),
+    ("the report says it, with how many layers fit:", story("demo", *DEMO)),
     ("(`llama-server-chat`, 12 GiB card):", story(
         "kv-grows", {"VTSIM_DEVICES": "12GiB"},
         [EX + "/llama-server-chat", "-m", "llama-13b-q4_k_m", "--mmap", "-c", "2048", "--kv-grow", "1024",
          "--turns", "8", "--turn-tokens", "1000"])),
-    ("llama.cpp backs off\nto fewer layers:", story("shared", {"VTSIM_DEVICES": "24GiB", "VTSIM_EXTERNAL": "3GiB"}, QWEN)),
+    ("sees less free memory and\noffloads fewer layers:", story("shared", {"VTSIM_DEVICES": "24GiB", "VTSIM_EXTERNAL": "3GiB"}, QWEN)),
     ("allocator):", story("torch-swap", {"VTSIM_DEVICES": "24GiB"}, [EX + "/torch-swap"])),
     ("pages migrate\nat PCIe speed:", story("unified", {"VTSIM_DEVICES": "24GiB", "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "1"},
-                                            [EX + "/llama-cli"])),
+                                            [EX + "/llama-cli", "-m", "llama-70b-q4_k_m", "-ngl", "99", "-c", "8192",
+                                             "--no-mmap"])),
     ("The demo's page, section by section:", html_outline),
     ("where that number does not depend on timing):", perfetto_outline),
     ("and with the frames outside `main` as `…`):", folded_sample),
