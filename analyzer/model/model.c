@@ -1289,6 +1289,12 @@ void vt_model_finish(vt_model_t *m)
     m->seq++;
     for (size_t i = 0; i < m->p.nsites; i++) {
         vt_site_t *s = &m->p.sites[i];
+        if (s->space == VT_SPACE_HOST && s->match.tag == VT_TAG_WEIGHTS && s->stack_match.rule >= 0) {
+            char rule[256];
+            vt_rules_describe(m->rules, &s->stack_match, rule, sizeof rule);
+            if (!strncmp(rule, "builtin:llama.cpp ", 18))
+                m->p.host_weights_ggml_rule = 1;
+        }
         int dev = s->space == VT_SPACE_DEVICE ? vt_model_dev_index(m, s->device) : -1;
         const vt_tagged_peak_t *tp = space_peak(m, s->space, dev);
         if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)

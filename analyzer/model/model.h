@@ -263,6 +263,10 @@ typedef struct vt_proc {
         uint64_t marks, matched, unmatched, remarked;
     } ggml;
     vt_placement_t placement;
+    /* A pinned site tagged weights whose stack a llama.cpp rule matches:
+     * a ggml runtime whose trace lacks ggml's records (the report then
+     * tells llama.cpp's reasons, not an offload). */
+    int host_weights_ggml_rule;
     struct {
         uint64_t allocs, frees, failed, dropped, stacks_lost;
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;

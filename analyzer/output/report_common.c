@@ -242,6 +242,13 @@ int vt_proc_ran_on_cpu(const vt_proc_t *p)
            !p->events.failed;
 }
 
+int vt_proc_pinned_offload(const vt_proc_t *p)
+{
+    return !p->placement.known && !p->ggml.marks && !p->host_weights_ggml_rule && !p->tip.valid &&
+           p->host.by_tag[VT_TAG_WEIGHTS] > 0 &&
+           !(p->fallback_tags & (1u << VT_TAG_WEIGHTS)) && p->host_weights_after < 0;
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)
@@ -249,7 +256,7 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     if (!p->tip.valid) {
         if (vt_proc_ran_on_cpu(p))
             return "cpu_only";
-        if (p->placement.offloaded)
+        if (p->placement.offloaded || vt_proc_pinned_offload(p))
             return "partial_offload";
         return !p->events.allocs && !p->events.failed ? "no_gpu_memory" : "no_spill";
     }

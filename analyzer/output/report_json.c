@@ -352,6 +352,30 @@ static void place_bytes(vt_json_t *j, const char *key, const vt_place_bytes_t *b
 static void placement(vt_json_t *j, const vt_proc_t *p)
 {
     const vt_placement_t *pl = &p->placement;
+    if (!pl->known && vt_proc_pinned_offload(p)) {
+        /* From the tagged allocations: weights and KV at each space's peak. */
+        vt_place_bytes_t w = { 0 }, kv = { 0 };
+        for (int i = 0; i < p->ndevs; i++) {
+            int ord = p->devs[i].ordinal;
+            w.gpu += p->devs[i].mem.peak_by_tag[VT_TAG_WEIGHTS];
+            kv.gpu += p->devs[i].mem.peak_by_tag[VT_TAG_KV];
+            if (ord >= 0 && ord < VT_MAX_DEVICES) {
+                w.gpu_by_dev[ord] += p->devs[i].mem.peak_by_tag[VT_TAG_WEIGHTS];
+                kv.gpu_by_dev[ord] += p->devs[i].mem.peak_by_tag[VT_TAG_KV];
+            }
+        }
+        w.pinned = p->host.by_tag[VT_TAG_WEIGHTS];
+        kv.pinned = p->host.by_tag[VT_TAG_KV];
+        vt_json_obj(j, "placement");
+        vt_json_str(j, "source", "allocations");
+        vt_json_bool(j, "offloaded", 1);
+        place_bytes(j, "weights", &w);
+        place_bytes(j, "kv", &kv);
+        vt_json_null(j, "layers");
+        vt_json_null(j, "advice");
+        vt_json_obj_end(j);
+        return;
+    }
     if (!pl->known) {
         vt_json_null(j, "placement");
         return;

@@ -200,6 +200,18 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     const vt_proc_t *p = vt_model_proc(m);
     const vt_placement_t *pl = &p->placement;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    if (headline && vt_proc_pinned_offload(p)) {
+        uint64_t gpu = 0;
+        for (int i = 0; i < p->ndevs; i++)
+            gpu += p->devs[i].mem.peak_by_tag[VT_TAG_WEIGHTS];
+        fprintf(o, "%s%s%sPARTIAL OFFLOAD.%s %s of weights stay in pinned host memory (%s on the %s at its peak), "
+                   "by the program's choice: no device request failed.\n"
+                   "  What runs from them runs at host-memory speed; which layers they hold, the trace does not say.\n",
+                p->truncated ? "  " : "", col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF),
+                vt_fmt_bytes(a, p->host.by_tag[VT_TAG_WEIGHTS]), vt_fmt_bytes(b, gpu),
+                p->ndevs > 1 ? "GPUs" : "GPU");
+        return;
+    }
     if (!pl->known || (!pl->offloaded && !headline))
         return;
     const char *ind = p->truncated ? "  " : "";
@@ -388,7 +400,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
     }
-    if (!p->placement.offloaded)
+    if (!p->placement.offloaded && !vt_proc_pinned_offload(p))
         host_weights(o, m);
     /* The tipping device first, with what filled it; others after. */
     int tip_di = p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;

@@ -181,6 +181,12 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole);
  * "spill"); "cpu_only": a model whose layers all ran in host memory in a
  * process that allocated nothing through CUDA (vt_proc_ran_on_cpu). */
 int vt_proc_ran_on_cpu(const vt_proc_t *p);
+/* A partial offload without ggml's records: weights in pinned host memory
+ * still live at the end, with no failed device request (vLLM's
+ * --cpu-offload-gb pins them in maybe_offload_to_cpu). Staging copies
+ * freed before the end, and pinned weights of a ggml program (its
+ * records speak for it), do not count. */
+int vt_proc_pinned_offload(const vt_proc_t *p);
 /* 1 when --fail-on-spill must fail for p: any spill or failure, and a
  * partial offload or CPU run unless accept_offload (--accept-offload: a
  * planned split, nothing failed). */
