@@ -91,6 +91,12 @@ const vt_builtin_rule_t vt_builtin_rules[] = {
      * load_weights. */
     { "builtin:vllm", "weights", "py:load_model" },
     { "builtin:vllm", "weights", "py:load_weights" },
+    /* --cpu-offload-gb: vllm/model_executor/models/utils.py's
+     * maybe_offload_to_cpu pins a layer's parameters in host memory
+     * (torch.empty_strided(..., device="cpu", pin_memory=True)) while the
+     * model is built; they stay there and are streamed to the GPU per
+     * forward pass. */
+    { "builtin:vllm", "weights", "py:maybe_offload_to_cpu" },
     /* KV: v1 GPUModelRunner.initialize_kv_cache ->
      * _allocate_kv_cache_tensors; v0 CacheEngine._allocate_kv_cache. */
     { "builtin:vllm", "kv", "py:_allocate_kv_cache_tensors" },

@@ -20,6 +20,7 @@ if _rt is None:
 
 _rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
 _rt.cudaFree.argtypes = [ctypes.c_void_p]
+_rt.cudaHostAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint]
 
 
 def cuda_malloc(nbytes):
@@ -35,3 +36,13 @@ def cuda_free(ptr):
     err = _rt.cudaFree(ptr)
     if err != 0:
         raise RuntimeError("cudaFree failed: %d" % err)
+
+
+def cuda_host_alloc(nbytes):
+    """Pinned host memory of nbytes (torch's pin_memory=True reaches
+    cudaHostAlloc through its CachingHostAllocator); raises on failure."""
+    ptr = ctypes.c_void_p()
+    err = _rt.cudaHostAlloc(ctypes.byref(ptr), nbytes, 0)
+    if err != 0:
+        raise MemoryError("cudaHostAlloc(%d) failed: %d" % (nbytes, err))
+    return ptr.value

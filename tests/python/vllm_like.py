@@ -5,12 +5,19 @@ _allocate_kv_cache_tensors, and capture_model. Every allocation reaches
 cudaMalloc through ctypes from a worker thread, the way torch's caching
 allocator reaches it with the GIL released.
 
+With VLLM_CPU_OFFLOAD_LAYERS=N, as `--cpu-offload-gb` does, the first N
+layers' weights are pinned in host memory by maybe_offload_to_cpu
+(vllm/model_executor/models/utils.py: torch.empty_strided(...,
+device="cpu", pin_memory=True)) and stay there for the run.
+
 Prints one line per tag with the exact bytes it allocated, for the test
-to compare with the report:  weights=N kv=N scratch=N
+to compare with the report:  weights=N kv=N scratch=N, then
+offloaded=N (pinned weight bytes).
 """
+import os
 import threading
 
-from simcuda import cuda_free, cuda_malloc
+from simcuda import cuda_free, cuda_host_alloc, cuda_malloc
 
 MiB = 1 << 20
 LAYERS = 4
@@ -33,11 +40,21 @@ class LlamaForCausalLM:
             self.params.append(torch_empty(nbytes))
 
 
+OFFLOAD_LAYERS = int(os.environ.get("VLLM_CPU_OFFLOAD_LAYERS", "0"))
+
+
+def maybe_offload_to_cpu(layer, weights):
+    layer.params.extend(cuda_host_alloc(nbytes) for nbytes in weights)
+
+
 class DefaultModelLoader:
     def load_model(self):
         model = LlamaForCausalLM()
-        for _ in range(LAYERS):
-            model.load_weights(WEIGHT_BYTES)
+        for i in range(LAYERS):
+            if i < OFFLOAD_LAYERS:
+                maybe_offload_to_cpu(model, WEIGHT_BYTES)
+            else:
+                model.load_weights(WEIGHT_BYTES)
         return model
 
 
@@ -90,6 +107,7 @@ def main():
     t.join()
     print("weights=%d kv=%d scratch=%d" % (LAYERS * sum(WEIGHT_BYTES), LAYERS * KV_BYTES,
                                            SCRATCH_BYTES + GRAPH_BYTES))
+    print("offloaded=%d" % (OFFLOAD_LAYERS * sum(WEIGHT_BYTES)))
 
 
 if __name__ == "__main__":

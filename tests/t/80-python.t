@@ -92,9 +92,29 @@ for PY in $PYS; do
     is "$(stack_of $D/dump cudaMalloc $kv | grep -c '_PyEval_EvalFrameDefault')" 0 \
        "$P vllm: every eval frame was replaced by its Python frames"
     check "$P vllm: frame names are py:QUALNAME (FILE:LINE)" \
-        grep -Eq 'py:(GPUModelRunner\.)?_allocate_kv_cache_tensors\\x20\(/.*/vllm_like\.py:56\)' $D/dump
+        grep -Eq 'py:(GPUModelRunner\.)?_allocate_kv_cache_tensors\\x20\(/.*/vllm_like\.py:73\)' $D/dump
     want=$(sed -n 's/^\(weights=.*\)/\1/p' $D/out)
     is "$(tag_bytes $D/json)" "$(sorted_tags "$want")" "$P vllm: report tags the exact bytes ($want)"
+
+    # --cpu-offload-gb's shape: 2 of 4 layers' weights pinned by
+    # maybe_offload_to_cpu inside load_model, nothing failing. The report
+    # says PARTIAL OFFLOAD from the tagged allocations, without layers.
+    O=$(tmpdir)
+    run_py $O "$PY" vllm_like.py VLLM_CPU_OFFLOAD_LAYERS=2
+    is "$(cat $O/rc)/$(sed -n 's/^offloaded=//p' $O/out)" "0/$((16 * MiB))" "$P vllm cpu offload: 16 MiB of weights pinned"
+    is "$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["processes"][0]
+pl = p["placement"]
+print(p["verdict"], pl["source"], pl["weights"]["gpu_bytes"], pl["weights"]["host_bytes"], pl["layers"])' $O/json)" \
+       "partial_offload allocations $((16 * MiB)) $((16 * MiB)) None" \
+       "$P vllm cpu offload: PARTIAL OFFLOAD, 16 MiB of weights on the GPU and 16 MiB pinned, layers unknown"
+    $VT report --wide $O/*.vtrace >$O/txt 2>/dev/null
+    check "$P vllm cpu offload: the verdict says the program chose it and that layers are not named" \
+        grep -q "which layers they hold, the trace does not say" $O/txt
+    is "$($VT report --fail-on-spill $O/*.vtrace >/dev/null 2>&1; echo $?)/$($VT report --fail-on-spill --accept-offload $O/*.vtrace >/dev/null 2>&1; echo $?)" \
+       "1/0" "$P vllm cpu offload: --fail-on-spill fails it, --accept-offload lets the planned offload pass"
+    rm -rf $O
 
     # Native stack cut at 8 frames: the Python frames still all come, at
     # the outer end.
