@@ -229,7 +229,8 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "All layers are on the GPU, but part of the KV cache is in host memory: attention over "
                        "it runs at host-memory speed.\n");
     } else if (pl->layers_known) {
-        fprintf(o, "  Before it, %u of %u layers were already placed in host memory.\n",
+        fprintf(o, "  Before it, %u of %u layers had been placed in host memory by the program's plan (not a "
+                   "fallback).\n",
                 pl->layers_total - pl->layers_gpu, pl->layers_total);
     }
     if (pl->layers_known)
@@ -332,8 +333,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                 fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
             /* Only a weights request that ends all allocation is a load
              * that failed; a server's failed KV growth may go on serving. */
-            fprintf(o, " and the process allocated nothing after it:\n  %snothing ran from host memory.\n",
-                    v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ");
+            /* With layers placed in host memory by plan, "nothing ran from
+             * host memory" would contradict the placement lines below. */
+            fprintf(o, " and the process allocated nothing after it:\n  %s%s\n",
+                    v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ",
+                    p->placement.offloaded ? "the run stopped there." : "nothing ran from host memory.");
         } else if (!strcmp(kind, "near_spill")) {
             fprintf(o, "%s%s%sNEAR SPILL.%s A device request failed", p->truncated ? "  " : "", col(C_YEL),
                     p->truncated ? "" : "VERDICT: ", col(C_OFF));

@@ -253,6 +253,24 @@ check_full_mmap() {
     is "$(val "$2.bytes" place.layer_weights.host)" 0 "$1 $name: no layer weights in host memory"
 }
 scenario full_mmap 2GiB 99 512 1 1
+# A split misjudged: -ngl 4 on a 760 MiB card (312 MiB free beside the
+# simulator's 448 MiB reserve) places 3 blocks + the output layer and 3 MiB
+# of KV cache, then the 60 MiB compute buffer fails with 48 MiB free. Still
+# OUT OF MEMORY, with the layers already in host memory said, and an
+# estimate that counts the failed request: 48 - 114 (margin) - 60 = -126
+# MiB, two layers of 87 MiB fewer.
+check_misjudged() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.failed)" 3/1 "$1 $name: -ngl 4 on 760 MiB: the context fails, OUT OF MEMORY"
+    is "$(val "$2.bytes" failed.scratch)" \
+        "$(awk '/failed to allocate CUDA0 buffer of size/ { v = $NF } END { print v }' "$2.log")" \
+        "$1 $name: the failed request is the compute buffer llama.cpp names"
+    check_placement "$@"
+    check "$1 $name: the text says the layers were placed by plan" \
+        grep -q "Before it, 1 of 5 layers had been placed in host memory by the program's plan" "$2.txt"
+    is "$(val "$2.bytes" advice.gpu_layers)" 2 "$1 $name: estimate: 2 of 5 layers fit, the failed request counted"
+    check_advice_runs "$@"
+}
+scenario misjudged 760MiB 4 512 1 1
 # The CPU build (no CUDA in the process): the shim starts at the model's
 # WEIGHTS mark and the report says the runner ran on the CPU. The build's
 # probe subprocess neither calls CUDA nor loads a model: it writes nothing.
