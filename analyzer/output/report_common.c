@@ -232,7 +232,9 @@ int vt_proc_allocated_nothing(const vt_proc_t *p)
 int vt_report_input_idle(const vt_report_input_t *in)
 {
     const vt_proc_t *p = vt_model_proc(in->model);
-    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p);
+    /* A model run on the CPU allocated nothing through CUDA but is no
+     * probe: it is what the user asks about. */
+    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) && !p->placement.known;
 }
 
 int vt_proc_ran_on_cpu(const vt_proc_t *p)

@@ -200,7 +200,8 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
  * gives it no tables and `serve`, once it ended, no series of its own. */
 int vt_proc_allocated_nothing(const vt_proc_t *p);
 /* 1 for a whole trace (END read, not cut or damaged) of a process that
- * allocated nothing: done, and nothing to watch. `serve` gives it no series
+ * allocated nothing and loaded no model ggml told of (a CPU run is not
+ * idle): done, and nothing to watch. `serve` gives it no series
  * and `top` no row; both count it. */
 int vt_report_input_idle(const vt_report_input_t *in);
 /* What the shim did without (the PROCESS record's degraded bits), as one
