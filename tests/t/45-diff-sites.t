@@ -41,15 +41,15 @@ done
 is "$?" 0 "diff --json of the two contexts: exits 0"
 sites "$D/c.json" >"$D/c.sites"
 is "$(sed -n 1p "$D/c.sites")" \
-    "changed device 0 kv $((256 * MiB)) $GiB $((768 * MiB)) 1 1 llama_kv_cache::llama_kv_cache libllama.so 14" \
+    "changed device 0 kv $((256 * MiB)) $GiB $((768 * MiB)) 1 1 llama_kv_cache::llama_kv_cache libllama.so 13" \
     "the KV cache site first: 256 MiB -> 1 GiB, +768 MiB, named by the frame its rule matched"
 is "$(wc -l <"$D/c.sites" | tr -d ' ')" 6 "six sites in all"
 is "$(grep -c '^same ' "$D/c.sites")" 5 "every other site unchanged"
 is "$(awk '$1 == "same" && $7 != 0' "$D/c.sites" | wc -l | tr -d ' ')" 0 "unchanged sites: delta 0"
 check "the weights on the GPU matched, 4570 MiB both" \
-    grep -q "^same device 0 weights $((4570 * MiB)) $((4570 * MiB)) 0 1 1 llama_model::load_tensors libllama.so 14$" "$D/c.sites"
+    grep -q "^same device 0 weights $((4570 * MiB)) $((4570 * MiB)) 0 1 1 llama_model::load_tensors libllama.so 13$" "$D/c.sites"
 check "the pinned host weights matched apart from the GPU's" \
-    grep -q "^same host -1 weights $((282 * MiB)) $((282 * MiB)) 0 1 1 llama_model::load_tensors libllama.so 14$" "$D/c.sites"
+    grep -q "^same host -1 weights $((282 * MiB)) $((282 * MiB)) 0 1 1 llama_model::load_tensors libllama.so 13$" "$D/c.sites"
 "$VT" diff --color never "$D/c2048" "$D/c8192" >"$D/c.txt" 2>&1
 sed -n '/^Call sites/,$p' "$D/c.txt" >"$D/c.sitestxt"
 is "$(cat "$D/c.sitestxt")" "Call sites by |B - A| of their bytes at peak (matched by stack)
