@@ -32,6 +32,10 @@
 #define MAX_BUFFERS 65536u
 #define MAX_PARTS (1u << 20)
 #define MAX_BLOCK 4095
+/* No card holds this much (256 TiB): a device or a layer said to be
+ * larger is a hostile trace's, and the offload estimate's int64
+ * arithmetic over up to MAX_BLOCK + 1 layers would overflow on it. */
+#define MAX_CARD_BYTES (1ull << 48)
 
 enum content { C_OTHER, C_WEIGHTS, C_KV, C_COMPUTE };
 
@@ -164,8 +168,8 @@ static int block_of(const char *name, size_t len, int *kv)
     *kv = 0;
     if (len > 4 && !memcmp(name, "blk.", 4)) {
         digits = name + 4;
-    } else if (len > 9 && !memcmp(name, "cache_", 6) && name[7] == '_' && name[8] == 'l' &&
-               strchr("kvrs", name[6])) {
+    } else if (len > 9 && !memcmp(name, "cache_", 6) && name[7] == '_' && name[8] == 'l' && name[6] &&
+               strchr("kvrs", name[6])) {   /* strchr finds a NUL too: the terminator */
         digits = name + 9;
         *kv = 1;
     } else {
@@ -386,6 +390,10 @@ static void advise(vt_model_t *m)
     a->per_layer_kv = pl->block_kv_bytes;
     if (!a->per_layer)
         return;
+    if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
+        pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
+        pl->output_bytes > MAX_CARD_BYTES)
+        return;   /* sizes no card has: no estimate */
     a->room = (int64_t)a->free_lowest - (int64_t)a->margin - (int64_t)a->unmet;
     uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
     int out_host = pl->output_layer == 0;
