@@ -104,7 +104,7 @@ is "$(json reuse 'p["weights"]["gpu_bytes"], p["weights"]["host_bytes"]')" "($((
     "reuse: the fullest moment is the first load's, the reused identity's KV buffer is not in it"
 is "$(json reuse 'p["kv"]["gpu_bytes"], p["kv"]["host_bytes"]')" "($((128 * MiB)), 0)" \
     "reuse: the multi-buffer (base 0) from before the start counts, on the GPU"
-is "$(json reuse 'p["layers"]["gpu"], p["layers"]["total"], p["kv_blocks"] if "kv_blocks" in p else p["layers"]["kv_blocks"]')" "(2, 3, 1)" \
+is "$(json reuse 'p["layers"]["gpu"], p["layers"]["total"], p["layers"]["kv_blocks"]')" "(2, 3, 1)" \
     "reuse: 2 of 3 layers on the GPU, KV cache for 1 block"
 is "$(json reuse 'p["tensors"], p["tensors_unattributed"]')" "(6, 0)" "reuse: every tensor attributed, to the entry live at its time"
 
@@ -122,7 +122,7 @@ gen many
 report many
 is "$(json many 'p["records_lost"], p["tensors_unattributed"]')" "($((70000 + 2 - 65536)), 1)" \
     "many: the buffers over 65536 are counted as lost, a tensor of one of them is unattributed"
-is "$(json many 'p["layers"]["gpu"], p["layers"]["total"], p["other"]["pageable_host_bytes"] if "pageable_host_bytes" in p["other"] else p["other"]["by_place"]["pageable_host"]')" \
+is "$(json many 'p["layers"]["gpu"], p["layers"]["total"], p["other"]["by_place"]["pageable_host"]')" \
     "(2, 3, $((4096 * (65536 - 2))))" "many: the model as before, the buffers kept (live then) counted as other"
 
 # ---- numbers no card has: no estimate from them --------------------------------
@@ -149,7 +149,8 @@ done
 is "$(json huge 'p["layers"]["gpu"], p["layers"]["total"]')" "(2, 3)" "huge: the layers are still counted"
 
 # ---- records cut short: exit 2, the file and the chunk's offset ------------------
-# The header's length is the same in every trace below: the chunk follows it.
+# The chunk follows the 16-byte prelude and the header (its length at byte
+# 12); the DEVICE record takes its first 38 bytes.
 for rec in 'ggml_buffer t=1 buffer=0x1 usage=WEIGHTS base=0x1000 size=1MiB name=CUDA0 cut=6' \
            'ggml_tensor t=1 buffer=0x1 data=0x1000 nbytes=1MiB name=blk.0.attn_q.weight cut=3' \
            'ggml_free t=1 buffer=0x1 cut=1' \
