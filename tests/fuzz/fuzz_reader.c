@@ -109,6 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case VT_REC_GGML_BUFFER:
             touch(rec.u.ggml_buffer.name);
             break;
+        case VT_REC_GGML_TENSOR:
+            touch(rec.u.ggml_tensor.name);
+            break;
         default:
             break;
         }
