@@ -51,13 +51,15 @@ void vt_ggml_queue(const vt_ggml_note_t *note)
 {
     if (!atomic_exchange(&queue.used, 1))
         pthread_atfork(NULL, NULL, queue_atfork_child);
+    int lost;
     pthread_mutex_lock(&queue.lock);
     if (queue.queued < QUEUE_CAP)
         queue.notes[queue.queued++] = *note;
     else
         queue.lost++;
+    lost = queue.lost != 0;   /* read under the lock: another thread may be counting */
     pthread_mutex_unlock(&queue.lock);
-    if (queue.lost)
+    if (lost)
         vt_warn_once(&queue.full_warned, "ggml's buffers and tensors come faster than the trace is written; "
                                          "some are lost (the report says so)");
 }
