@@ -98,8 +98,8 @@ static int host_weights_from_llama(const vt_model_t *m)
 
 /* Weights in pinned host memory, said as the trace shows them: after a
  * failed device request for weights (a fallback), after a failed request
- * of another tag (a runtime that backed off, as llama.cpp does when its
- * compute buffer does not fit), or with nothing failed before (the
+ * of another tag (a runtime that backed off; llama.cpp fails its load or
+ * context instead), or with nothing failed before (the
  * program's choice); and whether they were all freed by the end. Never
  * "layers offloaded" without the failure that would make it so. */
 static void host_weights(FILE *o, const vt_model_t *m)
@@ -119,8 +119,11 @@ static void host_weights(FILE *o, const vt_model_t *m)
     if (p->fallback_tags & (1u << VT_TAG_WEIGHTS))
         fprintf(o, ", after a device request for weights failed: what runs from them runs at host speed");
     else if (p->host_weights_after >= 0)
-        fprintf(o, ", allocated after a device request for %s failed%s", tagn(m, p->host_weights_after),
-                llama ? ": llama.cpp backs off that way, and the layers it keeps there run on the CPU" : "");
+        /* No claim of why: llama.cpp itself fails the load or the context
+         * instead of backing off in-process, so a runtime that did is not
+         * named from its frames. */
+        fprintf(o, ", allocated after a device request for %s failed: what runs from them runs at host speed",
+                tagn(m, p->host_weights_after));
     else
         fprintf(o, ", by the program's choice: no device request had failed%s",
                 llama ? " (llama.cpp keeps its token embeddings there even with every layer on the GPU, and any "
