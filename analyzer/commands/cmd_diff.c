@@ -480,6 +480,23 @@ static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n,
         vt_json_u64(&j, "processes", (uint64_t)s[k].nproc);
         vt_json_u64(&j, "gpus", (uint64_t)s[k].ngpu);
         vt_json_bool(&j, "spilled", s[k].spilled);
+        /* The text's placement rows: null for a side whose processes
+         * have no ggml records (or name no layers). */
+        if (s[k].placed) {
+            vt_json_obj(&j, "placement");
+            if (s[k].layered) {
+                vt_json_u64(&j, "layers_gpu", s[k].layers_gpu);
+                vt_json_u64(&j, "layers_total", s[k].layers_total);
+            } else {
+                vt_json_null(&j, "layers_gpu");
+                vt_json_null(&j, "layers_total");
+            }
+            vt_json_u64(&j, "host_weights_bytes", s[k].host_weights);
+            vt_json_u64(&j, "host_kv_bytes", s[k].host_kv);
+            vt_json_obj_end(&j);
+        } else {
+            vt_json_null(&j, "placement");
+        }
         vt_json_obj_end(&j);
     }
     vt_json_obj(&j, "rows");

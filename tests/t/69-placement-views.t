@@ -195,6 +195,13 @@ is "$(grep -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d.txt")" \
 "layers_on_gpu               2/5          5/5           +3
 host_weights           1.50 GiB          0 B    -1.50 GiB   -100.0%
 host_kv               192.0 MiB          0 B   -192.0 MiB   -100.0%" "diff: layers on the GPU and host bytes, A against B"
+"$VT" diff --json "$D/t/partial.vtrace" "$D/t/plain.vtrace" >"$D/d.json" 2>&1
+is "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d["a"]["placement"], d["b"]["placement"]
+print(a["layers_gpu"], a["layers_total"], a["host_weights_bytes"], a["host_kv_bytes"], b)' "$D/d.json")" \
+    "2 5 $((1536 * 1048576)) $((192 * 1048576)) None" "diff --json: A's placement as the text rows, null for B without ggml records"
 "$VT" diff --color never "$D/t/plain.vtrace" "$D/t/full.vtrace" >"$D/d2.txt" 2>&1
 is "$(grep -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d2.txt")" \
 "layers_on_gpu                 -          5/5
