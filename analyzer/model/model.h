@@ -233,7 +233,7 @@ typedef struct vt_placement {
      * lowest free (less a device request that failed and was not met) in
      * layers of this run's size. known = 0 without blocks, a device or a
      * driver report of free memory. */
-    struct {
+    struct vt_advice {
         int known, device;
         uint64_t total, free_lowest, margin, unmet, per_layer, per_layer_kv;
         int64_t room;
@@ -382,6 +382,14 @@ void vt_model_give_marks(vt_model_t *m, vt_marks_t *marks);
 void vt_marks_free(vt_marks_t *marks);
 
 const vt_proc_t *vt_model_proc(const vt_model_t *m);
+/* The offload estimate of placement.advice, the same arithmetic, for a
+ * card of `total` bytes whose free memory at the lowest would be
+ * free_lowest (this run's layers, failed request and margin otherwise):
+ * what `replay --capacity` says of another card. free_lowest below 0 (a
+ * card smaller than what the run used) counts in the room; out->free_lowest
+ * says 0 then. Given the run's own total and free at the lowest, *out is
+ * placement.advice. @return 0 (out untouched) when the run has no estimate. */
+int vt_model_advise(const vt_model_t *m, uint64_t total, int64_t free_lowest, struct vt_advice *out);
 /* The reader stopped at file offset `offset`: a partial chunk, or with
  * `damaged` a corrupt one. */
 void vt_model_mark_truncated(vt_model_t *m, uint64_t offset, int damaged);
