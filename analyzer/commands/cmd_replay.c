@@ -148,7 +148,11 @@ static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
             g->reserve = vt_dev_reserve(d);
         }
     }
-    mo.tag = vt_model_stack_tag(m, ev->stack);
+    /* A success has its site, whose tag ggml's mark may have decided; a
+     * failed request has its stack's rules only. */
+    const vt_proc_t *p = vt_model_proc(m);
+    mo.tag = ev->result == 0 && p->last_alloc_site < p->nsites ? p->sites[p->last_alloc_site].match.tag
+                                                               : vt_model_stack_tag(m, ev->stack);
     if (ev->result != 0) {
         mo.demand += ev->size;
         mo.by_tag[mo.tag] += ev->size;
