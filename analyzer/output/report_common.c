@@ -396,7 +396,8 @@ int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload)
 size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
 {
     static const char *const with_value[] = { "-ngl", "--n-gpu-layers", "--gpu-layers", "-c", "--ctx-size",
-                                              "-fit", "--fit", "-sm", "--split-mode", "-ts", "--tensor-split",
+                                              "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
+                                              "-sm", "--split-mode", "-ts", "--tensor-split",
                                               "-mg", "--main-gpu", "-ot", "--override-tensor" };
     static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
     size_t n = 0;
