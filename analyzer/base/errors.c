@@ -133,3 +133,17 @@ const char *vt_text(const char *s)
     *o = 0;
     return slot[sl];
 }
+
+int vt_usage_error(const char *cmd, const char *what, ...)
+{
+    if (what) {
+        va_list ap;
+        fprintf(stderr, "vramtrace %s: ", cmd);
+        va_start(ap, what);
+        vfprintf(stderr, what, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "Try 'vramtrace %s --help' for its options.\n", cmd);
+    return VT_EXIT_BAD_INPUT;
+}

@@ -63,4 +63,9 @@ size_t vt_text_glyph_len(const unsigned char *p, size_t n);
  * the run (a spill with --fail-on-spill still exits 1). */
 #define VT_EXIT_INCOMPLETE 3
 
+/* Bad usage of `vramtrace CMD`: "vramtrace CMD: WHAT" (skipped when what
+ * is NULL: getopt has said it) and one line pointing at --help, never the
+ * whole usage, on stderr. @return VT_EXIT_BAD_INPUT. */
+int vt_usage_error(const char *cmd, const char *what, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

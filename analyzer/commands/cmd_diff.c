@@ -555,13 +555,11 @@ int vt_cmd_diff(int argc, char **argv)
                 rules[nrules++] = optarg;
             break;
         case 'h': usage(stdout); return VT_EXIT_OK;
-        default: usage(stderr); return VT_EXIT_BAD_INPUT;
+        default: return vt_usage_error("diff", NULL);
         }
     }
-    if (argc - optind != 2) {
-        usage(stderr);
-        return VT_EXIT_BAD_INPUT;
-    }
+    if (argc - optind != 2)
+        return vt_usage_error("diff", "wants two runs, A and B (each a TRACE or DIR); %d given", argc - optind);
     side_t s[2];
     for (int k = 0; k < 2 && !rc; k++) {
         rc = load(&rep[k], argv[optind + k], rules, nrules, margin);

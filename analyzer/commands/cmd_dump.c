@@ -561,9 +561,7 @@ int vt_cmd_dump(int argc, char **argv)
         } else if (!strcmp(argv[i], "--") && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "vramtrace: dump: unknown option '%s'\n", argv[i]);
-            dump_usage(stderr);
-            return VT_EXIT_BAD_INPUT;
+            return vt_usage_error("dump", "unknown option '%s'", argv[i]);
         } else if (!path) {
             path = argv[i];
         } else {
@@ -571,12 +569,8 @@ int vt_cmd_dump(int argc, char **argv)
             return VT_EXIT_BAD_INPUT;
         }
     }
-    if (!path || (count && with_stacks)) {
-        if (count && with_stacks)
-            fprintf(stderr, "vramtrace: dump: --count and --stacks are exclusive\n");
-        dump_usage(stderr);
-        return VT_EXIT_BAD_INPUT;
-    }
+    if (!path || (count && with_stacks))
+        return vt_usage_error("dump", path ? "--count and --stacks are exclusive" : "no TRACE given");
 
     vt_reader_t *r;
     vt_error_t err;

@@ -231,17 +231,18 @@ int vt_cmd_export(int argc, char **argv)
             usage(stdout);
             goto out;
         default:
-            usage(stderr);
-            rc = VT_EXIT_BAD_INPUT;
+            rc = vt_usage_error("export", NULL);
             goto out;
         }
     }
     int perf = format && !strcmp(format, "perfetto"), folded = format && !strcmp(format, "folded");
     if ((!perf && !folded) || optind >= argc) {
         if (format && !perf && !folded)
-            fprintf(stderr, "vramtrace: export: unknown --format '%s' (perfetto or folded)\n", format);
-        usage(stderr);
-        rc = VT_EXIT_BAD_INPUT;
+            rc = vt_usage_error("export", "unknown --format '%s' (perfetto or folded)", format);
+        else if (!format)
+            rc = vt_usage_error("export", "--format perfetto or --format folded is required");
+        else
+            rc = vt_usage_error("export", "no TRACE or DIR given");
         goto out;
     }
     if (perf && !(set = vt_series_attach(r, EXPORT_BUCKETS))) {

@@ -294,17 +294,13 @@ int vt_cmd_record(int argc, char **argv)
         } else if (!strncmp(a, "-o", 2)) {
             out = a + 2;
         } else if (a[0] == '-') {
-            fprintf(stderr, "vramtrace record: unknown option '%s'\n", a);
-            usage(stderr);
-            return VT_EXIT_BAD_INPUT;
+            return vt_usage_error("record", "unknown option '%s'", a);
         } else {
             break;
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "vramtrace record: no command to run\n");
-        usage(stderr);
-        return VT_EXIT_BAD_INPUT;
+        return vt_usage_error("record", "no command to run (vramtrace record [-o DIR] -- CMD [ARGS...])");
     }
     char **cmd = argv + i;
 

@@ -452,16 +452,12 @@ int vt_cmd_replay(int argc, char **argv)
             usage(stdout);
             goto out;
         default:
-            usage(stderr);
-            rc = VT_EXIT_BAD_INPUT;
+            rc = vt_usage_error("replay", NULL);
             goto out;
         }
     }
     if (!have_cap || optind >= argc) {
-        if (!have_cap)
-            fprintf(stderr, "vramtrace: replay: --capacity is required\n");
-        usage(stderr);
-        rc = VT_EXIT_BAD_INPUT;
+        rc = vt_usage_error("replay", have_cap ? "no TRACE or DIR given" : "--capacity SIZE is required");
         goto out;
     }
     if (rp->capacity == 0) {

@@ -65,7 +65,8 @@ static void usage(FILE *f)
             "  --histogram       allocation sizes in power-of-two buckets\n"
             "\n"
             "Exit status: 0 report, 1 spill or offload with --fail-on-spill, 2 unusable\n"
-            "input (any usable traces are still reported).\n");
+            "input (any usable traces are still reported), 3 a trace cut short: its\n"
+            "verdict covers only part of the run (INCOMPLETE TRACE).\n");
 }
 
 int vt_cmd_report(int argc, char **argv)
@@ -169,15 +170,12 @@ int vt_cmd_report(int argc, char **argv)
             usage(stdout);
             goto out;
         default:
-            usage(stderr);
-            rc = VT_EXIT_BAD_INPUT;
+            rc = vt_usage_error("report", NULL);
             goto out;
         }
     }
     if (html && r->opts.json) {
-        fprintf(stderr, "vramtrace: report: --html and --json are exclusive\n");
-        usage(stderr);
-        rc = VT_EXIT_BAD_INPUT;
+        rc = vt_usage_error("report", "--html and --json are exclusive");
         goto out;
     }
     /* `report --html run1` reads as "report run1 as HTML", but --html takes

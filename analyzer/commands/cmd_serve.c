@@ -572,16 +572,11 @@ int vt_cmd_serve(int argc, char **argv)
             usage(stdout);
             return VT_EXIT_OK;
         default:
-            usage(stderr);
-            return VT_EXIT_BAD_INPUT;
+            return vt_usage_error("serve", NULL);
         }
     }
-    if (optind >= argc || !once == !listen_spec) {
-        if (optind < argc)
-            fprintf(stderr, "vramtrace: serve: give exactly one of --metrics and --once\n");
-        usage(stderr);
-        return VT_EXIT_BAD_INPUT;
-    }
+    if (optind >= argc || !once == !listen_spec)
+        return vt_usage_error("serve", optind < argc ? "give exactly one of --metrics and --once" : "no TRACE or DIR given");
     conf.paths = argv + optind;
     conf.npaths = argc - optind;
     if (once) {

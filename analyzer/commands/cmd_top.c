@@ -319,14 +319,11 @@ int vt_cmd_top(int argc, char **argv)
             usage(stdout);
             return VT_EXIT_OK;
         default:
-            usage(stderr);
-            return VT_EXIT_BAD_INPUT;
+            return vt_usage_error("top", NULL);
         }
     }
-    if (optind >= argc) {
-        usage(stderr);
-        return VT_EXIT_BAD_INPUT;
-    }
+    if (optind >= argc)
+        return vt_usage_error("top", "no TRACE or DIR given");
     conf.paths = argv + optind;
     conf.npaths = argc - optind;
     vt_report_t *check;
@@ -337,7 +334,10 @@ int vt_cmd_top(int argc, char **argv)
     size_t len = 0;
     if (once) {
         int rc = render(&conf, &text, &len);
-        fwrite(text, 1, len, stdout);
+        /* Once, there is no retry to announce: the reader said why on
+         * stderr, and the status says it failed. */
+        if (!rc)
+            fwrite(text, 1, len, stdout);
         free(text);
         return rc;
     }

@@ -30,7 +30,10 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n`vramtrace <command> --help` describes a command's options.\n"
-                 "Exit status: 0 ok, 2 unusable input or bad usage.\n");
+                 "Exit status: 0 ok; 1 report --fail-on-spill found a spill, failure or\n"
+                 "offload, or replay's run would not fit; 2 unusable input or bad usage;\n"
+                 "3 report: a trace cut short (its verdict covers part of the run), replay:\n"
+                 "cannot tell; record: the command's own status.\n");
 }
 
 int main(int argc, char **argv)
@@ -51,7 +54,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vramtrace: unknown command '%s'\n", cmd);
-    usage(stderr);
+    fprintf(stderr, "vramtrace: unknown command '%s'\nTry 'vramtrace --help' for the commands.\n", cmd);
     return VT_EXIT_BAD_INPUT;
 }
