@@ -18,6 +18,7 @@
  *    command for the full report.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -140,6 +141,14 @@ static int make_dir(const char *want, char *out, size_t n, int *created)
     char abs[PATH_MAX];
     if (stat(want, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(want, abs) || strlen(abs) >= n) {
         fprintf(stderr, "vramtrace record: %s is not a usable directory\n", want);
+        return -1;
+    }
+    /* The shim would only warn and write nothing: said here, before CMD
+     * runs, as the cause it is. */
+    if (access(abs, W_OK | X_OK) != 0) {
+        fprintf(stderr, "vramtrace record: cannot write traces into %s: %s\n", abs, strerror(errno));
+        if (*created)
+            rmdir(abs);
         return -1;
     }
     strcpy(out, abs);
@@ -343,15 +352,37 @@ int vt_cmd_record(int argc, char **argv)
         sigaction(forwarded[k], &sa, &saved[k]);
     fflush(stdout);
     fflush(stderr);
+    /* A close-on-exec pipe tells an exec that failed from a CMD that
+     * exits 126 or 127 itself: only the former gets no diagnosis of its
+     * missing traces. */
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0)
+        exec_pipe[0] = exec_pipe[1] = -1;
     pid_t pid = fork();
     if (pid == 0) {
         for (int k = 0; k < N_FORWARDED; k++)
             sigaction(forwarded[k], &saved[k], NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
+        if (exec_pipe[0] >= 0)
+            close(exec_pipe[0]);
         execvp(cmd[0], cmd);
         int e = errno;
         fprintf(stderr, "vramtrace record: cannot run %s: %s\n", cmd[0], strerror(e));
+        if (exec_pipe[1] >= 0) {
+            ssize_t w = write(exec_pipe[1], &e, sizeof e);
+            (void)w;
+        }
         _exit(e == ENOENT ? 127 : 126);
+    }
+    int exec_failed = 0;
+    if (exec_pipe[1] >= 0) {
+        close(exec_pipe[1]);
+        int e;
+        ssize_t got;
+        while ((got = read(exec_pipe[0], &e, sizeof e)) < 0 && errno == EINTR)
+            ;
+        exec_failed = got == (ssize_t)sizeof e;
+        close(exec_pipe[0]);
     }
     if (pid < 0) {
         fprintf(stderr, "vramtrace record: fork: %s\n", strerror(errno));
@@ -374,6 +405,12 @@ int vt_cmd_record(int argc, char **argv)
     else
         fprintf(stderr, "vramtrace record: %s exited with status %d\n", cmd[0], status);
     int n = count_traces(dir);
+    if (n == 0 && exec_failed) {
+        /* "cannot run" was said; the empty directory goes. */
+        if (created)
+            rmdir(dir);
+        return status;
+    }
     if (n == 0) {
         /* rmdir removes only an empty directory: whatever else CMD wrote
          * there stays. */

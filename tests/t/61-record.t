@@ -118,4 +118,25 @@ else
     T=$((T+1)); echo "ok $T # SKIP examples not built"
 fi
 
+# A program that cannot be run: record says so once, and no word of the
+# driver; the empty directory goes.
+mkdir "$TMP/norun"
+(cd "$TMP/norun" && "$VT" record -- /nonexistent/prog >/dev/null 2>"$TMP/norun.err")
+is "$?" 127 "record -- /nonexistent/prog: the shell's 127"
+is "$(grep -c 'cannot run /nonexistent/prog' "$TMP/norun.err")/$(grep -c -e 'no traces' -e libcuda "$TMP/norun.err")" "1/0" \
+    "it says it cannot run the program, and blames no driver"
+is "$(ls -A "$TMP/norun")" "" "and leaves no empty directory behind"
+# A directory the traces cannot go to: said before the program runs, exit 2.
+mkdir "$TMP/ro"
+if mount -t tmpfs -o ro tmpfs "$TMP/ro" 2>/dev/null; then
+    "$VT" record -o "$TMP/ro" -- touch "$TMP/ran" >/dev/null 2>"$TMP/ro.err"
+    rc=$?
+    umount "$TMP/ro"
+    is "$rc/$(head -1 "$TMP/ro.err")" "2/vramtrace record: cannot write traces into $TMP/ro: Read-only file system" \
+        "a read-only trace directory: one line naming it, exit 2"
+    check "... and the program was not run" test ! -e "$TMP/ran"
+else
+    T=$((T+1)); echo "ok $T # SKIP cannot mount a read-only tmpfs here"
+    T=$((T+1)); echo "ok $T # SKIP cannot mount a read-only tmpfs here"
+fi
 done_testing
