@@ -830,6 +830,9 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     }
     if (ev->result != 0) {
         s->failed++;
+        s->failed_bytes += ev->size;
+        s->failed_result = ev->result;
+        s->failed_api = ev->api;
         if (space == VT_SPACE_DEVICE && di >= 0)
             device_failure(m, di, ev, match.tag);
         return 0;

@@ -178,6 +178,11 @@ typedef struct vt_site {
      * show where a mark and a rule disagree. */
     vt_match_t match, stack_match;
     uint64_t calls, failed, total_bytes;
+    /* Failed requests from here: the bytes they asked for, and the last
+     * one's entry point and result (what the site tables print). */
+    uint64_t failed_bytes;
+    uint32_t failed_result;
+    uint16_t failed_api;
     uint64_t live, at_peak, max_live, changed_seq;
     /* Allocations from here live now (at the end: never freed, what
      * --leaks lists) and those freed again with their bytes (--churn: the

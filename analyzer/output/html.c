@@ -154,7 +154,14 @@ static void sites(FILE *f, const vt_report_t *r, const vt_model_t *m)
         vt_site_where(s, where);
         fprintf(f, "<tr><td class=\"n\">%zu</td><td class=\"n\">%s</td><td>", k + 1, vt_fmt_bytes(a, s->at_peak));
         vt_html_esc(f, tagn(m, s->match.tag));
-        fprintf(f, "</td><td>%s</td><td class=\"n\">%" PRIu64 "</td><td><details><summary>", where, s->calls);
+        fprintf(f, "</td><td>%s</td><td class=\"n\">%" PRIu64, where, s->calls);
+        if (s->failed) {
+            const char *err = vt_result_name(s->failed_api, s->failed_result);
+            char b[VT_SIZE_BUF];
+            fprintf(f, "<br><b>%" PRIu64 " failed</b>, %s requested (%s)", s->failed,
+                    vt_fmt_bytes(b, s->failed_bytes), err ? err : "error");
+        }
+        fputs("</td><td><details><summary>", f);
         vt_html_esc(f, rule);
         fputs("</summary>", f);
         stack_list(f, m, s->stack);

@@ -589,6 +589,15 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
         vt_json_i64(j, "device", s->device);
         vt_json_u64(j, "calls", s->calls);
         vt_json_u64(j, "failed", s->failed);
+        vt_json_u64(j, "failed_bytes", s->failed_bytes);
+        if (s->failed) {
+            const char *err = vt_result_name(s->failed_api, s->failed_result);
+            vt_json_str(j, "failed_result", err ? err : "");
+            vt_json_u64(j, "failed_result_code", s->failed_result);
+        } else {
+            vt_json_null(j, "failed_result");
+            vt_json_null(j, "failed_result_code");
+        }
         vt_json_u64(j, "peak_bytes", s->at_peak);
         vt_json_u64(j, "max_live_bytes", s->max_live);
         vt_json_u64(j, "total_bytes", s->total_bytes);

@@ -564,6 +564,15 @@ static void sites_table(FILE *o, const vt_report_t *r, const vt_model_t *m)
         fprintf(o, "  %2zu. %*s  %-8s %-11s %6" PRIu64 " call%s  %s\n", shown, W,
                 vt_fmt_bytes(a, order == VT_ORDER_BYTES ? s->total_bytes : s->at_peak), tagn(m, s->match.tag), where,
                 s->calls, s->calls == 1 ? " " : "s", vt_text(rule));
+        if (s->failed) {
+            /* A request that failed holds nothing: without this line its
+             * row reads as a 0-byte allocation. */
+            const char *err = vt_result_name(s->failed_api, s->failed_result);
+            char num[24], b[VT_SIZE_BUF];
+            snprintf(num, sizeof num, "error %u", s->failed_result);
+            fprintf(o, "      FAILED: %" PRIu64 " of %" PRIu64 " call%s, %s requested (%s)\n", s->failed, s->calls,
+                    s->calls == 1 ? "" : "s", vt_fmt_bytes(b, s->failed_bytes), err ? err : num);
+        }
         print_stack(o, m, s->stack, "        ", s->match.rule < 0 ? 0 : 12);
     }
     if (filter && rank && !matching)

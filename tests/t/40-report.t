@@ -433,6 +433,14 @@ is "$(sed -n 3p "$D/loadfail.out")" "  the model load failed; nothing ran from h
 json loadfail
 is "$(j "$D/loadfail.json" "$P['verdict']")" failed "load failed: JSON verdict"
 report loadfail --fail-on-spill; is "$?" 1 "load failed: --fail-on-spill still exits 1"
+# The failed request's site says it failed, with what it asked for: a row
+# of 0 B alone reads as an allocation of nothing.
+check "load failed: the failed site says so, with the bytes asked and the error" \
+    grep -q "^      FAILED: 1 of 53 calls, 450.0 MiB requested (cudaErrorMemoryAllocation)$" "$D/loadfail.out"
+is "$(j "$D/loadfail.json" "[(s['failed'], s['failed_bytes'], s['failed_result']) for s in $P['sites'] if s['failed']]")" \
+    '[[1, 471859200, "cudaErrorMemoryAllocation"]]' "load failed: JSON: the site's failed calls, bytes and result"
+"$VT" report --html "$D/loadfail.html" "$D/loadfail.vtrace" 2>/dev/null
+check "load failed: the HTML site table says it failed" grep -q "<b>1 failed</b>, 450.0 MiB requested (cudaErrorMemoryAllocation)" "$D/loadfail.html"
 
 # -- pinned weights, as the trace shows them ---------------------------------
 # (a) Everything fits; 125 MiB of weights in CUDA_Host by the program's own
