@@ -236,15 +236,21 @@ static void exposition(FILE *o, const vt_report_t *r)
     family(o, "vramtrace_managed_bytes", "gauge", "managed (unified) memory live now, by tag");
     host_samples(o, r, "vramtrace_managed_bytes", 1);
 
-    family(o, "vramtrace_spills", "counter", "spill events (oom, host_fallback, managed_oversubscription, over_capacity)");
+    family(o, "vramtrace_spills", "counter",
+           "spill events (oom, host_fallback, managed_oversubscription, over_capacity) of a process the report "
+           "says spilled or ran out of memory; 0 for one it does not (a near spill's failures are "
+           "vramtrace_alloc_failures)");
     for (int i = 0; i < r->nin; i++) {
         if (!has_series(&r->in[i]))
             continue;
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
+        const char *v = vt_proc_verdict(p, 0);
+        int spilled = !strcmp(v, "spill") || !strcmp(v, "failed");
         for (int k = 0; k < VT_SPILL_KINDS; k++) {
             fputs("vramtrace_spills_total{", o);
             proc_labels(o, p);
-            fprintf(o, ",kind=\"%s\"} %llu\n", vt_spill_kind_name(k), (unsigned long long)p->spill_count[k]);
+            fprintf(o, ",kind=\"%s\"} %llu\n", vt_spill_kind_name(k),
+                    (unsigned long long)(spilled ? p->spill_count[k] : 0));
         }
     }
     /* The report's verdict, one sample per key, 1 for the process's

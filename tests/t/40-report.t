@@ -489,6 +489,11 @@ is "$(j "$D/recovered.json" "$P['spill']['kinds']['oom']['count']")" 1 "recovere
 report recovered
 is "$(sed -n 2p "$D/recovered.out" | cut -c1-30)" "VERDICT: NEAR SPILL. A device " "recovered OOM: NEAR SPILL"
 check "recovered OOM: pinned weights by the program's choice" grep -q "^  64.0 MiB of weights sit in pinned host memory (2.00 GiB on the GPU at its peak), by the program's choice" "$D/recovered.out"
+# serve says what the report says: a near spill, no spill counted, the
+# failure among the failed requests.
+"$VT" serve --once "$D/recovered.vtrace" >"$D/recovered.om" 2>/dev/null
+is "$(awk '/^vramtrace_spills_total\{.*kind="oom"/ { print $NF } /^vramtrace_alloc_failures_total\{/ { print $NF } /^vramtrace_verdict\{.*verdict="near_spill"/ { print $NF }' "$D/recovered.om" | tr '\n' ' ')" \
+    "1 0 1 " "recovered OOM: serve: 1 failed request, 0 spills, verdict near_spill"
 
 # A GPU probe (ollama's discovery runs one per GPU library): it asks for the
 # device count and free memory and allocates nothing. Its section is the
