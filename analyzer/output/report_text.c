@@ -452,6 +452,19 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
     fprintf(o, "    %sTrue headroom: %s%s free at the lowest (%.1f%% of the card), at %s; context reserve %s, untracked %s.\n",
             col(C_BOLD), col(C_OFF), vt_fmt_bytes(a, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
             vt_fmt_time(t, d->min_free_time_ns), vt_fmt_bytes(b, reserve_of(d)), vt_fmt_bytes(cc, untracked_of(d)));
+    /* Free memory as the driver reports it leaves out managed memory,
+     * which it pages into the card when touched: with more managed than
+     * the card can hold beside this process's own, no room is claimed. */
+    const vt_proc_t *p = vt_model_proc(m);
+    if (p->managed.peak_bytes) {
+        int over = p->managed.peak_bytes + d->mem.peak_bytes > d->total;
+        fprintf(o, "    That free memory does not count the %s of managed memory (at its peak), which the driver pages "
+                   "into the card when touched%s\n",
+                vt_fmt_bytes(a, p->managed.peak_bytes),
+                over ? ": with this process's own it is more than the card holds, so the margin is not judged." : ".");
+        if (over)
+            return;
+    }
     if (d->below_margin.valid)
         fprintf(o, "    Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
                 vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes), tagn(m, d->below_margin.tag),

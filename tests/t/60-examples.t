@@ -225,6 +225,12 @@ is "$(q $D.json '(s["kind"], s["event"]["api"], s["event"]["bytes"])')" \
 is "$(q $D.json '{k: v // M for k, v in p["managed"]["by_tag"].items()}')" \
     "{'weights': 36820, 'kv': 2560, 'scratch': 1088, 'unknown': 0}" "5: managed by tag: 40468 MiB"
 is "$(q $D.json 's["managed_excess_bytes"] >= (40468 - 24576) * M')" True "5: at least 15892 MiB over the card"
+# The driver's free memory leaves managed memory out: the text says so and
+# claims no room above the margin.
+"$VT" report --wide "$D" >"$D.txt" 2>/dev/null
+check "5: free memory said not to count the 39.52 GiB of managed memory, the margin not judged" \
+    grep -q "That free memory does not count the 39.52 GiB of managed memory (at its peak), which the driver pages into the card when touched: with this process's own it is more than the card holds, so the margin is not judged." "$D.txt"
+check "5: no room above the margin claimed" sh -c "! grep -q 'Stayed above the 15% margin' '$D.txt'"
 
 # ---- 6. a server that spawns runners ---------------------------------------
 D=$TMP/s6
