@@ -362,13 +362,42 @@ void vt_print_frame(FILE *o, const char *indent, int i, const vt_frame_t *fr, in
         w = snprintf(where, sizeof where, "  %s:%" PRIu32, vt_text(vt_base(fr->file)), fr->line);
     if (fr->module_base[0] && w >= 0 && (size_t)w < sizeof where)
         snprintf(where + w, sizeof where - (size_t)w, "  [%s]", vt_text(fr->module_base));
-    const char *fit = name;
-    long room = (long)width - (long)strlen(indent) - (i < 100 ? 4 : 5) - (long)vt_fit_cols(where, strlen(where));
+    const char *fit = name, *at = where;
+    char where_fit[512];
+    long lead = (long)strlen(indent) + (i < 100 ? 4 : 5);
+    long room = (long)width - lead - (long)vt_fit_cols(where, strlen(where));
+    /* Long file and module names must not push the line past the width:
+     * the name keeps at least 24 columns and the location gives way,
+     * eliding its middle ("[libmy…cuda.so]" still names the module). */
+    if (width && room < 24) {
+        /* File and module each give way by their middle, keeping the
+         * line number and the brackets: the module up to 28 columns, the
+         * file what is left, each at least 8. */
+        char file[256], mod[256], ef[256], em[256], line[16] = "";
+        snprintf(file, sizeof file, "%s", fr->line ? vt_text(vt_base(fr->file)) : "");
+        snprintf(mod, sizeof mod, "%s", fr->module_base[0] ? vt_text(fr->module_base) : "");
+        if (fr->line)
+            snprintf(line, sizeof line, ":%" PRIu32, fr->line);
+        long fixed = (fr->line ? 2 + (long)strlen(line) : 0) + (mod[0] ? 4 : 0);
+        long avail = (long)width - lead - 24 - fixed;
+        long mod_cols = mod[0] ? (long)vt_fit_cols(mod, strlen(mod)) : 0;
+        long mod_keep = mod_cols < 28 ? mod_cols : 28;
+        if (fr->line && avail - mod_keep < 8)
+            mod_keep = avail - 8;
+        long file_keep = avail - (mod[0] ? (mod_keep < 8 ? 8 : mod_keep) : 0);
+        const char *f2 = fr->line ? vt_fit_elide(ef, sizeof ef, file, file_keep > 8 ? (size_t)file_keep : 8) : "";
+        const char *m2 = mod[0] ? vt_fit_elide(em, sizeof em, mod, mod_keep > 8 ? (size_t)mod_keep : 8) : "";
+        int n = fr->line ? snprintf(where_fit, sizeof where_fit, "  %s%s", f2, line) : 0;
+        if (mod[0] && n >= 0 && (size_t)n < sizeof where_fit)
+            snprintf(where_fit + n, sizeof where_fit - (size_t)n, "  [%s]", m2);
+        at = where_fit;
+        room = (long)width - lead - (long)vt_fit_cols(at, strlen(at));
+    }
     if (width && vt_fit_cols(name, strlen(name)) > (size_t)(room > 0 ? room : 0)) {
         fit = vt_fit_elide_args(noargs, sizeof noargs, name);
         fit = vt_fit_elide(shown, sizeof shown, fit, room < 24 ? 24 : (size_t)room);
     }
-    fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, where);
+    fprintf(o, "%s#%-2d %s%s\n", indent, i, fit, at);
 }
 
 int vt_site_matches(const vt_model_t *m, const vt_site_t *s, const char *function)

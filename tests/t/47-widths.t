@@ -75,6 +75,32 @@ is "$(grep -c -F "      #7  llama_model_load_from_file(…)  [libllama.so]" $TMP
 "$VT" diff --wide $TMP/s1 $TMP/s8 >$TMP/diff.wide 2>/dev/null
 is "$(head -1 $TMP/diff.wide)" "A: $TMP/s1 (2 processes, 1 GPU), PARTIAL OFFLOAD" "diff --wide: a side on one line"
 
+# Any module, file and function names fit: a library and a source file
+# named at length, a long function, and a stack under it (the location
+# gives way before the name goes below 24 columns).
+L=$TMP/longnames
+mkdir -p "$L"
+cat >"$L/kv_cache_allocation_for_every_layer_of_the_model.c" <<'C'
+extern int cudaMalloc(void **ptr, unsigned long size);
+__attribute__((noinline)) int llama_kv_cache_allocate_every_layer_of_the_model_at_once(unsigned long n)
+{
+    void *p;
+    return cudaMalloc(&p, n);
+}
+C
+printf 'int llama_kv_cache_allocate_every_layer_of_the_model_at_once(unsigned long n);\nint main(void) { return llama_kv_cache_allocate_every_layer_of_the_model_at_once(1 << 20); }\n' >"$L/main.c"
+if cc -g -O0 -fPIC -shared -o "$L/libmyllama-cuda-backend-with-a-long-name.so" "$L/kv_cache_allocation_for_every_layer_of_the_model.c" &&
+        cc -g -O0 -o "$L/prog" "$L/main.c" -L"$L" -lmyllama-cuda-backend-with-a-long-name -Wl,-rpath,"$L" \
+            -L"$SIM" -lcudart -Wl,-rpath,"$SIM"; then
+    VTSIM_DEVICES=24GiB traced $L/t "$L/prog"
+    "$VT" report $L/t >$L/t.txt 2>/dev/null
+    fits $L/t.txt "report of long module, file and function names"
+    check "... the frame keeps its line number and names its module" grep -q "#0  llama_kv_cach.*\.c:5  \[libmyllama-cuda-.*\.so\]$" $L/t.txt
+else
+    T=$((T+1)); echo "ok $T # SKIP cannot build the long-named library"
+    T=$((T+1)); echo "ok $T # SKIP cannot build the long-named library"
+fi
+
 # Every command's --help, and the command list.
 for c in "" record report dump export diff replay serve top; do
     "$VT" $c --help >$TMP/help.txt 2>&1
