@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Reads what every view of vramtrace printed for one directory of traces
+and prints each disagreement, one line each (nothing when they agree):
+report --json (the reference), top --once, serve --once, the HTML index,
+and report --fail-on-spill's exit status (with --accept-offload too).
+
+usage: views_agree.py REPORT.json TOP.txt SERVE.om PAGE.html GATE_RC ACCEPT_RC
+
+Compared per process: the verdict; per GPU: the peak bytes and the least
+free memory (serve's gauges); the number of processes (top's header,
+serve's vramtrace_processes + vramtrace_idle_processes). Probes that
+allocated nothing are counted, not listed, by top and serve, as the README
+says.
+"""
+import json
+import re
+import sys
+
+WORDS = {"spill": "SPILL", "near_spill": "NEAR SPILL", "failed": "OUT OF MEMORY",
+         "partial_offload": "PARTIAL OFFLOAD", "cpu_only": "RAN ON THE CPU",
+         "no_spill": None, "no_gpu_memory": None, "incomplete": None}
+HTML = {"spill": "spill", "near_spill": "near spill", "failed": "out of memory",
+        "partial_offload": "partial offload", "cpu_only": "ran on the CPU", "no_spill": "no spill",
+        "no_gpu_memory": "no GPU memory used", "incomplete": "incomplete trace"}
+GATE = {"spill", "near_spill", "failed", "partial_offload", "cpu_only"}
+OFFLOAD = {"partial_offload", "cpu_only"}
+
+report_path, top_path, serve_path, html_path, gate_rc, accept_rc = sys.argv[1:7]
+r = json.load(open(report_path))
+top = open(top_path).read()
+serve = open(serve_path).read()
+page = open(html_path).read()
+bad = []
+
+procs = {p["pid"]: p for p in r["processes"]}
+
+# top: "pid N: WORDS (" for the verdicts it names; its header's count.
+top_words = {int(m.group(1)): m.group(2) for m in re.finditer(r"^pid (\d+): ([A-Z]+(?: [A-Z]+)*)", top, re.M)}
+m = re.search(r"\s(\d+) process(es)?\s", top)
+if not m or int(m.group(1)) != len(procs):
+    bad.append("top: %s processes in its header, report %d" % (m.group(1) if m else "no count of", len(procs)))
+for pid, p in procs.items():
+    want = WORDS[p["verdict_of_read_part"]]
+    got = top_words.get(pid)
+    if want != got and not (want is None and got is None):
+        bad.append("pid %d: report %s, top %r" % (pid, p["verdict_of_read_part"], got))
+
+# serve: the verdict sample that is 1, peaks and least free per GPU.
+def samples(name):
+    out = []
+    for line in serve.splitlines():
+        if line.startswith(name + "{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name):line.rindex("}")]))
+            out.append((labels, float(line.rsplit(" ", 1)[1])))
+    return out
+
+verdict_1 = {int(l["pid"]): l["verdict"] for l, v in samples("vramtrace_verdict") if v == 1}
+listed = set(verdict_1)
+for pid, p in procs.items():
+    if pid in listed and verdict_1[pid] != p["verdict_of_read_part"]:
+        bad.append("pid %d: report %s, serve %s" % (pid, p["verdict_of_read_part"], verdict_1[pid]))
+n = sum(v for l, v in samples("vramtrace_processes")) if "vramtrace_processes{" in serve else None
+plain = re.search(r"^vramtrace_processes (\d+)$", serve, re.M)
+idle = re.search(r"^vramtrace_idle_processes (\d+)$", serve, re.M)
+if plain and idle and int(plain.group(1)) != len(procs):
+    bad.append("serve: vramtrace_processes %s, report %d" % (plain.group(1), len(procs)))
+if idle and len(listed) + int(idle.group(1)) != len(procs):
+    bad.append("serve: %d processes with series + %s idle, report %d" % (len(listed), idle.group(1), len(procs)))
+peaks = {}
+for l, v in samples("vramtrace_device_peak_bytes"):
+    key = (int(l["pid"]), int(l["gpu"]))
+    peaks[key] = peaks.get(key, 0) + v
+minfree = {(int(l["pid"]), int(l["gpu"])): v for l, v in samples("vramtrace_device_min_free_bytes")}
+for pid, p in procs.items():
+    if pid not in listed:
+        continue
+    for d in p["devices"]:
+        key = (pid, d["ordinal"])
+        if key in peaks and peaks[key] != d["peak"]["tracked_bytes"]:
+            bad.append("pid %d GPU %d: report peak %d, serve %d" % (pid, d["ordinal"], d["peak"]["tracked_bytes"], peaks[key]))
+        mf = d["headroom"].get("min_free_bytes")
+        if key in minfree and mf is not None and minfree[key] != mf:
+            bad.append("pid %d GPU %d: report least free %d, serve %d" % (pid, d["ordinal"], mf, minfree[key]))
+
+# The HTML index: "(pid N)</a>: words".
+html_words = {int(m.group(1)): m.group(2).strip() for m in re.finditer(r"\(pid (\d+)\)</a>: ([^<(]+)", page)}
+for pid, p in procs.items():
+    got = html_words.get(pid)
+    if got != HTML[p["verdict"]]:
+        bad.append("pid %d: report %s, HTML %r" % (pid, p["verdict"], got))
+
+# The gate: --fail-on-spill fails on the verdicts it names; with
+# --accept-offload a planned offload (no failure) passes.
+verdicts = [p["verdict_of_read_part"] for p in procs.values()]
+want_gate = 1 if any(v in GATE for v in verdicts) else 0
+want_accept = 1 if any(v in GATE - OFFLOAD for v in verdicts) or any(
+    v in OFFLOAD and p.get("spill") for v, p in zip(verdicts, procs.values())) else 0
+for rc, want, what in ((gate_rc, want_gate, "--fail-on-spill"), (accept_rc, want_accept, "--fail-on-spill --accept-offload")):
+    rc = int(rc)
+    if rc in (0, 1) and rc != want:
+        bad.append("report %s exits %d, the verdicts %s want %d" % (what, rc, sorted(set(verdicts)), want))
+for line in bad:
+    print(line)
