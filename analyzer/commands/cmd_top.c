@@ -160,8 +160,11 @@ static void frame(FILE *o, const vt_report_t *r)
             fprintf(o, " %9s %9s %6s %6s\n", vt_fmt_bytes(b, d->mem.tracked),
                     d->have_free ? vt_fmt_bytes(c, free_now(d)) : "?", layers(l, p), state);
         }
-        /* A ggml program that saw no GPU: its row says where its layers are. */
-        if (!p->ndevs && p->placement.known) {
+        /* A process that saw no GPU still gets a row, so the rows add up
+         * to the header's count: a ggml program that ran on the CPU (its
+         * layers), or one that has allocated nothing yet and not ended (a
+         * probe killed before its END, or still running). */
+        if (!p->ndevs) {
             row_start(o, p);
             fprintf(o, " %4s", "-");
             for (int t = 0; t < VT_TAG_BUILTIN_COUNT + 2; t++)

@@ -39,6 +39,10 @@ top_words = {int(m.group(1)): m.group(2) for m in re.finditer(r"^pid (\d+): ([A-
 m = re.search(r"\s(\d+) process(es)?\s", top)
 if not m or int(m.group(1)) != len(procs):
     bad.append("top: %s processes in its header, report %d" % (m.group(1) if m else "no count of", len(procs)))
+rows = {int(m.group(1)) for m in re.finditer(r"^(\d+) ", top, re.M)}
+hidden = re.search(r"not shown: (\d+) ended process", top)
+if len(rows) + (int(hidden.group(1)) if hidden else 0) != len(procs):
+    bad.append("top: %d processes with rows + %s not shown, report %d" % (len(rows), hidden.group(1) if hidden else 0, len(procs)))
 for pid, p in procs.items():
     want = WORDS[p["verdict_of_read_part"]]
     got = top_words.get(pid)
