@@ -707,6 +707,11 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
     uint64_t freeb = ev->size, t = rel(m, ev->time_ns);
     if (!d->total && ev->aux)
         d->total = ev->aux;
+    /* What this sample says beyond the estimate: free memory the process's
+     * own allocations since the last report do not explain (another
+     * process, or the driver). */
+    int64_t expected = d->have_free ? vt_m_free_est(d) : (int64_t)freeb;
+    uint64_t unexplained = expected > (int64_t)freeb ? (uint64_t)(expected - (int64_t)freeb) : 0;
     d->have_free = 1;
     d->last_free = freeb;
     d->last_free_time_ns = t;
@@ -750,11 +755,17 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
     double margin = m->margin_frac * (double)d->total;
     if (d->total && !d->below_margin.valid && (double)freeb < margin) {
         /* The allocation after which free was below: the latest one here,
-         * unless nothing was allocated (another process filled the card). */
-        if (d->last_alloc.valid)
+         * unless nothing was allocated, or free memory was still above the
+         * margin after it and this sample finds less than this process's
+         * own bytes explain: then the card filled from outside (another
+         * process, or the driver), and the moment is this sample's. */
+        int outside = unexplained > 0 && d->last_alloc.valid && (double)d->last_alloc.free_after >= margin;
+        if (d->last_alloc.valid && !outside) {
             d->below_margin = d->last_alloc;
-        else
+        } else {
             vt_m_view(m, ev, VT_TAG_UNKNOWN, di, &d->below_margin);
+            d->below_margin_outside = unexplained;
+        }
         d->below_margin.free_after = freeb;
     }
 }

@@ -117,6 +117,10 @@ typedef struct vt_dev {
     int have_free_at_peak;
     /* margin rule */
     vt_event_view_t below_margin;  /* valid when the run went below */
+    /* When a driver report, not an allocation of this process, first found
+     * free memory below the margin (below_margin is then that report):
+     * how much less free it found than this process's bytes explain. */
+    uint64_t below_margin_outside;
     /* vmm / rounding, now and at peak */
     uint64_t va_reserved, va_mapped, vmm_physical, rounding_waste, rounding_allocs;
     uint64_t peak_va_reserved, peak_va_mapped, peak_vmm_physical, peak_rounding_waste;

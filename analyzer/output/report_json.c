@@ -184,6 +184,14 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
         vt_json_u64(j, "bytes", d->below_margin.bytes);
         vt_json_str(j, "tag", vt_rules_tag_name(rules, d->below_margin.tag));
         vt_json_u64(j, "free_after_bytes", d->below_margin.free_after);
+        {
+            const vt_api_info_t *bm = vt_api_info(d->below_margin.api);
+            /* "allocation": this process's request crossed it; "report": a
+             * driver report found free below it, outside_bytes more gone
+             * than this process's own allocations explain. */
+            vt_json_str(j, "crossed_by", bm && bm->kind == VT_KIND_MEMINFO ? "report" : "allocation");
+            vt_json_u64(j, "outside_bytes", d->below_margin_outside);
+        }
         stack(j, m, d->below_margin.stack);
         vt_json_obj_end(j);
     } else {

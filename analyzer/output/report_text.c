@@ -465,7 +465,16 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
         if (over)
             return;
     }
-    if (d->below_margin.valid)
+    const vt_api_info_t *bm = d->below_margin.valid ? vt_api_info(d->below_margin.api) : NULL;
+    if (bm && bm->kind == VT_KIND_MEMINFO && d->below_margin_outside)
+        fprintf(o, "    Below the %g%% margin since %s, when the driver reported %s free: %s less than this "
+                   "process's own allocations explain (another process, or the driver, took it).\n",
+                vt_model_margin(m), vt_fmt_time(t, d->below_margin.time_ns), vt_fmt_bytes(a, d->below_margin.free_after),
+                vt_fmt_bytes(b, d->below_margin_outside));
+    else if (bm && bm->kind == VT_KIND_MEMINFO)
+        fprintf(o, "    Below the %g%% margin since %s, when the driver reported %s free.\n", vt_model_margin(m),
+                vt_fmt_time(t, d->below_margin.time_ns), vt_fmt_bytes(a, d->below_margin.free_after));
+    else if (d->below_margin.valid)
         fprintf(o, "    Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
                 vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes), tagn(m, d->below_margin.tag),
                 vt_fmt_time(t, d->below_margin.time_ns));

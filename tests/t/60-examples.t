@@ -183,6 +183,12 @@ is "$(cut -d' ' -f1,4 $D.out | tr '\n' ' ')" "request=1 status=ok request=2 stat
 report $D
 is "$(q $D.json '(s["kind"], s["event"]["bytes"], s["event"]["tag"])')" "('oom', 838860800, 'kv')" "3a: tipped by the KV block"
 is "$(q $D.json 'd0["headroom"]["untracked_bytes"] // M >= 2048')" True "3a: gpu-hog's 2048 MiB show as untracked"
+# The margin went when gpu-hog took its 2 GiB, not at the server's last
+# allocation before: the driver's report found that much more gone.
+is "$(q $D.json '(d0["headroom"]["first_below_margin"]["crossed_by"], d0["headroom"]["first_below_margin"]["outside_bytes"] // M >= 2048)')" \
+    "('report', True)" "3a: the margin crossed by a report that found 2 GiB gone from outside"
+"$VT" report --wide $D >$D.txt 2>/dev/null
+check "3a: the text says another process took it" grep -q "Below the 15% margin since .*, when the driver reported .* free: .* less than this process's own allocations explain (another process, or the driver, took it)." $D.txt
 
 # ---- 3b. it was there before the model loaded ------------------------------
 # qwen2.5-32b takes all 65 layers of an empty 24 GiB card; with 3 GiB held
