@@ -452,6 +452,14 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
     fprintf(o, "    %sTrue headroom: %s%s free at the lowest (%.1f%% of the card), at %s; context reserve %s, untracked %s.\n",
             col(C_BOLD), col(C_OFF), vt_fmt_bytes(a, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
             vt_fmt_time(t, d->min_free_time_ns), vt_fmt_bytes(b, reserve_of(d)), vt_fmt_bytes(cc, untracked_of(d)));
+    /* The reserve is what was missing at first sight of the card: a CUDA
+     * context takes a few hundred MiB (448 MiB on the simulator, about
+     * 500 MiB on an H100); above 1 GiB the rest was held by others. */
+    if (reserve_of(d) > (1ull << 30))
+        fprintf(o, "    The context reserve is what was not free at this process's first sight of the card; %s is more "
+                   "than a CUDA context takes, so other processes (or an earlier context) held memory before this "
+                   "one started.\n",
+                vt_fmt_bytes(a, reserve_of(d)));
     /* Free memory as the driver reports it leaves out managed memory,
      * which it pages into the card when touched: with more managed than
      * the card can hold beside this process's own, no room is claimed. */

@@ -200,6 +200,8 @@ report $D
 is "$(q $D.json '(p["verdict"], p["events"]["failed"], d0["headroom"]["min_free_bytes"] // M)')" "('partial_offload', 0, 1024)" \
     "3b: a partial offload, nothing failed, the fit's 1024 MiB left free"
 is "$(q $D.json 'd0["headroom"]["context_bytes"] // M')" 3520 "3b: 448 MiB context + 3072 MiB of someone else's before we started"
+"$VT" report --wide $D >$D.txt 2>/dev/null
+check "3b: the text says the reserve is more than a context" grep -q "The context reserve is what was not free at this process's first sight of the card; 3.44 GiB is more than a CUDA context takes, so other processes (or an earlier context) held memory before this one started." $D.txt
 D=$TMP/s3b0
 VTSIM_DEVICES=24GiB traced $D "$EX/llama-cli" -m qwen2.5-32b-q4_k_m
 is "$(cat $D.out)" "offloaded=65/65 ngl=65 n_past=528" "3b: on an empty card every layer fits"
