@@ -1,0 +1,115 @@
+/* verdict.c: the findings every view prints, decided once, below the
+ * output room: a process's verdict and what fails the --fail-on-spill gate,
+ * whether it ran on the CPU, its pinned offload, the VRAM it needed, whether
+ * it is a probe that allocated nothing, and the options of its command line
+ * that place layers. The text, JSON and HTML reports, `top`, `serve`,
+ * `diff` and the exit status read them from here (contracts in report.h),
+ * so no two views can disagree on them. */
+#include "report.h"
+
+#include <string.h>
+
+uint64_t vt_proc_more_vram(const vt_proc_t *p)
+{
+    uint64_t more = p->oom_shortfall;
+    if (p->fallback_peak > more)
+        more = p->fallback_peak;
+    if (p->oversub_excess > more)
+        more = p->oversub_excess;
+    return more;
+}
+
+int vt_proc_allocated_nothing(const vt_proc_t *p)
+{
+    return !p->events.allocs && !p->events.failed && !p->events.frees;
+}
+
+int vt_report_input_idle(const vt_report_input_t *in)
+{
+    const vt_proc_t *p = vt_model_proc(in->model);
+    /* A model run on the CPU allocated nothing through CUDA but is no
+     * probe: it is what the user asks about. */
+    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) && !p->placement.known;
+}
+
+int vt_proc_ran_on_cpu(const vt_proc_t *p)
+{
+    const vt_placement_t *pl = &p->placement;
+    return pl->known && pl->layers_known && !pl->layers_gpu && !pl->weights.gpu && !pl->kv.gpu && !p->events.allocs &&
+           !p->events.failed;
+}
+
+int vt_proc_pinned_offload(const vt_proc_t *p)
+{
+    return !p->placement.known && !p->ggml.marks && !p->host_weights_ggml_rule && !p->tip.valid &&
+           p->host.by_tag[VT_TAG_WEIGHTS] > 0 &&
+           !(p->fallback_tags & (1u << VT_TAG_WEIGHTS)) && p->host_weights_after < 0;
+}
+
+const char *vt_proc_verdict(const vt_proc_t *p, int whole)
+{
+    if (whole && p->truncated)
+        return "incomplete";
+    if (!p->tip.valid) {
+        if (vt_proc_ran_on_cpu(p))
+            return "cpu_only";
+        if (p->placement.offloaded || vt_proc_pinned_offload(p))
+            return "partial_offload";
+        return !p->events.allocs && !p->events.failed ? "no_gpu_memory" : "no_spill";
+    }
+    /* Only OOMs, each retried successfully: nothing left VRAM. */
+    uint64_t failures = 0, recovered = 0;
+    for (int i = 0; i < p->ndevs; i++) {
+        failures += p->devs[i].failures;
+        recovered += p->devs[i].retry_recovered;
+    }
+    int other = 0;
+    for (int k = 0; k < VT_SPILL_KINDS; k++)
+        other |= k != VT_SPILL_OOM && p->spill_count[k];
+    if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures)
+        return p->placement.offloaded ? "partial_offload" : "near_spill";
+    /* A failure after which the process allocated nothing: it gave up (a
+     * loader without a back-off); nothing ran from host memory. */
+    if (p->tip_kind == VT_SPILL_OOM && !other && !p->allocs_after_tip)
+        return "failed";
+    return "spill";
+}
+
+int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload)
+{
+    const char *v = vt_proc_verdict(p, 0);
+    if (!strcmp(v, "partial_offload") || !strcmp(v, "cpu_only"))
+        return !accept_offload || p->tip.valid;
+    return p->tip.valid;
+}
+
+/* The options of llama.cpp's (and llama-server's) command line that decide
+ * where layers and the KV cache go, quoted as given. */
+size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
+{
+    static const char *const with_value[] = { "-ngl", "--n-gpu-layers", "--gpu-layers", "-c", "--ctx-size",
+                                              "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
+                                              "-sm", "--split-mode", "-ts", "--tensor-split",
+                                              "-mg", "--main-gpu", "-ot", "--override-tensor" };
+    static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
+    size_t n = 0;
+    for (uint32_t i = 1; i < p->argc && n < cap; i++) {
+        const char *a = p->argv[i];
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) {
+            size_t len = strlen(with_value[k]);
+            if (strncmp(a, with_value[k], len) || (a[len] && a[len] != '='))
+                continue;
+            out[n++] = a;
+            if (!a[len] && i + 1 < p->argc && n < cap)
+                out[n++] = p->argv[++i];
+            goto next;
+        }
+        for (size_t k = 0; k < sizeof flags / sizeof *flags; k++)
+            if (!strcmp(a, flags[k])) {
+                out[n++] = a;
+                break;
+            }
+    next:;
+    }
+    return n;
+}
