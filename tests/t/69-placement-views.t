@@ -20,34 +20,9 @@ D=$(tmpdir)
 trap 'rm -rf "$D"' EXIT
 MiB=1048576
 
-header() { # PID ARGV [nodevice]
-    echo "process pid=$1 ppid=1 exe=/usr/bin/llama-cli argv=$2 host=box start=1000000000"
-    [ "${3:-}" = nodevice ] ||
-        echo 'device 0 total=8GiB free=7.5GiB name="NVIDIA Sim" uuid=0123456789abcdef0123456789abcdef t=0'
-    echo 'module 0 base=0x400000 size=0x100000 path=/usr/bin/llama-cli'
-    echo 'frame 0x401000 module=0 offset=0x1000 function=ggml_backend_cuda_buffer_type_alloc_buffer'
-    echo 'frame 0x402000 module=0 offset=0x2000 function=llama_kv_cache::llama_kv_cache'
-    echo 'stack 1 parent=0 ip=0x401000'
-    echo 'stack 2 parent=1 ip=0x402000'
-}
-blocks() { # BUFFER FIRST LAST DATA: 4 tensors of 128 MiB a block
-    b=$1 i=$2 d=$4
-    while [ "$i" -le "$3" ]; do
-        for w in attn_q attn_k attn_v ffn_up; do
-            echo "ggml_tensor t=1500000 buffer=$b data=$d nbytes=128MiB name=blk.$i.$w.weight"
-            d=$((d + 128 * MiB))
-        done
-        i=$((i + 1))
-    done
-}
-kv() { # BUFFER FIRST LAST DATA: 32 MiB of K and of V a layer
-    b=$1 i=$2 d=$4
-    while [ "$i" -le "$3" ]; do
-        echo "ggml_tensor t=2500000 buffer=$b data=$d nbytes=32MiB name=cache_k_l$i"
-        echo "ggml_tensor t=2500000 buffer=$b data=$((d + 32 * MiB)) nbytes=32MiB name=cache_v_l$i"
-        d=$((d + 64 * MiB)) i=$((i + 1))
-    done
-}
+header() { ggml_header "$1" "$2" 8GiB 7.5GiB "${3:-}"; }
+blocks() { ggml_blocks "$@"; }
+kv() { ggml_kv "$@" 32; }
 gen() { "$GEN" "$D/$1.vt" -o "$D/t/$1.vtrace" || nok "vtgen $1"; }
 mkdir -p "$D/t"
 

@@ -59,3 +59,39 @@ rt.cudaGetDeviceCount(ctypes.byref(n))
 rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
 '
 }
+
+# vtgen lines of a llama-shaped process for tests of ggml's placement:
+# ggml_header PID ARGV TOTAL FREE [nodevice]: the process, its device (left
+# out with nodevice), a module and two stacks (1: the CUDA buffer
+# allocator, 2: llama_kv_cache under it).
+ggml_header() {
+    echo "process pid=$1 ppid=1 exe=/usr/bin/llama-cli argv=$2 host=box start=1000000000"
+    [ "${5:-}" = nodevice ] ||
+        echo "device 0 total=$3 free=$4 name=\"NVIDIA Sim\" uuid=0123456789abcdef0123456789abcdef t=0"
+    echo 'module 0 base=0x400000 size=0x100000 path=/usr/bin/llama-cli'
+    echo 'frame 0x401000 module=0 offset=0x1000 function=ggml_backend_cuda_buffer_type_alloc_buffer'
+    echo 'frame 0x402000 module=0 offset=0x2000 function=llama_kv_cache::llama_kv_cache'
+    echo 'stack 1 parent=0 ip=0x401000'
+    echo 'stack 2 parent=1 ip=0x402000'
+}
+# ggml_blocks BUFFER FIRST LAST DATA: blocks FIRST..LAST, 4 weights of
+# 128 MiB each, placed from address DATA on.
+ggml_blocks() {
+    b=$1 i=$2 d=$4
+    while [ "$i" -le "$3" ]; do
+        for w in attn_q attn_k attn_v ffn_up; do
+            echo "ggml_tensor t=1500000 buffer=$b data=$d nbytes=128MiB name=blk.$i.$w.weight"
+            d=$((d + 128 * 1048576))
+        done
+        i=$((i + 1))
+    done
+}
+# ggml_kv BUFFER FIRST LAST DATA MIB: MIB of K and MIB of V a layer.
+ggml_kv() {
+    b=$1 i=$2 d=$4
+    while [ "$i" -le "$3" ]; do
+        echo "ggml_tensor t=2500000 buffer=$b data=$d nbytes=${5}MiB name=cache_k_l$i"
+        echo "ggml_tensor t=2500000 buffer=$b data=$((d + $5 * 1048576)) nbytes=${5}MiB name=cache_v_l$i"
+        d=$((d + 2 * $5 * 1048576)) i=$((i + 1))
+    done
+}
