@@ -74,6 +74,7 @@ void vt_model_free(vt_model_t *m)
     free(m->p.sites);
     for (int i = 0; i < m->p.ndevs; i++)
         free(m->p.devs[i].layout);
+    free(m->p.devs);
     vt_m_frag_free(m);
     vt_m_marks_free(m);
     vt_m_placement_free_state(m);
@@ -168,6 +169,10 @@ static int dev_for(vt_model_t *m, int ordinal)
     int i = vt_model_dev_index(m, ordinal);
     if (i >= 0 || m->p.ndevs >= VT_MAX_DEVICES)
         return i;
+    size_t cap = (size_t)m->p.devs_cap;
+    if (vt_grow((void **)&m->p.devs, &cap, (size_t)m->p.ndevs + 1, sizeof *m->p.devs, 1))
+        return -1;   /* out of memory: the event is charged nowhere, as past VT_MAX_DEVICES */
+    m->p.devs_cap = (int)cap;
     vt_dev_t *d = &m->p.devs[m->p.ndevs];
     memset(d, 0, sizeof *d);
     d->ordinal = ordinal;
@@ -759,12 +764,15 @@ static void sample(vt_model_t *m, int di, const vt_event_t *ev)
          * margin after it and this sample finds less than this process's
          * own bytes explain: then the card filled from outside (another
          * process, or the driver), and the moment is this sample's. */
-        int outside = unexplained > 0 && d->last_alloc.valid && (double)d->last_alloc.free_after >= margin;
+        /* Below 64 MiB the difference may be the driver's rounding of this
+         * process's own requests: not called outside. */
+        int outside = unexplained >= (64ull << 20) && d->last_alloc.valid &&
+                      (double)d->last_alloc.free_after >= margin;
         if (d->last_alloc.valid && !outside) {
             d->below_margin = d->last_alloc;
         } else {
             vt_m_view(m, ev, VT_TAG_UNKNOWN, di, &d->below_margin);
-            d->below_margin_outside = unexplained;
+            d->below_margin_outside = outside ? unexplained : 0;
         }
         d->below_margin.free_after = freeb;
     }

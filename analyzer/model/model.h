@@ -287,8 +287,12 @@ typedef struct vt_proc {
     /* Successful requests that hold memory (not address reservations or
      * mappings) by size, bucket b = [2^b, 2^(b+1)) bytes: --histogram. */
     uint64_t size_hist_count[64], size_hist_bytes[64];
-    vt_dev_t devs[VT_MAX_DEVICES];
-    int ndevs;
+    /* The devices seen, in order of first sight (at most VT_MAX_DEVICES):
+     * grown as they appear, since a report of a directory keeps a model
+     * per trace and most traces see one GPU. A vt_dev_t pointer is valid
+     * until the next event is fed. */
+    vt_dev_t *devs;
+    int ndevs, devs_cap;
     vt_tagged_peak_t host;      /* pinned host: allocations + registrations */
     uint64_t host_registered;
     vt_tagged_peak_t managed;
