@@ -1106,6 +1106,33 @@ static int read_header(vt_reader_t *r, uint32_t header_len, vt_error_t *err)
     return 0;
 }
 
+/* One zstd context for every open reader: each chunk is a frame of its
+ * own, so no state carries from one decompression to the next, and a
+ * report of a directory keeps every trace's reader open at once (the
+ * merged time order): a context each was about a third of the memory of
+ * a thousand runners' report. The analyzer is single-threaded. */
+static struct {
+    ZSTD_DCtx *dctx;
+    size_t readers;
+} shared_zstd;
+
+static ZSTD_DCtx *shared_dctx_get(void)
+{
+    if (!shared_zstd.dctx)
+        shared_zstd.dctx = ZSTD_createDCtx();
+    if (shared_zstd.dctx)
+        shared_zstd.readers++;
+    return shared_zstd.dctx;
+}
+
+static void shared_dctx_put(ZSTD_DCtx *d)
+{
+    if (d && d == shared_zstd.dctx && --shared_zstd.readers == 0) {
+        ZSTD_freeDCtx(shared_zstd.dctx);
+        shared_zstd.dctx = NULL;
+    }
+}
+
 int vt_reader_open(const char *path, vt_reader_t **out, vt_error_t *err)
 {
     return vt_reader_open_flags(path, 0, out, err);
@@ -1144,7 +1171,7 @@ int vt_reader_open_flags(const char *path, int flags, vt_reader_t **out, vt_erro
     } else if (only_regular) {
         return open_fail(r, err, VT_E_IO, 0, "%s", strerror(errno));
     }
-    r->dctx = ZSTD_createDCtx();
+    r->dctx = shared_dctx_get();
     if (!r->dctx)
         return open_fail(r, err, VT_E_NOMEM, 0, "zstd context");
 
@@ -1202,7 +1229,7 @@ void vt_reader_close(vt_reader_t *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
-    ZSTD_freeDCtx(r->dctx);
+    shared_dctx_put(r->dctx);
     free(r->hdr);
     free(r->hdr_argv);
     free(r->zbuf);
