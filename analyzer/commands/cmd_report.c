@@ -63,6 +63,12 @@ static void usage(FILE *f)
             "  --churn           per site: allocations freed again (what caching\n"
             "                    allocators hide)\n"
             "  --histogram       allocation sizes in power-of-two buckets\n"
+            "  --pid PID         only this process (repeatable)\n"
+            "  --last N          only the N processes that started last\n"
+            "  --since TIME, --until TIME\n"
+            "                    only processes started then: YYYY-MM-DD[ HH:MM[:SS]]\n"
+            "                    (local time) or an age such as 30m, 2h, 7d\n"
+            "  --utc             wall-clock times in UTC, read and printed\n"
             "\n"
             "Exit status: 0 report, 1 spill or offload with --fail-on-spill, 2 unusable\n"
             "input (any usable traces are still reported), 3 a trace cut short: its\n"
@@ -76,6 +82,11 @@ int vt_cmd_report(int argc, char **argv)
         { "html", required_argument, NULL, 'H' },
         { "fail-on-spill", no_argument, NULL, 'f' },
         { "accept-offload", no_argument, NULL, 'A' },
+        { "pid", required_argument, NULL, 'P' },
+        { "last", required_argument, NULL, 'N' },
+        { "since", required_argument, NULL, 'S' + 0x200 },
+        { "until", required_argument, NULL, 'U' + 0x200 },
+        { "utc", no_argument, NULL, 'u' },
         { "margin", required_argument, NULL, VT_OPT_MARGIN },
         { "rules", required_argument, NULL, VT_OPT_RULES },
         { "top", required_argument, NULL, 't' },
@@ -97,6 +108,7 @@ int vt_cmd_report(int argc, char **argv)
     r->opts.color = -1;
     r->keep_going = 1;
     const char *html = NULL;
+    const char *since_until[2] = { NULL, NULL };
     int rc = VT_EXIT_OK, c;
     optind = 1;
     opterr = 1;
@@ -114,6 +126,33 @@ int vt_cmd_report(int argc, char **argv)
             break;
         case 'A':
             r->opts.accept_offload = 1;
+            break;
+        case 'P': {
+            unsigned long long pid = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || !pid) {
+                rc = vt_usage_error("report", "--pid wants a process id, got '%s'", optarg);
+                goto out;
+            }
+            if (r->opts.npids >= (int)(sizeof r->opts.pids / sizeof r->opts.pids[0])) {
+                rc = vt_usage_error("report", "at most 64 --pid");
+                goto out;
+            }
+            r->opts.pids[r->opts.npids++] = pid;
+            break;
+        }
+        case 'N':
+            r->opts.last = (int)strtol(optarg, &end, 10);
+            if (end == optarg || *end || r->opts.last <= 0) {
+                rc = vt_usage_error("report", "--last wants a count of processes, got '%s'", optarg);
+                goto out;
+            }
+            break;
+        case 'S' + 0x200:
+        case 'U' + 0x200:
+            since_until[c == 'U' + 0x200] = optarg;
+            break;
+        case 'u':
+            r->opts.utc = 1;
             break;
         case 'S':
             r->opts.no_source = 1;
@@ -174,6 +213,14 @@ int vt_cmd_report(int argc, char **argv)
             goto out;
         }
     }
+    /* After all options: --utc decides how the times are read. */
+    for (int k = 0; k < 2; k++)
+        if (since_until[k] &&
+            vt_parse_wall_time(since_until[k], r->opts.utc, k ? &r->opts.until_ns : &r->opts.since_ns)) {
+            rc = vt_usage_error("report", "--%s wants YYYY-MM-DD[ HH:MM[:SS]] or an age such as 2h, got '%s'",
+                                k ? "until" : "since", since_until[k]);
+            goto out;
+        }
     if (html && r->opts.json) {
         rc = vt_usage_error("report", "--html and --json are exclusive");
         goto out;

@@ -753,9 +753,87 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     }
 }
 
+/* The model file a runner was started with (-m / --model), or NULL. */
+static const char *model_arg(const vt_proc_t *p)
+{
+    for (uint32_t i = 1; i + 1 < p->argc; i++)
+        if (!strcmp(p->argv[i], "-m") || !strcmp(p->argv[i], "--model"))
+            return vt_base(p->argv[i + 1]);
+    return NULL;
+}
+
+static const vt_report_input_t *index_sort_base;
+static int by_start(const void *a, const void *b)
+{
+    const vt_proc_t *x = vt_model_proc(index_sort_base[*(const int *)a].model);
+    const vt_proc_t *y = vt_model_proc(index_sort_base[*(const int *)b].model);
+    if (x->wall_start_ns != y->wall_start_ns)
+        return x->wall_start_ns < y->wall_start_ns ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* With several processes, the story first: one line each, by when it
+ * started (wall clock), so a run is found by when it happened. */
+static void process_index(const vt_report_t *r, FILE *o)
+{
+    static const struct { const char *key, *words; } words[] = {
+        { "spill", "SPILL" }, { "near_spill", "NEAR SPILL" }, { "failed", "OUT OF MEMORY" },
+        { "partial_offload", "PARTIAL OFFLOAD" }, { "cpu_only", "RAN ON THE CPU" }, { "no_spill", "no spill" },
+        { "no_gpu_memory", "no GPU memory" }, { "incomplete", "INCOMPLETE TRACE" },
+    };
+    int *order = malloc((size_t)r->nin * sizeof *order);
+    if (!order)
+        return;
+    for (int i = 0; i < r->nin; i++)
+        order[i] = i;
+    index_sort_base = r->in;
+    qsort(order, (size_t)r->nin, sizeof *order, by_start);
+    char year[8] = "";
+    if (r->nin) {
+        char w0[32];
+        vt_fmt_wall(w0, vt_model_proc(r->in[order[0]].model)->wall_start_ns, r->opts.utc);
+        snprintf(year, sizeof year, "%.4s", w0);
+    }
+    fprintf(o, "== %d processes by start (%s, %s); a section each below\n", r->nin,
+            r->opts.utc ? "UTC" : "local time", year);
+    if (r->unselected)
+        fprintf(o, "   (%d more traces not chosen by --pid, --since, --until or --last)\n", r->unselected);
+    fprintf(o, "  %-14s  %-7s %-12s %-14s %9s  %s\n", "START", "PID", "PROCESS", "MODEL", "PEAK", "VERDICT");
+    for (int k = 0; k < r->nin; k++) {
+        const vt_proc_t *p = vt_model_proc(r->in[order[k]].model);
+        const char *key = vt_proc_verdict(p, 1), *w = key;
+        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+            if (!strcmp(words[i].key, key))
+                w = words[i].words;
+        uint64_t peak = 0;
+        for (int d = 0; d < p->ndevs; d++)
+            peak += p->devs[d].mem.peak_bytes;
+        char when[32], a[VT_SIZE_BUF], exe[64], mod[64];
+        const char *model = model_arg(p);
+        vt_fmt_wall(when, p->wall_start_ns, r->opts.utc);
+        /* "MM-DD HH:MM:SS": the year is the header's. */
+        const char *e = vt_fit_elide(exe, sizeof exe, p->exe ? vt_text(vt_base(p->exe)) : "?", 12);
+        /* The file name without ".gguf": the part that tells models apart. */
+        char stem[64];
+        snprintf(stem, sizeof stem, "%s", model ? vt_text(model) : "-");
+        size_t sl = strlen(stem);
+        if (sl > 5 && !strcmp(stem + sl - 5, ".gguf"))
+            stem[sl - 5] = 0;
+        const char *mo = vt_fit_elide(mod, sizeof mod, stem, 14);
+        /* Padded by display columns: an elided name's "…" is 3 bytes. */
+        fprintf(o, "  %-14s  %-7" PRIu64 " %s%*s %s%*s %9s  %s\n", when + 5, p->pid, e,
+                (int)(12 - vt_fit_cols(e, strlen(e))), "", mo, (int)(14 - vt_fit_cols(mo, strlen(mo))), "",
+                vt_fmt_bytes(a, peak), w);
+    }
+    fputc('\n', o);
+    free(order);
+}
+
 static void report_all(const vt_report_t *r, FILE *o)
 {
     vt_text_raw = r->opts.raw_strings;
+    if (r->nin >= 3)
+        process_index(r, o);
     for (int i = 0; i < r->nin; i++) {
         if (i)
             fprintf(o, "\n");

@@ -415,6 +415,65 @@ int vt_saved_opts_apply(vt_report_t *r, const char *cmd, const vt_saved_opts_t *
 
 /* in's model, set up as the report wants it, for in's reader. @return 0,
  * or VT_EXIT_BAD_INPUT after saying so. */
+static int cmp_u64_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Keeps the inputs --pid, --since, --until and --last choose, by their
+ * PROCESS headers (read at open): the others are closed before anything
+ * more of them is read. r->unselected counts them. @return 0, or -1 when
+ * out of memory. */
+static int select_inputs(vt_report_t *r)
+{
+    const vt_report_opts_t *o = &r->opts;
+    if (!o->npids && !o->last && !o->since_ns && !o->until_ns)
+        return 0;
+    uint64_t cut = 0;   /* --last: the earliest start kept */
+    if (o->last > 0 && o->last < r->nin) {
+        uint64_t *starts = malloc((size_t)r->nin * sizeof *starts);
+        if (!starts)
+            return -1;
+        int n = 0;
+        for (int i = 0; i < r->nin; i++) {
+            const vt_rec_process_t *p = vt_reader_process(r->in[i].reader);
+            uint64_t w = p ? p->wall_start_ns : 0;
+            int in_window = (!o->since_ns || w >= o->since_ns) && (!o->until_ns || w <= o->until_ns);
+            if (in_window)
+                starts[n++] = w;
+        }
+        vt_sort(starts, (size_t)n, sizeof *starts, cmp_u64_desc);
+        cut = n >= o->last ? starts[o->last - 1] : 0;
+        free(starts);
+    }
+    int kept = 0;
+    for (int i = 0; i < r->nin; i++) {
+        vt_report_input_t *in = &r->in[i];
+        const vt_rec_process_t *p = vt_reader_process(in->reader);
+        uint64_t w = p ? p->wall_start_ns : 0;
+        int keep = (!o->since_ns || w >= o->since_ns) && (!o->until_ns || w <= o->until_ns) && w >= cut;
+        if (keep && o->npids) {
+            keep = 0;
+            for (int k = 0; k < o->npids && p; k++)
+                keep |= o->pids[k] == p->pid;
+        }
+        if (keep && o->last && kept >= o->last)
+            keep = 0;   /* several started at the cut: the first found */
+        if (!keep) {
+            vt_reader_close(in->reader);
+            free(in->path);
+            r->unselected++;
+            continue;
+        }
+        r->in[kept++] = *in;
+    }
+    for (int i = kept; i < r->nin; i++)
+        memset(&r->in[i], 0, sizeof r->in[i]);
+    r->nin = kept;
+    return 0;
+}
+
 static int new_model(vt_report_t *r, vt_report_input_t *in)
 {
     in->model = vt_model_new(r->rules, r->opts.margin_pct);
@@ -588,6 +647,16 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
             i--;
             continue;
         }
+    }
+    if (select_inputs(r))
+        return VT_EXIT_BAD_INPUT;
+    if (!r->nin && r->unselected) {
+        fprintf(stderr, "vramtrace: none of the %d traces is a process --pid, --since, --until or --last chooses\n",
+                r->unselected);
+        return VT_EXIT_BAD_INPUT;
+    }
+    for (int i = 0; i < r->nin; i++) {
+        vt_report_input_t *in = &r->in[i];
         if (new_model(r, in))
             return VT_EXIT_BAD_INPUT;
         const vt_proc_t *proc = vt_model_proc(in->model);
@@ -617,6 +686,49 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     }
     vt_gpus_finish(r);
     return 0;
+}
+
+int vt_parse_wall_time(const char *s, int utc, uint64_t *ns)
+{
+    char *end;
+    double age = strtod(s, &end);
+    if (end != s && age >= 0 && end[0] && !end[1] && strchr("smhd", end[0])) {
+        double unit = end[0] == 's' ? 1 : end[0] == 'm' ? 60 : end[0] == 'h' ? 3600 : 86400;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        double t = (double)now.tv_sec - age * unit;
+        if (t < 0)
+            t = 0;
+        *ns = (uint64_t)(t * 1e9);
+        return 0;
+    }
+    struct tm tm = { 0 };
+    const char *rest = strptime(s, "%Y-%m-%d", &tm);
+    if (!rest)
+        return -1;
+    if (*rest == ' ' || *rest == 'T') {
+        const char *r2 = strptime(rest + 1, "%H:%M:%S", &tm);
+        if (!r2)
+            r2 = strptime(rest + 1, "%H:%M", &tm);
+        rest = r2;
+    }
+    if (!rest || *rest)
+        return -1;
+    tm.tm_isdst = -1;
+    time_t t = utc ? timegm(&tm) : mktime(&tm);
+    if (t == (time_t)-1 || t < 0)
+        return -1;
+    *ns = (uint64_t)t * 1000000000ull;
+    return 0;
+}
+
+const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc)
+{
+    time_t t = (time_t)(wall_ns / 1000000000ull);
+    struct tm tm;
+    if (!(utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(out, 32, "?");
+    return out;
 }
 
 int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when)

@@ -35,6 +35,14 @@ typedef struct vt_report_opts {
     int order;       /* --sort: the sites table's vt_site_order */
     const char *filter;   /* --filter: only sites with a frame naming this (NULL: all) */
     int leaks, churn, histogram;   /* --leaks, --churn, --histogram: their sections */
+    /* Which processes to read (vt_report_load chooses by their PROCESS
+     * headers before reading anything else): --pid (up to 64), --last N
+     * (the N that started last), --since / --until (wall-clock start, ns
+     * since the Unix epoch; 0 = no bound). */
+    uint64_t pids[64];
+    int npids, last;
+    uint64_t since_ns, until_ns;
+    int utc;   /* --utc: wall-clock times in UTC (else local time) */
 } vt_report_opts_t;
 
 typedef struct vt_report_input {
@@ -119,6 +127,7 @@ struct vt_report {
     int keep_going;
     vt_report_bad_t *bad;
     int nbad;
+    int unselected;   /* traces left out by --pid, --since, --until, --last */
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's
@@ -157,6 +166,13 @@ int vt_saved_opts_apply(vt_report_t *r, const char *cmd, const vt_saved_opts_t *
 int vt_report_color_opt(vt_report_t *r, const char *cmd, const char *when);
 /* Resolves opts.color for out: auto = a terminal and NO_COLOR unset/empty. */
 int vt_report_use_color(const vt_report_t *r, FILE *out);
+/* Parses a wall-clock time for --since / --until: "YYYY-MM-DD",
+ * "YYYY-MM-DD HH:MM[:SS]" or "...THH:MM[:SS]" (local time, or UTC with
+ * utc), or an age: "30m", "2h", "7d" before now. @return 0 with *ns
+ * (Unix epoch), -1 when it is none of those. */
+int vt_parse_wall_time(const char *s, int utc, uint64_t *ns);
+/* "YYYY-MM-DD HH:MM:SS" of a wall-clock time (local, or UTC with utc). */
+const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc);
 /* Reads every TRACE or DIR (its *.vtrace: regular files only, see
  * VT_READER_REGULAR_ONLY) of args in one merged time order and finishes
  * the models. @return 0, or VT_EXIT_BAD_INPUT after printing why (with
