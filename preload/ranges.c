@@ -94,6 +94,19 @@ static uint64_t fnv(const char *s)
     return h | 1;
 }
 
+static void ranges_atfork_child(void);
+
+/* The child handler is registered before anything it resets is first used
+ * (name_lock, the ring): a fork at any instant after that runs it, in a
+ * process that never calls CUDA too (a child of a fork that landed while
+ * another thread held name_lock waited for ever on it). */
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, ranges_atfork_child);
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
 static uint32_t intern(const char *text)
 {
     uint64_t h = fnv(text);
@@ -105,6 +118,7 @@ static uint32_t intern(const char *text)
         if (names[id].hash == h && !strcmp(names[id].text, text))
             return id;
     }
+    pthread_once(&fork_handler_once, register_fork_handler);
     pthread_mutex_lock(&name_lock);
     uint32_t found = 0;
     i = (uint32_t)(h >> 17) & (NAME_TABLE - 1);
@@ -164,8 +178,6 @@ const char *vt_range_name(uint32_t id)
 
 /* ---- the per-thread stack and the RANGE records ---- */
 
-static void ranges_atfork_child(void);
-
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns);
 
 /* Records a push or pop. Levels pushed before the shim started recording
@@ -196,13 +208,9 @@ static void record(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 {
     if (!atomic_load_explicit(&ring_state.ready, memory_order_acquire)) {
+        pthread_once(&fork_handler_once, register_fork_handler);
         int expected = 0;
         if (atomic_compare_exchange_strong(&ring_state.ready, &expected, 1)) {
-            static int atfork_done;
-            if (!atfork_done) {
-                atfork_done = 1;
-                pthread_atfork(NULL, NULL, ranges_atfork_child);
-            }
             for (uint32_t i = 0; i < RING_SIZE; i++)
                 atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
             atomic_store(&ring_state.ready, 2);
