@@ -366,6 +366,11 @@ static __attribute__((noinline, cold)) int start_once(int st)
 {
     if (st == VT_ST_OFF)
         return 0;
+    if (st == VT_ST_ENDED) {
+        /* The trace is finished (exit): no trace can count this call. */
+        vt_ring_park();
+        return 0;
+    }
     /* The fork handlers come first, before the state leaves IDLE: a fork
      * on another thread at any instant of start-up runs them (a child
      * forked before they were registered found STARTING and waited for
@@ -591,7 +596,7 @@ static void init_api_flags(void)
 
 int vt_start_for_model(void)
 {
-    if (vt_tls.guard)
+    if (vt_tls.guard || atomic_load(&vt_state) == VT_ST_ENDED)
         return 0;
     return ensure_started();
 }

@@ -115,9 +115,11 @@ typedef struct vt_tls {
 
 extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
 
-/* IDLE until the first call, OFF for good once disabled or stopped; a fork
- * child that was ACTIVE goes back to IDLE. */
-enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF };
+/* IDLE until the first call, OFF for good once disabled, ENDED once the
+ * trace is finished at exit (ring.c: calls then wait for the process to
+ * end, bounded, since no trace can count them); a fork child that was
+ * ACTIVE or ENDED goes back to IDLE. */
+enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF, VT_ST_ENDED };
 extern _Atomic int vt_state;
 /* Says msg on stderr once per process, prefixed "vramtrace: ". No lock, no
  * allocation: one write(2). */
@@ -162,6 +164,11 @@ typedef struct vt_ring_slot {
 } vt_ring_slot_t;
 /* A slot's seq while a release holds it across its call (ring.c). */
 #define VT_RING_SEQ_HELD (1ull << 63)
+/* In the tail once the ring is closed at exit (vt_ring_close): every claim
+ * then fails. Positions never reach it. */
+#define VT_RING_CLOSED (1ull << 62)
+/* In a lost[] counter once END has read it (vt_ring_seal_lost). */
+#define VT_LOST_SEALED (1ull << 63)
 typedef struct vt_ring {
     vt_ring_slot_t *slots; /* mapped once, by the first vt_ring_init */
     uint64_t mask;         /* slots - 1; VRAMTRACE_RING is a power of two */
@@ -200,6 +207,12 @@ static inline int vt_slot_seq_cas(vt_ring_slot_t *slot, uint64_t index, uint64_t
     return done;
 }
 
+/* A claim found the ring full, or closed: counts the drop (count_drop), and
+ * when the trace's END can no longer count it (closed, sealed) waits for
+ * the process to end instead (vt_ring_park). Out of line: the hot path
+ * only branches to it. */
+void vt_ring_full(int count_drop, uint64_t pos);
+
 /* count_drop = 0 for the shim's own samples: "dropped" counts only events
  * the program made. */
 static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed_pos)
@@ -218,9 +231,9 @@ static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed
         } else if ((int64_t)((seq & ~VT_RING_SEQ_HELD) - pos) < 0) {
             /* Still used a lap behind (published and unread, or held across
              * a call): full. A slot held for pos itself was just claimed by
-             * another thread, and pos is stale: read the tail again. */
-            if (count_drop)
-                atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
+             * another thread, and pos is stale: read the tail again. A
+             * closed ring (pos has VT_RING_CLOSED) lands here too. */
+            vt_ring_full(count_drop, pos);
             return NULL;
         } else {
             pos = atomic_load_explicit(&vt_ring.tail, memory_order_relaxed);
@@ -262,10 +275,7 @@ static inline void vt_ring_publish(vt_ring_slot_t *slot)
 
 /* An event the program made that is not in the ring (a wrapper entered
  * from a signal handler inside the shim). */
-static inline void vt_ring_count_drop(void)
-{
-    atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_IN_HANDLER], 1, memory_order_relaxed);
-}
+void vt_ring_count_drop(void);
 
 /* Maps the ring at the first start and empties it; -1 when it cannot be
  * mapped. */
@@ -285,6 +295,19 @@ size_t vt_ring_drain_final(vt_event_t *out, size_t max);
  * VT_LOST_UNWRITTEN is the writer's and 0 here). A held slot passed over
  * counts only at stop: until then its call may still return. */
 void vt_ring_lost(uint64_t lost[VT_LOST_REASONS]);
+/* Exit, on the exiting thread: closes the ring for good. Claims from now
+ * on fail; the exiting thread's own calls pass through, the others' wait
+ * in vt_ring_park. */
+void vt_ring_close(void);
+/* Writer, at stop after the final drain: the losses for END, read so that
+ * a drop counted after this reading waits in vt_ring_park instead of
+ * returning to the program uncounted. */
+void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS]);
+/* A call that no trace can count any more (its drop came after END read
+ * the losses, or it began after the trace ended): waits for the process to
+ * end, at most PARK_MS, so the program never sees it return uncounted.
+ * Returns at once on the thread that closed the ring (it is exiting). */
+void vt_ring_park(void);
 
 /* ---- stacks.c ---- */
 /* Captures the caller's stack (skipping `skip` shim frames) and returns its

@@ -132,6 +132,10 @@ typedef struct writer {
     uint64_t chunk_events, chunk_program_events; /* in the chunk being built */
     uint32_t nodes_emitted;
     uint64_t last_dropped, last_stacks_lost;
+    /* At stop, once the ring's losses are sealed (vt_ring_seal_lost): the
+     * counts END and the last DROPPED say. */
+    int lost_sealed;
+    uint64_t sealed_lost[VT_LOST_REASONS];
     _Atomic int warned_write;
     /* ips already given a FRAME record in this file: open addressing, grown
      * by doubling; writer thread only. */
@@ -576,7 +580,10 @@ static void emit_event(const vt_event_t *ev)
 /* The program's events lost, by reason; returns their sum. */
 static uint64_t lost_by_reason(uint64_t lost[VT_LOST_REASONS])
 {
-    vt_ring_lost(lost);
+    if (writer.lost_sealed)
+        memcpy(lost, writer.sealed_lost, sizeof writer.sealed_lost);
+    else
+        vt_ring_lost(lost);
     lost[VT_LOST_UNWRITTEN] = writer.unwritten;
     uint64_t sum = 0;
     for (int i = 0; i < VT_LOST_REASONS; i++)
@@ -1022,13 +1029,16 @@ void vt_writer_stop(void)
         writer.thread_running = 0;
         return;
     }
+    /* Closed first: every event claimed from here on is one the final
+     * drain could miss (ring.c, vt_ring_close). */
+    vt_ring_close();
     pthread_mutex_lock(&writer.wake_lock);
     writer.stopping = 1;
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
     pthread_join(writer.thread, NULL);
     writer.thread_running = 0;
-    atomic_store(&vt_state, VT_ST_OFF);
+    atomic_store(&vt_state, VT_ST_ENDED);
 }
 
 /* The end of the file, on the writer thread once it stops. */
@@ -1038,6 +1048,10 @@ static void finish_trace(void)
     /* Everything left in the ring; slots claimed but never published are
      * counted as dropped, not left to hide the events behind them. */
     drain_with(vt_ring_drain_final);
+    /* The ring was closed before (vt_writer_stop): nothing more can enter
+     * it, and a drop counted from here on waits in vt_ring_park. */
+    vt_ring_seal_lost(writer.sealed_lost);
+    writer.lost_sealed = 1;
     finish_chunk();
     /* After a failed write the file ends at a chunk boundary (write_chunk):
      * one more small chunk may fit and tell the reader what was lost. */

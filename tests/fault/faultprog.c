@@ -65,6 +65,11 @@
  *                   while the main thread forks; the child makes one
  *                   cuMemGetInfo_v2 and exits; prints how many children
  *                   returned, and how many were still in the call after 5 s
+ *   exitrace T MS   T threads make cudaMalloc/cudaFree pairs while the main
+ *                   thread calls exit() after MS ms; each thread counts the
+ *                   calls it starts and those that returned in
+ *                   $FAULTPROG_COUNT_FILE (uint64 words, mapped shared:
+ *                   thread i's started at word 16i, returned at 16i + 8)
  *   nvtxfork F      a thread pushes and pops tags with new names
  *                   (vramtrace_tag_push, looked up with dlsym: the shim's,
  *                   or none without it) while the main thread forks F times;
@@ -80,6 +85,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -796,6 +803,50 @@ static int mode_forkstart(int rounds)
     return ok != rounds;
 }
 
+/* ---- exit racing allocating threads ---- */
+
+static volatile uint64_t *exit_counts;
+
+static void *exitrace_thread(void *arg)
+{
+    volatile uint64_t *started = exit_counts + 16 * (intptr_t)arg, *returned = started + 8;
+    for (;;) {
+        void *p = NULL;
+        ++*started;
+        cudaError_t rc = cudaMalloc(&p, 4096);
+        ++*returned;
+        if (rc != cudaSuccess)
+            continue;
+        ++*started;
+        cudaFree(p);
+        ++*returned;
+    }
+    return NULL;
+}
+
+static int mode_exitrace(int threads, long ms)
+{
+    const char *path = getenv("FAULTPROG_COUNT_FILE");
+    if (!path || threads < 1 || threads > 256)
+        die("exitrace: FAULTPROG_COUNT_FILE and 1-256 threads");
+    int f = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (f < 0 || ftruncate(f, 4096 * 8) != 0)
+        die("exitrace: count file");
+    exit_counts = mmap(NULL, 4096 * 8, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    if (exit_counts == MAP_FAILED)
+        die("exitrace: mmap");
+    close(f);
+    for (int i = 0; i < threads; i++) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, exitrace_thread, (void *)(intptr_t)i))
+            die("pthread_create");
+    }
+    struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+    nanosleep(&ts, NULL);
+    printf("exitrace threads=%d\n", threads);
+    exit(0);
+}
+
 /* ---- NVTX-style tags and fork, no CUDA ---- */
 
 typedef int (*tag_push_fn)(const char *);
@@ -960,6 +1011,8 @@ int main(int argc, char **argv)
         return mode_sigstart(n);
     if (!strcmp(mode, "forkstart"))
         return mode_forkstart((int)n);
+    if (!strcmp(mode, "exitrace"))
+        return mode_exitrace((int)n, argc > 3 ? atol(argv[3]) : 0);
     if (!strcmp(mode, "nvtxfork"))
         return mode_nvtxfork((int)n);
     if (!strcmp(mode, "slowlive"))
