@@ -57,6 +57,13 @@ typedef struct vt_symbols_stats {
 
 void vt_symbols_stats(vt_symbols_stats_t *out);
 
+/* At exit: lookups stop asking the loader whether modules changed (each
+ * ask is a dl_iterate_phdr, which waits for any walk of the program's in
+ * progress) and walk the modules only for an ip outside every known one.
+ * Names then come from the map as it was: a dlclose already made the
+ * writer name what it unloads (vt_writer_sync). */
+void vt_symbols_final(void);
+
 /* In a forked child: report every module again to the new trace file. */
 void vt_symbols_reset_reported(void);
 

@@ -70,6 +70,13 @@
  *                   calls it starts and those that returned in
  *                   $FAULTPROG_COUNT_FILE (uint64 words, mapped shared:
  *                   thread i's started at word 16i, returned at 16i + 8)
+ *   exitwalk MS [early]  a thread stays MS ms (for ever when MS < 0) in a
+ *                   dl_iterate_phdr callback while the main thread, which
+ *                   made its first pair 1.5 s before, makes a pair through
+ *                   a call path never seen and exits 100 ms later
+ *                   (run with VRAMTRACE_FLUSH_MS=1000: the writer then
+ *                   looks at the ring about once a second); "early" exits
+ *                   1.2 s later instead, once the writer is in its walk
  *   nvtxfork F      a thread pushes and pops tags with new names
  *                   (vramtrace_tag_push, looked up with dlsym: the shim's,
  *                   or none without it) while the main thread forks F times;
@@ -85,6 +92,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/time.h>
@@ -847,6 +855,61 @@ static int mode_exitrace(int threads, long ms)
     exit(0);
 }
 
+/* ---- exit while a thread is inside a module walk ---- */
+
+static atomic_int walk_go, walk_in;
+static long walk_ms;
+
+static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info, (void)size, (void)arg;
+    atomic_store(&walk_in, 1);
+    if (walk_ms < 0)
+        for (;;)
+            pause();
+    struct timespec ts = { walk_ms / 1000, walk_ms % 1000 * 1000000 };
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+static void *exitwalk_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&walk_go))
+        ;
+    dl_iterate_phdr(walk_cb, NULL);
+    return NULL;
+}
+
+NOINLINE static void exitwalk_new_path(void)
+{
+    void *p;
+    if (cudaMalloc(&p, 24576) == cudaSuccess)
+        cudaFree(p);
+}
+
+static int mode_exitwalk(long ms, int early)
+{
+    walk_ms = ms;
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    cudaFree(p);
+    pthread_t th;
+    if (pthread_create(&th, NULL, exitwalk_thread, NULL))
+        die("pthread_create");
+    struct timespec wait = { 1, 500 * 1000000 };
+    nanosleep(&wait, NULL);
+    exitwalk_new_path();
+    atomic_store(&walk_go, 1);
+    while (!atomic_load(&walk_in))
+        ;
+    struct timespec before_exit = { early ? 1 : 0, early ? 200 * 1000000 : 100 * 1000000 };
+    nanosleep(&before_exit, NULL);
+    printf("exitwalk done\n");
+    exit(0);
+}
+
 /* ---- NVTX-style tags and fork, no CUDA ---- */
 
 typedef int (*tag_push_fn)(const char *);
@@ -1013,6 +1076,8 @@ int main(int argc, char **argv)
         return mode_forkstart((int)n);
     if (!strcmp(mode, "exitrace"))
         return mode_exitrace((int)n, argc > 3 ? atol(argv[3]) : 0);
+    if (!strcmp(mode, "exitwalk"))
+        return mode_exitwalk(n, argc > 3 && !strcmp(argv[3], "early"));
     if (!strcmp(mode, "nvtxfork"))
         return mode_nvtxfork((int)n);
     if (!strcmp(mode, "slowlive"))
