@@ -18,7 +18,9 @@
  *    untouched.
  *  - fork: the child forgets the parent's ring and file and starts its own
  *    trace lazily, on its own first CUDA call. Each file that keeps state
- *    says what of it survives, in its own atfork_child.
+ *    says what of it survives, in its own atfork_child. Fork safety holds
+ *    from the first instruction of start-up: the handlers are registered
+ *    before the state leaves IDLE (start_once).
  */
 #include <errno.h>
 #include <fcntl.h>

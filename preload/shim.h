@@ -81,7 +81,12 @@ int vt_options_bool(const char *text);
  *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
  *    allocate. Start-up, device facts and samples are out of line.
  *  - fork: the child forgets the parent's ring and file and starts its own
- *    trace lazily, on its own first CUDA call (each file's atfork_child). */
+ *    trace lazily, on its own first CUDA call (each file's atfork_child).
+ *    The handlers are registered before start-up begins, and a fork while
+ *    another thread starts the shim waits for it (bounded).
+ *  - Exit: every call that returns to the program is in the trace or in
+ *    END's dropped count (ring.c, vt_ring_close), and exit never waits
+ *    without a bound for a thread of the program (writer.c, join_writer). */
 typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot held across a release call */
