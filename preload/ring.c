@@ -199,6 +199,10 @@ void vt_ring_lost(uint64_t lost[VT_LOST_REASONS])
 #define PARK_MS 1000
 
 static __thread int closed_here __attribute__((tls_model("initial-exec")));
+/* Set once a wait ran its course: the process outlived its trace by
+ * PARK_MS, so later calls pass through at once (a destructor that joins a
+ * thread making many calls waits PARK_MS in all, not per call). */
+static _Atomic int park_expired;
 
 void vt_ring_close(void)
 {
@@ -214,11 +218,12 @@ void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS])
 
 void vt_ring_park(void)
 {
-    if (closed_here)
+    if (closed_here || atomic_load(&park_expired))
         return;
     struct timespec left = { PARK_MS / 1000, PARK_MS % 1000 * 1000000L };
     while (nanosleep(&left, &left) != 0 && errno == EINTR)
         ;
+    atomic_store(&park_expired, 1);
 }
 
 static void count_lost(int reason)

@@ -311,7 +311,8 @@ void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS]);
 /* A call that no trace can count any more (its drop came after END read
  * the losses, or it began after the trace ended): waits for the process to
  * end, at most PARK_MS, so the program never sees it return uncounted.
- * Returns at once on the thread that closed the ring (it is exiting). */
+ * Returns at once on the thread that closed the ring (it is exiting), and
+ * once one wait has run its course (ring.c). */
 void vt_ring_park(void);
 
 /* ---- stacks.c ---- */
