@@ -329,6 +329,10 @@ uint64_t vt_stacks_lost(void);
  * cached rules are dropped. subs: the loader's count of unloads now. */
 void vt_stacks_unloaded(unsigned long long subs);
 int vt_stacks_init(void);
+/* The loader's count of unloaded modules as the shim last saw it (at a
+ * dlclose, or a rule lookup): the writer's final naming refreshes its
+ * module map when this moved. */
+unsigned long long vt_stacks_subs(void);
 /* 1 when stacks wanted libunwind and vt_stacks_init could not load it. */
 int vt_stacks_without_libunwind(void);
 void vt_stacks_atfork_child(void);

@@ -688,6 +688,11 @@ walk:
 }
 #endif
 
+unsigned long long vt_stacks_subs(void)
+{
+    return atomic_load_explicit(&stacks.rules_subs, memory_order_relaxed);
+}
+
 void vt_stacks_unloaded(unsigned long long subs)
 {
     uint32_t e = atomic_load_explicit(&stacks.ip_epoch, memory_order_relaxed), next;

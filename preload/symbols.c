@@ -87,7 +87,7 @@ static struct {
     int pending_report;
     unsigned long long adds, subs; /* loader counters at the last refresh */
     int have_counters;
-    int final;                   /* vt_symbols_final */
+    int final, final_refresh;    /* vt_symbols_final */
     char *exe_path;
     vt_symbols_stats_t stats;
 } g;
@@ -517,12 +517,19 @@ static int changed_now(void)
 {
     if (!g.initialized)
         return 1;
-    return g.final ? -1 : loader_changed();
+    if (!g.final)
+        return loader_changed();
+    if (g.final_refresh) {
+        g.final_refresh = 0;
+        return 1;
+    }
+    return -1;
 }
 
-void vt_symbols_final(void)
+void vt_symbols_final(unsigned long long subs)
 {
     g.final = 1;
+    g.final_refresh = g.initialized && (!g.have_counters || subs != g.subs);
 }
 
 int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx, uint32_t *module_id,

@@ -1084,7 +1084,7 @@ void vt_writer_stop(void)
 static void finish_trace(void)
 {
     vt_tls.guard++;
-    vt_symbols_final();
+    vt_symbols_final(vt_stacks_subs());
     /* Everything left in the ring; slots claimed but never published are
      * counted as dropped, not left to hide the events behind them. */
     drain_with(vt_ring_drain_final);
