@@ -17,7 +17,12 @@
  *    are lock-free. A full table gives id 0 ("range:?").
  *  - While the shim records (vt_state ACTIVE), each push and pop also goes
  *    into a bounded ring drained by the writer as VT_REC_RANGE records; a
- *    full ring drops the record, never blocks.
+ *    full ring drops the record, never blocks. A push dropped is tried
+ *    again at the thread's next push or pop; a record is counted lost once
+ *    it can no longer go out (a pop, and its level's push if that never
+ *    went out), and the trace's last NOTE says how many
+ *    (vt_ranges_lost_note): RANGE records + lost = the pushes and pops
+ *    made while the shim recorded.
  *  - Pushes before the first CUDA call are kept on the thread's stack (so
  *    stacks captured later still carry them); their RANGE records, with
  *    their own times, go out at the thread's next push or pop once the
@@ -33,6 +38,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -191,18 +197,32 @@ static void record(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
     uint32_t known = push ? depth : depth + 1;
     if (known > VT_MAX_RANGE_FRAMES)
         known = VT_MAX_RANGE_FRAMES;
-    while (open.recorded < known) {
+    int ok = 1;
+    while (ok && open.recorded < known) {
         uint32_t d = open.recorded;
-        if (ring_put(1, d, open.ids[d], open.since[d]) != 0)
-            return;
-        open.recorded++;
+        ok = ring_put(1, d, open.ids[d], open.since[d]) == 0;
+        open.recorded += ok;
     }
-    if (ring_put(push, depth, id, time_ns) != 0)
+    if (ok && ring_put(push, depth, id, time_ns) == 0) {
+        if (push && depth == open.recorded)
+            open.recorded++;
+        if (!push && open.recorded > depth)
+            open.recorded = depth;
         return;
-    if (push && depth == open.recorded)
-        open.recorded++;
-    if (!push && open.recorded > depth)
-        open.recorded = depth;
+    }
+    /* A push kept on the thread's stack goes out at its next record; one
+     * past VT_MAX_RANGE_FRAMES is not kept. A pop is lost, and with it its
+     * level's push if that never went out. */
+    uint64_t lost = 0;
+    if (!push) {
+        lost = 1 + (open.recorded <= depth && depth < VT_MAX_RANGE_FRAMES);
+        if (open.recorded > depth)
+            open.recorded = depth;
+    } else if (depth >= VT_MAX_RANGE_FRAMES) {
+        lost = 1;
+    }
+    if (lost)
+        atomic_fetch_add_explicit(&ring_state.dropped, lost, memory_order_relaxed);
 }
 
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
@@ -231,8 +251,7 @@ static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
                                                       memory_order_relaxed))
                 break;
         } else if (diff < 0) {
-            atomic_fetch_add_explicit(&ring_state.dropped, 1, memory_order_relaxed);
-            return -1;
+            return -1; /* full: record() counts what is lost */
         } else {
             pos = atomic_load_explicit(&ring_state.tail, memory_order_relaxed);
         }
@@ -302,6 +321,20 @@ void vt_ranges_records(vt_emit_fn emit)
         ring_state.head++;
         emit(VT_REC_RANGE, buf, (size_t)(p - buf));
     }
+}
+
+void vt_ranges_lost_note(vt_emit_fn emit)
+{
+    uint64_t lost = atomic_load_explicit(&ring_state.dropped, memory_order_relaxed);
+    if (!lost)
+        return;
+    char text[128];
+    int len = snprintf(text, sizeof text, "ranges: %llu range records lost, their buffer full",
+                       (unsigned long long)lost);
+    uint8_t buf[2 * VT_VARINT_MAX + sizeof text], *p = buf;
+    p = vt_put_varint(p, vt_now_ns());
+    p = vt_put_str(p, text, (size_t)len, sizeof text);
+    emit(VT_REC_NOTE, buf, (size_t)(p - buf));
 }
 
 static void ranges_atfork_child(void)

@@ -407,6 +407,9 @@ const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);
 void vt_ranges_records(vt_emit_fn emit);
+/* Writer side, at stop: a NOTE saying how many RANGE records were lost to
+ * their full buffer, when any were. */
+void vt_ranges_lost_note(vt_emit_fn emit);
 /* ---- ggml_queue.c: ggml's records waiting for the writer ---- */
 #define VT_GGML_NAME_LEN 64u
 typedef struct vt_ggml_note {

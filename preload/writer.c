@@ -1092,6 +1092,10 @@ static void finish_trace(void)
      * it, and a drop counted from here on waits in vt_ring_park. */
     vt_ring_seal_lost(writer.sealed_lost);
     writer.lost_sealed = 1;
+    if (!writer.write_failed) {
+        vt_ranges_records(emit);
+        vt_ranges_lost_note(emit);
+    }
     finish_chunk();
     /* After a failed write the file ends at a chunk boundary (write_chunk):
      * one more small chunk may fit and tell the reader what was lost. */

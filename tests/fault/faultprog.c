@@ -77,6 +77,10 @@
  *                   (run with VRAMTRACE_FLUSH_MS=1000: the writer then
  *                   looks at the ring about once a second); "early" exits
  *                   1.2 s later instead, once the writer is in its walk
+ *   rangeflood N    after a first pair, N tag pushes and pops as fast as
+ *                   they go, more than the range buffer holds between two
+ *                   drains (vramtrace_tag_push, none without the shim),
+ *                   nested two deep every other time
  *   nvtxfork F      a thread pushes and pops tags with new names
  *                   (vramtrace_tag_push, looked up with dlsym: the shim's,
  *                   or none without it) while the main thread forks F times;
@@ -932,6 +936,32 @@ static void *nvtxfork_thread(void *arg)
     return NULL;
 }
 
+static int mode_rangeflood(long n)
+{
+    tag_push = (tag_push_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
+    tag_pop = (tag_pop_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_pop");
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    cudaFree(p);
+    long ops = 0;
+    for (long i = 0; i < n; i++) {
+        if (!tag_push)
+            continue;
+        tag_push("flood");
+        if (i & 1) {
+            tag_push("inner");
+            tag_pop();
+            ops += 2;
+        }
+        tag_pop();
+        ops += 2;
+    }
+    printf("rangeflood n=%ld\n", n);
+    fprintf(stderr, "rangeflood ops %ld\n", ops);
+    return 0;
+}
+
 static int mode_nvtxfork(int forks)
 {
     tag_push = (tag_push_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
@@ -1078,6 +1108,8 @@ int main(int argc, char **argv)
         return mode_exitrace((int)n, argc > 3 ? atol(argv[3]) : 0);
     if (!strcmp(mode, "exitwalk"))
         return mode_exitwalk(n, argc > 3 && !strcmp(argv[3], "early"));
+    if (!strcmp(mode, "rangeflood"))
+        return mode_rangeflood(n);
     if (!strcmp(mode, "nvtxfork"))
         return mode_nvtxfork((int)n);
     if (!strcmp(mode, "slowlive"))
