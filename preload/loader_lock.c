@@ -28,21 +28,35 @@
  */
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "loader_lock.h"
 
 static pthread_rwlock_t loader_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static int fork_holds_loader_lock;
+static __thread _Atomic unsigned long long *watch __attribute__((tls_model("initial-exec")));
+
+void vt_loader_watch(_Atomic unsigned long long *since)
+{
+    watch = since;
+}
 
 void vt_loader_enter(void)
 {
+    if (watch) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        atomic_store(watch, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    }
     pthread_rwlock_rdlock(&loader_lock);
 }
 
 void vt_loader_leave(void)
 {
     pthread_rwlock_unlock(&loader_lock);
+    if (watch)
+        atomic_store(watch, 0);
 }
 
 int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)

@@ -14,5 +14,9 @@ void vt_loader_leave(void);
 void vt_loader_atfork_prepare(void);
 void vt_loader_atfork_parent(void);
 void vt_loader_atfork_child(void);
+/* The calling thread's walks, from now on, store their start in *since
+ * (CLOCK_MONOTONIC ns, 0 between walks): how long a thread has waited for
+ * one, as seen from another (writer.c, at exit). */
+void vt_loader_watch(_Atomic unsigned long long *since);
 
 #endif

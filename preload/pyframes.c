@@ -144,13 +144,27 @@ static _Atomic uint32_t site_count;
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t linetable_buf[LINETABLE_MAX]; /* under site_lock */
 
-static char note_text[200];
+/* How Python frames stand, said in the trace as a NOTE. Each note is
+ * written into a slot of its own and then published whole: a fork, or the
+ * writer, in the middle of writing one sees the one before (a child forked
+ * right after a thread switched frames on or off got half a note). A
+ * process writes two at most (init, then the first walk's verdict); past
+ * NOTE_SLOTS later ones are not said. */
+#define NOTE_SLOTS 8
+#define NOTE_LEN 200
+static char notes[NOTE_SLOTS][NOTE_LEN];
+static _Atomic unsigned note_claimed;   /* slots written or being written */
+static _Atomic unsigned note_published; /* 1 + the latest whole note's slot, 0 for none */
 static _Atomic int note_pending;
 static int vm_refused;
 
 static void set_note(const char *fmt, unsigned minor, const char *why)
 {
-    snprintf(note_text, sizeof note_text, fmt, minor, why);
+    unsigned slot = atomic_fetch_add(&note_claimed, 1);
+    if (slot >= NOTE_SLOTS)
+        return;
+    snprintf(notes[slot], NOTE_LEN, fmt, minor, why);
+    atomic_store_explicit(&note_published, slot + 1, memory_order_release);
     atomic_store_explicit(&note_pending, 1, memory_order_release);
 }
 
@@ -491,7 +505,11 @@ static void atfork_child(void)
     pthread_mutex_init(&site_lock, NULL);
     int deciding = ST_INIT;
     atomic_compare_exchange_strong(&state, &deciding, ST_UNINIT);
-    if (note_text[0])
+    /* A slot a parent's thread was writing is taken again by the child's
+     * next note; the child says the last whole one. */
+    unsigned published = atomic_load(&note_published);
+    atomic_store(&note_claimed, published);
+    if (published)
         atomic_store(&note_pending, 1);
 }
 
@@ -711,10 +729,13 @@ static const char *py_frame_name(uint32_t id)
 void vt_pseudo_records(vt_emit_fn emit)
 {
     if (atomic_exchange_explicit(&note_pending, 0, memory_order_acquire)) {
-        uint8_t buf[VT_VARINT_MAX * 2 + sizeof note_text], *p = buf;
+        unsigned published = atomic_load_explicit(&note_published, memory_order_acquire);
+        const char *text = published ? notes[published - 1] : "";
+        uint8_t buf[VT_VARINT_MAX * 2 + NOTE_LEN], *p = buf;
         p = vt_put_varint(p, vt_now_ns());
-        p = vt_put_str(p, note_text, strlen(note_text), sizeof note_text);
-        emit(VT_REC_NOTE, buf, (size_t)(p - buf));
+        p = vt_put_str(p, text, strnlen(text, NOTE_LEN), NOTE_LEN);
+        if (published)
+            emit(VT_REC_NOTE, buf, (size_t)(p - buf));
     }
     vt_ranges_records(emit);
 }

@@ -17,7 +17,12 @@
  *    are lock-free. A full table gives id 0 ("range:?").
  *  - While the shim records (vt_state ACTIVE), each push and pop also goes
  *    into a bounded ring drained by the writer as VT_REC_RANGE records; a
- *    full ring drops the record, never blocks.
+ *    full ring drops the record, never blocks. A push dropped is tried
+ *    again at the thread's next push or pop; a record is counted lost once
+ *    it can no longer go out (a pop, and its level's push if that never
+ *    went out), and the trace's last NOTE says how many
+ *    (vt_ranges_lost_note): RANGE records + lost = the pushes and pops
+ *    made while the shim recorded.
  *  - Pushes before the first CUDA call are kept on the thread's stack (so
  *    stacks captured later still carry them); their RANGE records, with
  *    their own times, go out at the thread's next push or pop once the
@@ -33,6 +38,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -94,6 +100,19 @@ static uint64_t fnv(const char *s)
     return h | 1;
 }
 
+static void ranges_atfork_child(void);
+
+/* The child handler is registered before anything it resets is first used
+ * (name_lock, the ring): a fork at any instant after that runs it, in a
+ * process that never calls CUDA too (a child of a fork that landed while
+ * another thread held name_lock waited for ever on it). */
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, ranges_atfork_child);
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
 static uint32_t intern(const char *text)
 {
     uint64_t h = fnv(text);
@@ -105,6 +124,7 @@ static uint32_t intern(const char *text)
         if (names[id].hash == h && !strcmp(names[id].text, text))
             return id;
     }
+    pthread_once(&fork_handler_once, register_fork_handler);
     pthread_mutex_lock(&name_lock);
     uint32_t found = 0;
     i = (uint32_t)(h >> 17) & (NAME_TABLE - 1);
@@ -164,8 +184,6 @@ const char *vt_range_name(uint32_t id)
 
 /* ---- the per-thread stack and the RANGE records ---- */
 
-static void ranges_atfork_child(void);
-
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns);
 
 /* Records a push or pop. Levels pushed before the shim started recording
@@ -179,30 +197,40 @@ static void record(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
     uint32_t known = push ? depth : depth + 1;
     if (known > VT_MAX_RANGE_FRAMES)
         known = VT_MAX_RANGE_FRAMES;
-    while (open.recorded < known) {
+    int ok = 1;
+    while (ok && open.recorded < known) {
         uint32_t d = open.recorded;
-        if (ring_put(1, d, open.ids[d], open.since[d]) != 0)
-            return;
-        open.recorded++;
+        ok = ring_put(1, d, open.ids[d], open.since[d]) == 0;
+        open.recorded += ok;
     }
-    if (ring_put(push, depth, id, time_ns) != 0)
+    if (ok && ring_put(push, depth, id, time_ns) == 0) {
+        if (push && depth == open.recorded)
+            open.recorded++;
+        if (!push && open.recorded > depth)
+            open.recorded = depth;
         return;
-    if (push && depth == open.recorded)
-        open.recorded++;
-    if (!push && open.recorded > depth)
-        open.recorded = depth;
+    }
+    /* A push kept on the thread's stack goes out at its next record; one
+     * past VT_MAX_RANGE_FRAMES is not kept. A pop is lost, and with it its
+     * level's push if that never went out. */
+    uint64_t lost = 0;
+    if (!push) {
+        lost = 1 + (open.recorded <= depth && depth < VT_MAX_RANGE_FRAMES);
+        if (open.recorded > depth)
+            open.recorded = depth;
+    } else if (depth >= VT_MAX_RANGE_FRAMES) {
+        lost = 1;
+    }
+    if (lost)
+        atomic_fetch_add_explicit(&ring_state.dropped, lost, memory_order_relaxed);
 }
 
 static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
 {
     if (!atomic_load_explicit(&ring_state.ready, memory_order_acquire)) {
+        pthread_once(&fork_handler_once, register_fork_handler);
         int expected = 0;
         if (atomic_compare_exchange_strong(&ring_state.ready, &expected, 1)) {
-            static int atfork_done;
-            if (!atfork_done) {
-                atfork_done = 1;
-                pthread_atfork(NULL, NULL, ranges_atfork_child);
-            }
             for (uint32_t i = 0; i < RING_SIZE; i++)
                 atomic_store_explicit(&ring[i].seq, i, memory_order_relaxed);
             atomic_store(&ring_state.ready, 2);
@@ -223,8 +251,7 @@ static int ring_put(int push, uint32_t depth, uint32_t id, uint64_t time_ns)
                                                       memory_order_relaxed))
                 break;
         } else if (diff < 0) {
-            atomic_fetch_add_explicit(&ring_state.dropped, 1, memory_order_relaxed);
-            return -1;
+            return -1; /* full: record() counts what is lost */
         } else {
             pos = atomic_load_explicit(&ring_state.tail, memory_order_relaxed);
         }
@@ -294,6 +321,20 @@ void vt_ranges_records(vt_emit_fn emit)
         ring_state.head++;
         emit(VT_REC_RANGE, buf, (size_t)(p - buf));
     }
+}
+
+void vt_ranges_lost_note(vt_emit_fn emit)
+{
+    uint64_t lost = atomic_load_explicit(&ring_state.dropped, memory_order_relaxed);
+    if (!lost)
+        return;
+    char text[128];
+    int len = snprintf(text, sizeof text, "ranges: %llu range records lost, their buffer full",
+                       (unsigned long long)lost);
+    uint8_t buf[2 * VT_VARINT_MAX + sizeof text], *p = buf;
+    p = vt_put_varint(p, vt_now_ns());
+    p = vt_put_str(p, text, (size_t)len, sizeof text);
+    emit(VT_REC_NOTE, buf, (size_t)(p - buf));
 }
 
 static void ranges_atfork_child(void)

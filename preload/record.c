@@ -18,7 +18,9 @@
  *    untouched.
  *  - fork: the child forgets the parent's ring and file and starts its own
  *    trace lazily, on its own first CUDA call. Each file that keeps state
- *    says what of it survives, in its own atfork_child.
+ *    says what of it survives, in its own atfork_child. Fork safety holds
+ *    from the first instruction of start-up: the handlers are registered
+ *    before the state leaves IDLE (start_once).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +53,6 @@ typedef struct event_clock {
  * added here is reset in a child unless that function keeps it, by name. */
 typedef struct record_state {
     event_clock_t clock;
-    int atfork_registered;
     /* At start, from the options: VRAMTRACE_SAMPLE_MS in ns, 0 for none,
      * and each api's event flags and hot-path facts (init_api_flags). */
     uint64_t sample_interval_ns;
@@ -162,10 +163,30 @@ static inline uint64_t event_now_ns(void)
 
 /* ---- start-up, on the first intercepted call ---- */
 
+/* How long fork waits for another thread's start-up to end: it takes
+ * milliseconds (the writer thread, the trace file). Past this the fork goes
+ * ahead and the child passes its calls through (atfork_child). */
+#define START_WAIT_MS 2000
+
+/* A fork while another thread starts the shim waits for it to finish, so
+ * the child inherits a shim that is started or not, never half of one. Not
+ * on the starting thread itself (a signal handler's fork: its guard is
+ * up), which would wait for itself. */
+static void wait_for_start(void)
+{
+    if (vt_tls.guard)
+        return;
+    for (int waited_ms = 0; atomic_load(&vt_state) == VT_ST_STARTING && waited_ms < START_WAIT_MS; waited_ms++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 /* The writer first: it walks the modules only inside a drain, so once it
  * is between drains the loader lock waits for the program's threads alone. */
 static void atfork_prepare(void)
 {
+    wait_for_start();
     if (atomic_load(&vt_state) == VT_ST_ACTIVE) {
         vt_writer_atfork_prepare();
         vt_loader_atfork_prepare();
@@ -187,7 +208,6 @@ static void record_atfork_child(void)
     /* What survives:
      *  - the clock: the child reads the same TSC and CLOCK_MONOTONIC, so
      *    the base and the rate measured against them still hold;
-     *  - atfork_registered: a child keeps its parent's fork handlers;
      *  - devices_known: device facts describe the machine, not the process;
      *    the child's writer names the devices again (vt_devices, below).
      * The api facts and the sample interval are reset with the rest: the
@@ -199,7 +219,6 @@ static void record_atfork_child(void)
     volatile uint8_t *started_here = rec.started_here;
     rec = rec_initial;
     rec.clock = clock;
-    rec.atfork_registered = 1;
     atomic_store(&rec.devices_known, devices_known);
     /* The mapping is the child's too (zeroed); its start writes 1 again. */
     rec.started_here = started_here;
@@ -218,8 +237,18 @@ static void atfork_child(void)
 {
     vt_tls.tid = 0;
     vt_loader_atfork_child();
-    if (atomic_load(&vt_state) == VT_ST_OFF)
+    int st = atomic_load(&vt_state);
+    if (st == VT_ST_OFF || st == VT_ST_IDLE)
         return;
+    if (st == VT_ST_STARTING) {
+        /* Another thread of the parent was starting the shim and did not
+         * finish within START_WAIT_MS: what it had set up is half done and
+         * its thread is not here to finish. The child passes its calls
+         * through (a start of its own would wait for ever on that state:
+         * tests/t/74-fault-forkstart.t). */
+        atomic_store(&vt_state, VT_ST_OFF);
+        return;
+    }
     /* The parent's writer thread and file do not exist here; the child
      * traces itself from its own first CUDA call on. */
     vt_writer_atfork_child();
@@ -314,11 +343,12 @@ static int start_held(void)
     if (vt_writer_start() != 0)
         return -1; /* the writer said why */
     mark_started_here();
-    if (!rec.atfork_registered) {
-        rec.atfork_registered = 1;
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    }
     return 0;
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* A child made without the fork handlers (_Fork(), a raw clone) may have
@@ -338,19 +368,32 @@ static __attribute__((noinline, cold)) int start_once(int st)
 {
     if (st == VT_ST_OFF)
         return 0;
-    int idle = VT_ST_IDLE;
-    if (atomic_compare_exchange_strong(&vt_state, &idle, VT_ST_STARTING)) {
-        vt_tls.guard++;
-        int ok = start() == 0;
-        vt_tls.guard--;
-        if (ok) {
-            atomic_store(&vt_state, VT_ST_ACTIVE);
-            return 1;
-        }
-        if (vt_opt.disable)
-            atomic_store(&vt_state, VT_ST_OFF);
+    if (st == VT_ST_ENDED) {
+        /* The trace is finished (exit): no trace can count this call. */
+        vt_ring_park();
         return 0;
     }
+    /* The fork handlers come first, before the state leaves IDLE: a fork
+     * on another thread at any instant of start-up runs them (a child
+     * forked before they were registered found STARTING and waited for
+     * ever). pthread_once: every thread that gets past it finds them
+     * registered, and a child inherits them. */
+    static pthread_once_t fork_handlers = PTHREAD_ONCE_INIT;
+    pthread_once(&fork_handlers, register_fork_handlers);
+    /* The guard goes up before the state says STARTING: a signal handler
+     * that calls CUDA on this thread then passes through, counted as
+     * dropped, instead of waiting for a start-up it interrupted. */
+    vt_tls.guard++;
+    int idle = VT_ST_IDLE;
+    if (atomic_compare_exchange_strong(&vt_state, &idle, VT_ST_STARTING)) {
+        int ok = start() == 0;
+        /* Every failure is for good (VRAMTRACE_DISABLE, or vt_disable). The
+         * state is set before the guard comes down, for the same reason. */
+        atomic_store(&vt_state, ok ? VT_ST_ACTIVE : VT_ST_OFF);
+        vt_tls.guard--;
+        return ok;
+    }
+    vt_tls.guard--;
     /* Another thread is starting the shim: it takes microseconds. */
     while ((st = atomic_load(&vt_state)) == VT_ST_STARTING)
         sched_yield();
@@ -555,7 +598,7 @@ static void init_api_flags(void)
 
 int vt_start_for_model(void)
 {
-    if (vt_tls.guard)
+    if (vt_tls.guard || atomic_load(&vt_state) == VT_ST_ENDED)
         return 0;
     return ensure_started();
 }
@@ -570,8 +613,9 @@ int vt_call_begin(vt_call_t *call, unsigned api)
          * Recording here could wait on a lock the interrupted code holds
          * (the stack tree's insert lock), so the call goes through
          * unrecorded and is counted as dropped: the report must not say
-         * nothing was lost. */
-        if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) == VT_ST_ACTIVE)
+         * nothing was lost. From the first instant of start-up on: a
+         * handler landing in this thread's start-up is counted too. */
+        if (info && atomic_load_explicit(&vt_state, memory_order_relaxed) != VT_ST_OFF)
             vt_ring_count_drop();
         return 0;
     }

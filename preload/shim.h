@@ -81,7 +81,12 @@ int vt_options_bool(const char *text);
  *  - The hot path (vt_call_begin/vt_call_end) takes no lock and does not
  *    allocate. Start-up, device facts and samples are out of line.
  *  - fork: the child forgets the parent's ring and file and starts its own
- *    trace lazily, on its own first CUDA call (each file's atfork_child). */
+ *    trace lazily, on its own first CUDA call (each file's atfork_child).
+ *    The handlers are registered before start-up begins, and a fork while
+ *    another thread starts the shim waits for it (bounded).
+ *  - Exit: every call that returns to the program is in the trace or in
+ *    END's dropped count (ring.c, vt_ring_close), and exit never waits
+ *    without a bound for a thread of the program (writer.c, join_writer). */
 typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot held across a release call */
@@ -115,9 +120,11 @@ typedef struct vt_tls {
 
 extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
 
-/* IDLE until the first call, OFF for good once disabled or stopped; a fork
- * child that was ACTIVE goes back to IDLE. */
-enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF };
+/* IDLE until the first call, OFF for good once disabled, ENDED once the
+ * trace is finished at exit (ring.c: calls then wait for the process to
+ * end, bounded, since no trace can count them); a fork child that was
+ * ACTIVE or ENDED goes back to IDLE. */
+enum vt_state { VT_ST_IDLE, VT_ST_STARTING, VT_ST_ACTIVE, VT_ST_OFF, VT_ST_ENDED };
 extern _Atomic int vt_state;
 /* Says msg on stderr once per process, prefixed "vramtrace: ". No lock, no
  * allocation: one write(2). */
@@ -162,6 +169,11 @@ typedef struct vt_ring_slot {
 } vt_ring_slot_t;
 /* A slot's seq while a release holds it across its call (ring.c). */
 #define VT_RING_SEQ_HELD (1ull << 63)
+/* In the tail once the ring is closed at exit (vt_ring_close): every claim
+ * then fails. Positions never reach it. */
+#define VT_RING_CLOSED (1ull << 62)
+/* In a lost[] counter once END has read it (vt_ring_seal_lost). */
+#define VT_LOST_SEALED (1ull << 63)
 typedef struct vt_ring {
     vt_ring_slot_t *slots; /* mapped once, by the first vt_ring_init */
     uint64_t mask;         /* slots - 1; VRAMTRACE_RING is a power of two */
@@ -200,6 +212,12 @@ static inline int vt_slot_seq_cas(vt_ring_slot_t *slot, uint64_t index, uint64_t
     return done;
 }
 
+/* A claim found the ring full, or closed: counts the drop (count_drop), and
+ * when the trace's END can no longer count it (closed, sealed) waits for
+ * the process to end instead (vt_ring_park). Out of line: the hot path
+ * only branches to it. */
+void vt_ring_full(int count_drop, uint64_t pos);
+
 /* count_drop = 0 for the shim's own samples: "dropped" counts only events
  * the program made. */
 static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed_pos)
@@ -218,9 +236,9 @@ static inline vt_ring_slot_t *vt_ring_claim_at(int count_drop, uint64_t *claimed
         } else if ((int64_t)((seq & ~VT_RING_SEQ_HELD) - pos) < 0) {
             /* Still used a lap behind (published and unread, or held across
              * a call): full. A slot held for pos itself was just claimed by
-             * another thread, and pos is stale: read the tail again. */
-            if (count_drop)
-                atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_RING_FULL], 1, memory_order_relaxed);
+             * another thread, and pos is stale: read the tail again. A
+             * closed ring (pos has VT_RING_CLOSED) lands here too. */
+            vt_ring_full(count_drop, pos);
             return NULL;
         } else {
             pos = atomic_load_explicit(&vt_ring.tail, memory_order_relaxed);
@@ -262,10 +280,7 @@ static inline void vt_ring_publish(vt_ring_slot_t *slot)
 
 /* An event the program made that is not in the ring (a wrapper entered
  * from a signal handler inside the shim). */
-static inline void vt_ring_count_drop(void)
-{
-    atomic_fetch_add_explicit(&vt_ring.lost[VT_LOST_IN_HANDLER], 1, memory_order_relaxed);
-}
+void vt_ring_count_drop(void);
 
 /* Maps the ring at the first start and empties it; -1 when it cannot be
  * mapped. */
@@ -285,6 +300,20 @@ size_t vt_ring_drain_final(vt_event_t *out, size_t max);
  * VT_LOST_UNWRITTEN is the writer's and 0 here). A held slot passed over
  * counts only at stop: until then its call may still return. */
 void vt_ring_lost(uint64_t lost[VT_LOST_REASONS]);
+/* Exit, on the exiting thread: closes the ring for good. Claims from now
+ * on fail; the exiting thread's own calls pass through, the others' wait
+ * in vt_ring_park. */
+void vt_ring_close(void);
+/* Writer, at stop after the final drain: the losses for END, read so that
+ * a drop counted after this reading waits in vt_ring_park instead of
+ * returning to the program uncounted. */
+void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS]);
+/* A call that no trace can count any more (its drop came after END read
+ * the losses, or it began after the trace ended): waits for the process to
+ * end, at most PARK_MS, so the program never sees it return uncounted.
+ * Returns at once on the thread that closed the ring (it is exiting), and
+ * once one wait has run its course (ring.c). */
+void vt_ring_park(void);
 
 /* ---- stacks.c ---- */
 /* Captures the caller's stack (skipping `skip` shim frames) and returns its
@@ -300,6 +329,10 @@ uint64_t vt_stacks_lost(void);
  * cached rules are dropped. subs: the loader's count of unloads now. */
 void vt_stacks_unloaded(unsigned long long subs);
 int vt_stacks_init(void);
+/* The loader's count of unloaded modules as the shim last saw it (at a
+ * dlclose, or a rule lookup): the writer's final naming refreshes its
+ * module map when this moved. */
+unsigned long long vt_stacks_subs(void);
 /* 1 when stacks wanted libunwind and vt_stacks_init could not load it. */
 int vt_stacks_without_libunwind(void);
 void vt_stacks_atfork_child(void);
@@ -374,6 +407,9 @@ const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);
 void vt_ranges_records(vt_emit_fn emit);
+/* Writer side, at stop: a NOTE saying how many RANGE records were lost to
+ * their full buffer, when any were. */
+void vt_ranges_lost_note(vt_emit_fn emit);
 /* ---- ggml_queue.c: ggml's records waiting for the writer ---- */
 #define VT_GGML_NAME_LEN 64u
 typedef struct vt_ggml_note {

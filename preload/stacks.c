@@ -688,6 +688,11 @@ walk:
 }
 #endif
 
+unsigned long long vt_stacks_subs(void)
+{
+    return atomic_load_explicit(&stacks.rules_subs, memory_order_relaxed);
+}
+
 void vt_stacks_unloaded(unsigned long long subs)
 {
     uint32_t e = atomic_load_explicit(&stacks.ip_epoch, memory_order_relaxed), next;
@@ -759,7 +764,11 @@ static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int 
 
 static __attribute__((destructor)) void check_summary(void)
 {
-    if (vt_opt.unwind != VT_UNWIND_CHECK || !atomic_load(&stacks.check_stacks))
+    /* The state first: the options were set by whichever thread started
+     * the shim, and this thread (exiting) may never have called CUDA. */
+    int st = atomic_load(&vt_state);
+    if ((st != VT_ST_ACTIVE && st != VT_ST_ENDED) || vt_opt.unwind != VT_UNWIND_CHECK ||
+        !atomic_load(&stacks.check_stacks))
         return;
     char line[256], *p = line, *end = line + sizeof line - 1;
     check_put(&p, end, "vramtrace: unwind check summary: pid ");

@@ -87,6 +87,7 @@ static struct {
     int pending_report;
     unsigned long long adds, subs; /* loader counters at the last refresh */
     int have_counters;
+    int final, final_refresh;    /* vt_symbols_final */
     char *exe_path;
     vt_symbols_stats_t stats;
 } g;
@@ -511,13 +512,33 @@ static void report_pending(vt_module_sink_t sink, void *ctx)
     }
 }
 
+/* 1: refresh now; 0: the map is current; -1: refresh only on a miss. */
+static int changed_now(void)
+{
+    if (!g.initialized)
+        return 1;
+    if (!g.final)
+        return loader_changed();
+    if (g.final_refresh) {
+        g.final_refresh = 0;
+        return 1;
+    }
+    return -1;
+}
+
+void vt_symbols_final(unsigned long long subs)
+{
+    g.final = 1;
+    g.final_refresh = g.initialized && (!g.have_counters || subs != g.subs);
+}
+
 int vt_symbols_lookup(uintptr_t ip, vt_module_sink_t sink, void *ctx, uint32_t *module_id,
                       const char **function, uint64_t *sym_offset)
 {
     *module_id = 0;
     *function = "";
     *sym_offset = 0;
-    int changed = g.initialized ? loader_changed() : 1;
+    int changed = changed_now();
     if (changed == 1)
         refresh();
     vt_module_t *m = find_module(ip);
@@ -563,7 +584,7 @@ static int ip_cmp(const void *a, const void *b)
 
 void vt_symbols_prefetch(uintptr_t *ips, size_t n)
 {
-    int changed = g.initialized ? loader_changed() : 1;
+    int changed = changed_now();
     if (changed == 1)
         refresh();
     qsort(ips, n, sizeof *ips, ip_cmp);

@@ -57,6 +57,15 @@ typedef struct vt_symbols_stats {
 
 void vt_symbols_stats(vt_symbols_stats_t *out);
 
+/* At exit: lookups stop asking the loader whether modules changed (each
+ * ask is a dl_iterate_phdr, which waits for any walk of the program's in
+ * progress) and walk the modules only for an ip outside every known one,
+ * or once when subs (the loader's count of unloads as last seen by the
+ * caller) says a module was unloaded since the map was made: another may
+ * be mapped at its address. Otherwise names come from the map as it was:
+ * a dlclose already made the writer name what it unloads. */
+void vt_symbols_final(unsigned long long subs);
+
 /* In a forked child: report every module again to the new trace file. */
 void vt_symbols_reset_reported(void);
 

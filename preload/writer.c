@@ -132,6 +132,10 @@ typedef struct writer {
     uint64_t chunk_events, chunk_program_events; /* in the chunk being built */
     uint32_t nodes_emitted;
     uint64_t last_dropped, last_stacks_lost;
+    /* At stop, once the ring's losses are sealed (vt_ring_seal_lost): the
+     * counts END and the last DROPPED say. */
+    int lost_sealed;
+    uint64_t sealed_lost[VT_LOST_REASONS];
     _Atomic int warned_write;
     /* ips already given a FRAME record in this file: open addressing, grown
      * by doubling; writer thread only. */
@@ -170,6 +174,10 @@ typedef struct writer {
      * start-up allocates too, before writer_main, and fork must not land in
      * it. */
     _Atomic int thread_started;
+    /* When the thread's walk of the loaded modules in progress began, 0
+     * between walks (vt_loader_watch): a walk waits for any the program's
+     * threads make, and exit must not wait for those without a bound. */
+    _Atomic unsigned long long walk_since;
 } writer_t;
 
 #define WRITER_INITIAL                                                                                          \
@@ -576,7 +584,10 @@ static void emit_event(const vt_event_t *ev)
 /* The program's events lost, by reason; returns their sum. */
 static uint64_t lost_by_reason(uint64_t lost[VT_LOST_REASONS])
 {
-    vt_ring_lost(lost);
+    if (writer.lost_sealed)
+        memcpy(lost, writer.sealed_lost, sizeof writer.sealed_lost);
+    else
+        vt_ring_lost(lost);
     lost[VT_LOST_UNWRITTEN] = writer.unwritten;
     uint64_t sum = 0;
     for (int i = 0; i < VT_LOST_REASONS; i++)
@@ -722,6 +733,7 @@ static void *writer_main(void *arg)
 {
     on_writer_thread = 1;
     atomic_store(&writer.thread_started, 1);
+    vt_loader_watch(&writer.walk_since);
     writer.own_fds = own_fd_table();
     int opened = open_trace(arg) == 0 ? 1 : -1;
     if (opened == 1 && write_header(arg) != 0) {
@@ -1012,6 +1024,40 @@ int vt_writer_start(void)
     return 0;
 }
 
+/* How long exit waits for the writer while it waits for a walk of the
+ * loaded modules: dl_iterate_phdr waits for any walk in progress, and a
+ * thread of the program may stay inside one's callback for as long as it
+ * likes (exit took as long as the callback, and for ever when it never
+ * returned: tests/t/74-fault-exitwalk.t). */
+#define EXIT_WALK_WAIT_MS 500
+
+/* Joins the writer, unless it has waited EXIT_WALK_WAIT_MS for a module
+ * walk: then exit goes on without it, and says so. The thread finishes the
+ * trace by itself if the walk returns before the process ends. At stop it
+ * walks only for an ip outside every known module (vt_symbols_final), so
+ * this is the writer caught in a walk that began before. */
+static void join_writer(void)
+{
+    for (;;) {
+        struct timespec deadline = deadline_in(CLOCK_REALTIME, 10);
+        int rc = pthread_timedjoin_np(writer.thread, NULL, &deadline);
+        if (rc != ETIMEDOUT)
+            return;
+        unsigned long long since = atomic_load(&writer.walk_since);
+        if (since && vt_now_ns() - since >= EXIT_WALK_WAIT_MS * 1000000ull)
+            break;
+    }
+    char msg[800];
+    int len = snprintf(msg, sizeof msg,
+                       "vramtrace: %s ends at its last complete chunk: at exit the trace writer had waited %d ms "
+                       "for another thread's walk of the loaded modules (dl_iterate_phdr)\n",
+                       writer.path, EXIT_WALK_WAIT_MS);
+    if (len > (int)sizeof msg - 1)
+        len = (int)sizeof msg - 1;
+    ssize_t ignored = write(2, msg, (size_t)len);
+    (void)ignored;
+}
+
 void vt_writer_stop(void)
 {
     if (!writer.thread_running)
@@ -1022,22 +1068,34 @@ void vt_writer_stop(void)
         writer.thread_running = 0;
         return;
     }
+    /* Closed first: every event claimed from here on is one the final
+     * drain could miss (ring.c, vt_ring_close). */
+    vt_ring_close();
     pthread_mutex_lock(&writer.wake_lock);
     writer.stopping = 1;
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
-    pthread_join(writer.thread, NULL);
+    join_writer();
     writer.thread_running = 0;
-    atomic_store(&vt_state, VT_ST_OFF);
+    atomic_store(&vt_state, VT_ST_ENDED);
 }
 
 /* The end of the file, on the writer thread once it stops. */
 static void finish_trace(void)
 {
     vt_tls.guard++;
+    vt_symbols_final(vt_stacks_subs());
     /* Everything left in the ring; slots claimed but never published are
      * counted as dropped, not left to hide the events behind them. */
     drain_with(vt_ring_drain_final);
+    /* The ring was closed before (vt_writer_stop): nothing more can enter
+     * it, and a drop counted from here on waits in vt_ring_park. */
+    vt_ring_seal_lost(writer.sealed_lost);
+    writer.lost_sealed = 1;
+    if (!writer.write_failed) {
+        vt_ranges_records(emit);
+        vt_ranges_lost_note(emit);
+    }
     finish_chunk();
     /* After a failed write the file ends at a chunk boundary (write_chunk):
      * one more small chunk may fit and tell the reader what was lost. */

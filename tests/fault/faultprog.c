@@ -58,6 +58,34 @@
  *                   pairs more; prints each child's status and the counts
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
  *                   of fds 0-2 are open to the file $FAULTPROG_OUT
+ *   sigstart N      sigalloc with the 10 kHz itimer armed before the first
+ *                   CUDA call, so handlers land inside the shim's start-up
+ *   forkstart R     R rounds, each in a fresh process that has made no CUDA
+ *                   call: a thread makes the first one (cuMemGetInfo_v2)
+ *                   while the main thread forks; the child makes one
+ *                   cuMemGetInfo_v2 and exits; prints how many children
+ *                   returned, and how many were still in the call after 5 s
+ *   exitrace T MS   T threads make cudaMalloc/cudaFree pairs while the main
+ *                   thread calls exit() after MS ms; each thread counts the
+ *                   calls it starts and those that returned in
+ *                   $FAULTPROG_COUNT_FILE (uint64 words, mapped shared:
+ *                   thread i's started at word 16i, returned at 16i + 8)
+ *   exitwalk MS [early]  a thread stays MS ms (for ever when MS < 0) in a
+ *                   dl_iterate_phdr callback while the main thread, which
+ *                   made its first pair 1.5 s before, makes a pair through
+ *                   a call path never seen and exits 100 ms later
+ *                   (run with VRAMTRACE_FLUSH_MS=1000: the writer then
+ *                   looks at the ring about once a second); "early" exits
+ *                   1.2 s later instead, once the writer is in its walk
+ *   rangeflood N    after a first pair, N tag pushes and pops as fast as
+ *                   they go, more than the range buffer holds between two
+ *                   drains (vramtrace_tag_push, none without the shim),
+ *                   nested two deep every other time
+ *   nvtxfork F      a thread pushes and pops tags with new names
+ *                   (vramtrace_tag_push, looked up with dlsym: the shim's,
+ *                   or none without it) while the main thread forks F times;
+ *                   no CUDA call at all; each child pushes a new name of its
+ *                   own; prints how many children returned and how many hung
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -68,6 +96,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <link.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -680,6 +711,290 @@ static int mode_sigalloc(long n)
     return ok != n || handler_fails;
 }
 
+/* ---- signals during start-up ---- */
+
+static int mode_sigstart(long n)
+{
+    /* A context, without a call the shim wraps: the loop's first
+     * cuMemAlloc_v2 starts the shim, with the itimer running. */
+    if (cudaSetDevice(0) != cudaSuccess)
+        die("cudaSetDevice");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm_alloc;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = { { 0, 100 }, { 0, 100 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+    long ok = 0;
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr d;
+        if (cuMemAlloc_v2(&d, 8192) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
+            ok++;
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("sigstart pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
+    fprintf(stderr, "sigstart handler pairs %ld\n", (long)handler_pairs);
+    return ok != n || handler_fails;
+}
+
+/* ---- fork while the shim starts ---- */
+
+static atomic_int forkstart_go;
+
+static void *forkstart_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&forkstart_go))
+        ;
+    size_t free_b, total_b;
+    cuMemGetInfo_v2(&free_b, &total_b);
+    return NULL;
+}
+
+/* How a child that must exit by itself ended: 0 returned, 1 hung (still
+ * running after its alarm), 2 anything else. */
+static int child_end(pid_t pid)
+{
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid)
+        die("waitpid");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? 1 : 2;
+}
+
+/* One round: the first CUDA call on a thread, a fork from main a few
+ * microseconds (round-dependent) after it starts. Exit status: child_end's. */
+static int forkstart_round(int r)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, forkstart_thread, NULL))
+        die("pthread_create");
+    atomic_store(&forkstart_go, 1);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long wait_ns = (long)(r % 40) * 50000;
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < wait_ns);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        alarm(5);
+        size_t free_b, total_b;
+        cuMemGetInfo_v2(&free_b, &total_b);
+        exit(0);
+    }
+    int end = child_end(pid);
+    pthread_join(th, NULL);
+    return end;
+}
+
+static int mode_forkstart(int rounds)
+{
+    int ok = 0, hung = 0;
+    fflush(stdout);
+    for (int r = 0; r < rounds; r++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork");
+        if (pid == 0)
+            exit(forkstart_round(r));
+        int st = 0;
+        if (waitpid(pid, &st, 0) != pid)
+            die("waitpid");
+        int end = WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+        ok += end == 0;
+        hung += end == 1;
+    }
+    printf("forkstart rounds=%d ok=%d hung=%d\n", rounds, ok, hung);
+    return ok != rounds;
+}
+
+/* ---- exit racing allocating threads ---- */
+
+static volatile uint64_t *exit_counts;
+
+static void *exitrace_thread(void *arg)
+{
+    volatile uint64_t *started = exit_counts + 16 * (intptr_t)arg, *returned = started + 8;
+    for (;;) {
+        void *p = NULL;
+        ++*started;
+        cudaError_t rc = cudaMalloc(&p, 4096);
+        ++*returned;
+        if (rc != cudaSuccess)
+            continue;
+        ++*started;
+        cudaFree(p);
+        ++*returned;
+    }
+    return NULL;
+}
+
+static int mode_exitrace(int threads, long ms)
+{
+    const char *path = getenv("FAULTPROG_COUNT_FILE");
+    if (!path || threads < 1 || threads > 256)
+        die("exitrace: FAULTPROG_COUNT_FILE and 1-256 threads");
+    int f = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (f < 0 || ftruncate(f, 4096 * 8) != 0)
+        die("exitrace: count file");
+    exit_counts = mmap(NULL, 4096 * 8, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    if (exit_counts == MAP_FAILED)
+        die("exitrace: mmap");
+    close(f);
+    for (int i = 0; i < threads; i++) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, exitrace_thread, (void *)(intptr_t)i))
+            die("pthread_create");
+    }
+    struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+    nanosleep(&ts, NULL);
+    printf("exitrace threads=%d\n", threads);
+    exit(0);
+}
+
+/* ---- exit while a thread is inside a module walk ---- */
+
+static atomic_int walk_go, walk_in;
+static long walk_ms;
+
+static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info, (void)size, (void)arg;
+    atomic_store(&walk_in, 1);
+    if (walk_ms < 0)
+        for (;;)
+            pause();
+    struct timespec ts = { walk_ms / 1000, walk_ms % 1000 * 1000000 };
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+static void *exitwalk_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&walk_go))
+        ;
+    dl_iterate_phdr(walk_cb, NULL);
+    return NULL;
+}
+
+NOINLINE static void exitwalk_new_path(void)
+{
+    void *p;
+    if (cudaMalloc(&p, 24576) == cudaSuccess)
+        cudaFree(p);
+}
+
+static int mode_exitwalk(long ms, int early)
+{
+    walk_ms = ms;
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    cudaFree(p);
+    pthread_t th;
+    if (pthread_create(&th, NULL, exitwalk_thread, NULL))
+        die("pthread_create");
+    struct timespec wait = { 1, 500 * 1000000 };
+    nanosleep(&wait, NULL);
+    exitwalk_new_path();
+    atomic_store(&walk_go, 1);
+    while (!atomic_load(&walk_in))
+        ;
+    struct timespec before_exit = { early ? 1 : 0, early ? 200 * 1000000 : 100 * 1000000 };
+    nanosleep(&before_exit, NULL);
+    printf("exitwalk done\n");
+    exit(0);
+}
+
+/* ---- NVTX-style tags and fork, no CUDA ---- */
+
+typedef int (*tag_push_fn)(const char *);
+typedef int (*tag_pop_fn)(void);
+static tag_push_fn tag_push;
+static tag_pop_fn tag_pop;
+static atomic_int nvtxfork_stop;
+
+static void *nvtxfork_thread(void *arg)
+{
+    (void)arg;
+    char name[32];
+    for (unsigned i = 0; !atomic_load(&nvtxfork_stop); i++) {
+        snprintf(name, sizeof name, "parent-%u", i);
+        if (tag_push) {
+            tag_push(name);
+            tag_pop();
+        }
+    }
+    return NULL;
+}
+
+static int mode_rangeflood(long n)
+{
+    tag_push = (tag_push_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
+    tag_pop = (tag_pop_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_pop");
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess)
+        die("cudaMalloc");
+    cudaFree(p);
+    long ops = 0;
+    for (long i = 0; i < n; i++) {
+        if (!tag_push)
+            continue;
+        tag_push("flood");
+        if (i & 1) {
+            tag_push("inner");
+            tag_pop();
+            ops += 2;
+        }
+        tag_pop();
+        ops += 2;
+    }
+    printf("rangeflood n=%ld\n", n);
+    fprintf(stderr, "rangeflood ops %ld\n", ops);
+    return 0;
+}
+
+static int mode_nvtxfork(int forks)
+{
+    tag_push = (tag_push_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
+    tag_pop = (tag_pop_fn)dlsym(RTLD_DEFAULT, "vramtrace_tag_pop");
+    pthread_t th;
+    if (pthread_create(&th, NULL, nvtxfork_thread, NULL))
+        die("pthread_create");
+    int ok = 0, hung = 0;
+    fflush(stdout);
+    for (int i = 0; i < forks; i++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork");
+        if (pid == 0) {
+            alarm(5);
+            char name[32];
+            snprintf(name, sizeof name, "child-%d", i);
+            if (tag_push) {
+                tag_push(name);
+                tag_pop();
+            }
+            exit(0);
+        }
+        int end = child_end(pid);
+        ok += end == 0;
+        hung += end == 1;
+    }
+    atomic_store(&nvtxfork_stop, 1);
+    pthread_join(th, NULL);
+    printf("nvtxfork children=%d ok=%d hung=%d\n", forks, ok, hung);
+    return ok != forks;
+}
+
 /* ---- vfork children ---- */
 
 /* The child shares the parent's memory and stack until it execs or exits:
@@ -785,6 +1100,18 @@ int main(int argc, char **argv)
         return mode_sigalloc(n);
     if (!strcmp(mode, "vfork"))
         return mode_vfork(argv[0], n);
+    if (!strcmp(mode, "sigstart"))
+        return mode_sigstart(n);
+    if (!strcmp(mode, "forkstart"))
+        return mode_forkstart((int)n);
+    if (!strcmp(mode, "exitrace"))
+        return mode_exitrace((int)n, argc > 3 ? atol(argv[3]) : 0);
+    if (!strcmp(mode, "exitwalk"))
+        return mode_exitwalk(n, argc > 3 && !strcmp(argv[3], "early"));
+    if (!strcmp(mode, "rangeflood"))
+        return mode_rangeflood(n);
+    if (!strcmp(mode, "nvtxfork"))
+        return mode_nvtxfork((int)n);
     if (!strcmp(mode, "slowlive"))
         return mode_slowlive(n, argc > 3 && !strcmp(argv[3], "cancel"));
     if (!strcmp(mode, "slowfree"))

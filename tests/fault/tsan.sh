@@ -11,6 +11,8 @@
 # libunwind, not a shim race); the runs were VRAMTRACE_DEPTH=0 then. Now the
 # rule cache, the stack tree and its per-thread caches are raced for real.
 # No fork here: TSan does not support fork in a multi-threaded process.
+# Exit racing allocating threads (faultprog exitrace) and a module walk
+# (exitwalk) run here too.
 set -u
 B=$1
 SIM=$B/sim
@@ -38,5 +40,10 @@ run() {
 run $B/tests/shim/paths threads 16
 run $B/tests/fault/faultprog pairs 3000 16
 run $B/tests/fault/faultprog soak 200000 16
+# exit while 4 threads allocate (the ring closed under them, their calls
+# parked), and exit while another thread sits in a module walk
+run env FAULTPROG_COUNT_FILE=$out/counts $B/tests/fault/faultprog exitrace 4 200
+run env VRAMTRACE_FLUSH_MS=1000 $B/tests/fault/faultprog exitwalk 5000
+run env VRAMTRACE_FLUSH_MS=1000 $B/tests/fault/faultprog exitwalk 5000 early
 [ $status = 0 ] && echo "tsan: no reports" || echo "tsan: FAILED"
 exit $status

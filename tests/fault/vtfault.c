@@ -12,6 +12,12 @@
  *                           main one, sleeps N ms in its first callback with
  *                           the loader's lock held: a fork from the main
  *                           thread then lands inside a walk (loader_lock.c)
+ *   VTFAULT_EXIT_WAIT=FILE  at exit, after the shim's destructor (preload
+ *                           it after the shim: it is finalized later), waits
+ *                           up to 5 s until the call counters faultprog's
+ *                           exitrace keeps in FILE stand still for 300 ms:
+ *                           every thread of the program is then waiting in
+ *                           a call, and the counts are final
  *
  * Being first in LD_PRELOAD, its write is what the shim's calls bind to.
  * The real write is the raw syscall: no dlsym, which the shim interposes;
@@ -27,7 +33,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,8 +141,37 @@ __attribute__((visibility("default"))) int dl_iterate_phdr(phdr_cb_t cb, void *d
     return f(slow_cb, &w);
 }
 
+/* VTFAULT_EXIT_WAIT: FILE holds uint64 words, faultprog's exitrace
+ * counters; their sum stands still once every thread waits in a call. */
+static void exit_wait(void)
+{
+    const char *path = getenv("VTFAULT_EXIT_WAIT");
+    if (!path)
+        return;
+    int f = open(path, O_RDONLY);
+    if (f < 0)
+        return;
+    enum { WORDS = 4096 };
+    volatile uint64_t *w = mmap(NULL, WORDS * 8, PROT_READ, MAP_SHARED, f, 0);
+    close(f);
+    if (w == MAP_FAILED)
+        return;
+    uint64_t last = ~0ull;
+    int still_ms = 0;
+    for (int waited_ms = 0; waited_ms < 5000 && still_ms < 300; waited_ms += 10) {
+        uint64_t sum = 0;
+        for (int i = 0; i < WORDS; i++)
+            sum += w[i];
+        still_ms = sum == last ? still_ms + 10 : 0;
+        last = sum;
+        struct timespec ts = { 0, 10 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 __attribute__((destructor)) static void report(void)
 {
+    exit_wait();
     char msg[192];
     int len = snprintf(msg, sizeof msg, "vtfault: eintr=%ld short=%ld enospc=%ld bytes=%ld slow_walks=%ld\n",
                        atomic_load(&n_eintr), atomic_load(&n_short), atomic_load(&n_enospc),
