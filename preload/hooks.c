@@ -22,6 +22,8 @@
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 
 void *vt_route_procaddr(void *fn);
+/* ptrdev.c: the device a pointer lives on, -1 unknown. */
+int vt_driver_pointer_device(uint64_t ptr);
 
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
@@ -35,11 +37,20 @@ static void describe_alloc_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, s
         ev->ptr = *dptr;
 }
 
+/* width x height as the request's size; a product over 64 bits is a request
+ * no card can hold, recorded as UINT64_MAX (trace_format.h), never as its
+ * wrapped low bits. */
+static uint64_t pitch_request(size_t width, size_t height)
+{
+    size_t bytes;
+    return __builtin_mul_overflow(width, height, &bytes) ? UINT64_MAX : (uint64_t)bytes;
+}
+
 static void describe_alloc_pitch(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t *pitch,
                                  size_t width, size_t height, unsigned elem)
 {
     (void)elem;
-    ev->size = width * height;
+    ev->size = pitch_request(width, height);
     if (r == 0 && dptr && pitch) {
         ev->ptr = *dptr;
         ev->reserved = *pitch * height;
@@ -52,11 +63,31 @@ static void describe_free_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr dptr)
     ev->ptr = dptr;
 }
 
+/* A stream-ordered allocation lands on its stream's device (or its pool's),
+ * not necessarily the current one: for a stream other than the default
+ * ones, or a pool, the driver is asked where the pointer is (ptrdev.c). The
+ * default streams belong to the current device: one compare, no call. */
+static inline int default_stream(const void *stream)
+{
+    return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
+}
+
+static void placed_device(vt_event_t *ev, uint32_t r)
+{
+    if (r == 0 && ev->ptr) {
+        int dev = vt_driver_pointer_device(ev->ptr);
+        if (dev >= 0)
+            ev->device = (int16_t)dev;
+    }
+}
+
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                  CUstream stream)
 {
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)stream;
+    if (__builtin_expect(!default_stream(stream), 0))
+        placed_device(ev, r);
 }
 
 static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
@@ -65,6 +96,7 @@ static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *d
     (void)stream;
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    placed_device(ev, r);
 }
 
 static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CUstream stream)
@@ -211,7 +243,7 @@ static void describe_alloc_vptr(vt_event_t *ev, uint32_t r, void **p, size_t siz
 static void describe_rt_alloc_pitch(vt_event_t *ev, uint32_t r, void **p, size_t *pitch, size_t width,
                                     size_t height)
 {
-    ev->size = width * height;
+    ev->size = pitch_request(width, height);
     if (r == 0 && p && pitch) {
         ev->ptr = (uint64_t)(uintptr_t)*p;
         ev->reserved = *pitch * height;
@@ -232,6 +264,8 @@ static void describe_rt_alloc_async(vt_event_t *ev, uint32_t r, void **p, size_t
 {
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)s;
+    if (__builtin_expect(!default_stream(s), 0))
+        placed_device(ev, r);
 }
 
 static void describe_rt_free_async(vt_event_t *ev, uint32_t r, void *p, cudaStream_t s)
@@ -246,11 +280,36 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
     (void)s;
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    placed_device(ev, r);
+}
+
+/* Context teardown. The context's device is the one current when the call
+ * began (vt_call_begin asks for it before the call: afterwards the context
+ * is gone); cuDevicePrimaryCtxReset names its device. */
+static void describe_ctx_destroy(vt_event_t *ev, uint32_t r, CUcontext ctx)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)ctx;
+}
+
+static void describe_ctx_reset(vt_event_t *ev, uint32_t r, CUdevice dev)
+{
+    (void)r;
+    if (dev >= 0 && dev < VT_MAX_DEVICES)
+        ev->device = (int16_t)dev;
+}
+
+static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)
+{
+    (void)ev, (void)r;
 }
 
 /* ---- the wrappers, generated from the table ---- */
 
 #define VT_UNPAREN(...) __VA_ARGS__
+/* An entry point without arguments (cudaDeviceReset) passes none. */
+#define VT_DESCRIBE(describe, ev, r, ...) VT_DESCRIBE_(describe, ev, r, __VA_ARGS__)
+#define VT_DESCRIBE_(describe, ev, r, ...) describe(ev, r __VA_OPT__(,) __VA_ARGS__)
 
 #define VT_GEN_EVENT(ret, name, describe, params, args)                      \
     VT_EXPORT ret name params                                              \
@@ -263,7 +322,7 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
         if (!vt_call_begin(&call, VT_API_##name))                          \
             return real args;                                              \
         ret result = real args;                                            \
-        describe(&call.ev, (uint32_t)result, VT_UNPAREN args);             \
+        VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args); \
         vt_call_end(&call, (uint32_t)result);                              \
         return result;                                                     \
     }
@@ -285,6 +344,7 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
 #define VT_GEN_POOL_TRIM VT_GEN_EVENT
 #define VT_GEN_MEMINFO VT_GEN_EVENT
 #define VT_GEN_POOL_USAGE VT_GEN_EVENT
+#define VT_GEN_CTX_RESET VT_GEN_EVENT
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)

@@ -830,6 +830,12 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     }
     if (ev->result != 0) {
         s->failed++;
+        if (ev->size == UINT64_MAX) {
+            /* width x height over 64 bits: no card could hold it, and the
+             * driver said so. Not an out-of-memory, not a spill. */
+            p->events.impossible++;
+            return 0;
+        }
         if (space == VT_SPACE_DEVICE && di >= 0)
             device_failure(m, di, ev, match.tag);
         return 0;
@@ -1044,6 +1050,47 @@ static void pool_usage(vt_model_t *m, int di, const vt_event_t *ev)
     }
 }
 
+/* A context teardown (CTX_RESET) on device di: the driver freed every
+ * allocation the context made. The trace does not say which context an
+ * allocation belongs to, so every live cuMemAlloc-style allocation on the
+ * device goes (docs/report.md): VMM handles and mappings, pinned and
+ * managed memory stay, as they outlive the context. */
+static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
+{
+    vt_map_t *map = &m->by_ptr;
+    size_t n = 0, cap = 0;
+    uint64_t *keys = NULL;
+    for (size_t i = 0; i < map->cap; i++) {
+        if (!map->slots[i].tag)
+            continue;
+        const live_t *e = &m->live[map->slots[i].val];
+        if (e->kind != L_ALLOC || e->space != VT_SPACE_DEVICE || e->dev != di)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            uint64_t *k = realloc(keys, nc * sizeof *k);
+            if (!k) {
+                free(keys);
+                return VT_E_NOMEM;
+            }
+            keys = k, cap = nc;
+        }
+        keys[n++] = map->slots[i].key;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        rc = live_remove(m, L_ALLOC, keys[i], ev->time_ns, NULL, NULL);
+        m->p.events.teardown_frees += rc > 0;
+    }
+    free(keys);
+    if (n) {
+        m->seq++;
+        m->last_alloc_kind = -1;
+        vt_m_check_oversub(m, ev, VT_TAG_UNKNOWN, di);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
@@ -1098,6 +1145,13 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             int di = dev_for(m, ev->device);
             if (di >= 0)
                 sample(m, di, ev);
+        }
+        return 0;
+    case VT_KIND_CTX_RESET:
+        if (ev->result == 0) {
+            int di = dev_for(m, ev->device);
+            if (di >= 0)
+                return ctx_teardown(m, di, ev);
         }
         return 0;
     case VT_KIND_POOL_USAGE:

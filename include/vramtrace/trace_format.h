@@ -175,7 +175,9 @@
  * version, and is the name the program called: a cudaMalloc that reaches
  * cuMemAlloc_v2 is one event, api = cudaMalloc).
  *
- *   ALLOC   ptr = returned address (0 on failure), size = requested bytes,
+ *   ALLOC   ptr = returned address (0 on failure), size = requested bytes
+ *           (UINT64_MAX when the request's byte count overflowed 64 bits:
+ *           cuMemAllocPitch's width x height),
  *           reserved = bytes the driver set aside when knowable (pitch *
  *           height, VMM granularity), else 0; aux = pool handle / stream /
  *           flags argument as the entry point's table line says.
@@ -196,6 +198,17 @@
  *                5/6 RESERVED_MEM_CURRENT/HIGH, 7/8 USED_MEM_CURRENT/HIGH),
  *                else 0. The shim samples 5 and 7 of every pool it has seen
  *                right after each MEMINFO sample, with the same flags.
+ *   CTX_RESET    a context teardown (cuCtxDestroy_v2, cuDevicePrimaryCtxReset_v2,
+ *                cudaDeviceReset): device = the device whose context went
+ *                (the current one when the call began, or the argument of
+ *                cuDevicePrimaryCtxReset_v2); ptr = the CUcontext for
+ *                cuCtxDestroy_v2, else 0. On success the driver freed every
+ *                allocation that context made (docs/report.md). A new kind:
+ *                readers that predate it skip the entry point's id.
+ *
+ * An ALLOC's device is the one current at the call, except for
+ * stream-ordered allocations on a non-default stream or from a named pool:
+ * the device the driver placed the pointer on.
  *
  * LOSS BY REASON (DROPPED and END, optional, appended; shims before it
  * write none, and a reader then knows the total only):

@@ -1,0 +1,124 @@
+/* drvcases.c: what the driver does that the report must follow
+ * (tests/t/76-fault-driver.t). Each mode prints only result codes, so a test
+ * compares its stdout with and without the shim.
+ *
+ * Modes (argv[1]):
+ *   teardown-rt       cudaMalloc 2 GiB + 1 GiB, cudaDeviceReset, 3 GiB,
+ *                     cudaDeviceReset: peak 3 GiB, nothing live at the end
+ *   teardown-primary  the same with cuMemAlloc_v2 in the primary context
+ *                     and cuDevicePrimaryCtxReset_v2
+ *   teardown-destroy  the same in contexts made by cuCtxCreate_v4 and
+ *                     ended by cuCtxDestroy_v2
+ *   pitchovf          cudaMalloc 1 GiB, then cuMemAllocPitch_v2 and
+ *                     cudaMallocPitch of 2 rows of 2^63 + 2^29 bytes (the
+ *                     product wraps to 1 GiB), refused by the driver
+ *   otherdev          two devices, device 0 current: 4 GiB by
+ *                     cudaMallocAsync on a stream of device 1 and 4 GiB from
+ *                     a pool of device 1, 1 MiB by cudaMalloc on device 0
+ */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GiB (1024ull * 1024 * 1024)
+
+static int rt_teardown(void)
+{
+    void *a, *b, *c;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, 2 * GiB));
+    printf("malloc=%d\n", (int)cudaMalloc(&b, GiB));
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    printf("malloc=%d\n", (int)cudaMalloc(&c, 3 * GiB));
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    return 0;
+}
+
+static int primary_teardown(void)
+{
+    CUcontext ctx;
+    CUdeviceptr a, b, c;
+    printf("init=%d\n", (int)cuInit(0));
+    for (int round = 0; round < 2; round++) {
+        printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+        printf("current=%d\n", (int)cuCtxSetCurrent(ctx));
+        if (round == 0) {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&a, 2 * GiB));
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&b, GiB));
+        } else {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&c, 3 * GiB));
+        }
+        printf("reset=%d\n", (int)cuDevicePrimaryCtxReset_v2(0));
+    }
+    return 0;
+}
+
+static int destroy_teardown(void)
+{
+    CUcontext ctx;
+    CUdeviceptr a, b, c;
+    printf("init=%d\n", (int)cuInit(0));
+    for (int round = 0; round < 2; round++) {
+        printf("create=%d\n", (int)cuCtxCreate_v4(&ctx, NULL, 0, 0));
+        if (round == 0) {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&a, 2 * GiB));
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&b, GiB));
+        } else {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&c, 3 * GiB));
+        }
+        printf("destroy=%d\n", (int)cuCtxDestroy_v2(ctx));
+    }
+    return 0;
+}
+
+static int pitch_overflow(void)
+{
+    void *p, *q;
+    CUdeviceptr d = 0;
+    size_t pitch = 0, width = ((size_t)1 << 63) + ((size_t)1 << 29);
+    printf("malloc=%d\n", (int)cudaMalloc(&p, GiB));
+    printf("pitch=%d\n", (int)cuMemAllocPitch_v2(&d, &pitch, width, 2, 16));
+    printf("rtpitch=%d\n", (int)cudaMallocPitch(&q, &pitch, width, 2));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int other_device(void)
+{
+    cudaStream_t s;
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps props;
+    void *a, *b, *c;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 1;
+    printf("set1=%d\n", (int)cudaSetDevice(1));
+    printf("stream=%d\n", (int)cudaStreamCreate(&s));
+    printf("pool=%d\n", (int)cudaMemPoolCreate(&pool, &props));
+    printf("set0=%d\n", (int)cudaSetDevice(0));
+    printf("malloc=%d\n", (int)cudaMalloc(&c, 1 << 20));
+    printf("async=%d\n", (int)cudaMallocAsync(&a, 4 * GiB, s));
+    printf("frompool=%d\n", (int)cudaMallocFromPoolAsync(&b, 4 * GiB, pool, s));
+    printf("sync=%d\n", (int)cudaStreamSynchronize(s));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "teardown-rt"))
+        return rt_teardown();
+    if (!strcmp(mode, "teardown-primary"))
+        return primary_teardown();
+    if (!strcmp(mode, "teardown-destroy"))
+        return destroy_teardown();
+    if (!strcmp(mode, "pitchovf"))
+        return pitch_overflow();
+    if (!strcmp(mode, "otherdev"))
+        return other_device();
+    fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
+    return 2;
+}
