@@ -20,6 +20,12 @@
 /* cuda.h maps cuGetProcAddress to the _v2 ABI name; we export both. */
 #undef cuGetProcAddress
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+/* The same for the 32-bit legacy cuMemAlloc / cuMemFree (cuda.h declares
+ * them only for the driver's own build, with CUdeviceptr_v1 = unsigned). */
+#undef cuMemAlloc
+#undef cuMemFree
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
+CUresult cuMemFree(unsigned int dptr);
 
 void *vt_route_procaddr(void *fn);
 /* ptrdev.c: the device a pointer lives on, -1 unknown. */
@@ -58,6 +64,19 @@ static void describe_alloc_pitch(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, 
 }
 
 static void describe_free_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr dptr)
+{
+    (void)r;
+    ev->ptr = dptr;
+}
+
+static void describe_alloc_v1(vt_event_t *ev, uint32_t r, unsigned int *dptr, unsigned int bytesize)
+{
+    ev->size = bytesize;
+    if (r == 0 && dptr)
+        ev->ptr = *dptr;
+}
+
+static void describe_free_v1(vt_event_t *ev, uint32_t r, unsigned int dptr)
 {
     (void)r;
     ev->ptr = dptr;
