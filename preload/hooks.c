@@ -125,6 +125,13 @@ static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CU
     ev->aux = (uint64_t)(uintptr_t)stream;
 }
 
+/* Memory located in host memory: pinned host memory, not VRAM. */
+static int host_location(CUmemLocationType t)
+{
+    return t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
 static void describe_vmm_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle,
                                 size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -135,6 +142,15 @@ static void describe_vmm_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocati
         ev->ptr = *handle;
     if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         ev->device = (int16_t)prop->location.id;
+    else if (prop && host_location(prop->location.type))
+        ev->flags |= VT_EF_HOST_LOCATED;
+}
+
+static void describe_vmm_retain(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle, void *addr)
+{
+    if (r == 0 && handle)
+        ev->ptr = *handle;
+    ev->aux = (uint64_t)(uintptr_t)addr;
 }
 
 static void describe_vmm_release(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle handle)
@@ -214,6 +230,8 @@ static void describe_pool_create(vt_event_t *ev, uint32_t r, CUmemoryPool *pool,
         ev->ptr = (uint64_t)(uintptr_t)*pool;
     if (props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         ev->device = (int16_t)props->location.id;
+    else if (props && host_location(props->location.type))
+        ev->flags |= VT_EF_HOST_LOCATED;
 }
 
 static void describe_pool(vt_event_t *ev, uint32_t r, CUmemoryPool pool)
@@ -364,6 +382,7 @@ static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)
 #define VT_GEN_MEMINFO VT_GEN_EVENT
 #define VT_GEN_POOL_USAGE VT_GEN_EVENT
 #define VT_GEN_CTX_RESET VT_GEN_EVENT
+#define VT_GEN_VMM_RETAIN VT_GEN_EVENT
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)

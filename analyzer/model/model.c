@@ -38,6 +38,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->by_handle);
     vt_map_init(&m->by_va);
     vt_map_init(&m->by_map);
+    vt_map_init(&m->host_pools);
     vt_map_init(&m->site_by_key);
     vt_map_init(&m->match_by_stack);
     vt_map_init(&m->verdict_by_ip);
@@ -63,6 +64,7 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->by_ptr);
     vt_map_free(&m->by_handle);
     vt_map_free(&m->by_va);
+    vt_map_free(&m->host_pools);
     vt_map_free(&m->by_map);
     vt_map_free(&m->site_by_key);
     vt_map_free(&m->match_by_stack);
@@ -808,6 +810,13 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
 {
     vt_proc_t *p = &m->p;
     int space = kind == L_HANDLE ? VT_SPACE_DEVICE : info->space;
+    /* Memory located in host memory: a VMM handle so created, or a block of
+     * a pool that is (trace_format.h, VT_EF_HOST_LOCATED). */
+    if (__builtin_expect(kind == L_HANDLE ? (ev->flags & VT_EF_HOST_LOCATED) != 0
+                                          : m->host_pools.count && vt_api_allocates_from_pool(ev->api) &&
+                                                vt_map_find(&m->host_pools, ev->aux) != SIZE_MAX,
+                         0))
+        space = VT_SPACE_HOST;
     int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
     /* Only an address ggml could name carries a mark: an allocation or a
      * registration that succeeded. */
@@ -851,7 +860,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         p->size_hist_count[b]++;
         p->size_hist_bytes[b] += ev->size;
     }
-    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
+    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0, 0 };
     /* One probe: the entry an implicit free removes, or the hole where the
      * new one goes (live_insert). Nothing else puts or deletes in between. */
     vt_map_t *map = map_of(m, kind);
@@ -930,6 +939,25 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     return 0;
 }
 
+/* cuMemRetainAllocationHandle: one more reference to the handle mapped at
+ * aux. A handle released while mapped (only its mappings keep it) is taken
+ * back: it is the program's again, and lives past its last unmap. */
+static int do_retain(vt_model_t *m, const vt_event_t *ev)
+{
+    uint32_t mi, hi;
+    if (ev->result != 0 || !vt_map_get(&m->by_map, ev->aux, &mi) || (hi = m->live[mi].link) == UINT32_MAX)
+        return 0;
+    live_t *h = &m->live[hi];
+    if (h->released) {
+        if (vt_map_put(&m->by_handle, h->addr, hi))
+            return VT_E_NOMEM;
+        h->released = 0;
+    } else if (h->retains < UINT8_MAX) {
+        h->retains++;
+    }
+    return 0;
+}
+
 static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
 {
     vt_proc_t *p = &m->p;
@@ -937,6 +965,14 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
         return 0;   /* a failed free released nothing */
     if (ev->ptr == 0 && (kind == L_ALLOC || kind == L_REGISTER))
         return 0;   /* free(NULL) is a no-op by the API's contract */
+    if (kind == L_HANDLE) {
+        uint32_t hi;
+        if (vt_map_get(&m->by_handle, ev->ptr, &hi) && m->live[hi].retains) {
+            m->live[hi].retains--;   /* a retained reference goes; the handle stays */
+            p->events.frees++;
+            return 0;
+        }
+    }
     m->seq++;
     live_t e;
     uint64_t phys;
@@ -1006,7 +1042,7 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     uint32_t hi = UINT32_MAX;
     if (kind == L_MAP && vt_map_get(&m->by_handle, ev->aux, &hi))
         di = m->live[hi].dev;
-    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, hi };
+    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, 0, hi };
     if (live_insert(m, map_of(m, kind), &e, ev->time_ns, SIZE_MAX))
         return VT_E_NOMEM;
     if (hi != UINT32_MAX)
@@ -1136,7 +1172,15 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         return do_unmap(m, ev);
     case VT_KIND_POOL_CREATE:
         p->pools_created += ev->result == 0;
+        if (ev->result == 0 && (ev->flags & VT_EF_HOST_LOCATED) && vt_map_put(&m->host_pools, ev->ptr, 1))
+            return VT_E_NOMEM;
         return 0;
+    case VT_KIND_POOL_DESTROY:
+        if (ev->result == 0 && m->host_pools.count)
+            vt_map_del(&m->host_pools, ev->ptr, NULL);
+        return 0;
+    case VT_KIND_VMM_RETAIN:
+        return do_retain(m, ev);
     case VT_KIND_POOL_TRIM:
         p->pool_trims += ev->result == 0;
         return 0;

@@ -184,7 +184,11 @@
  *   FREE    ptr = address released; size = 0 (the reader knows it from the
  *           matching ALLOC); aux = stream for stream-ordered frees.
  *   VMM_CREATE   ptr = handle, size = bytes, device = prop->location.id
+ *                (flag VT_EF_HOST_LOCATED: located in host memory)
  *   VMM_RELEASE  ptr = handle
+ *   VMM_RETAIN   ptr = handle, aux = the address it was retained from
+ *                (cuMemRetainAllocationHandle): one more reference to a
+ *                handle, which needs its own VMM_RELEASE
  *   VMM_MAP      ptr = va, size = bytes, aux = handle
  *   VMM_UNMAP    ptr = va, size = bytes
  *   VA_RESERVE   ptr = va, size = bytes;  VA_FREE ptr = va, size = bytes
@@ -379,6 +383,10 @@ enum vt_event_flags {
     VT_EF_FIRST_ON_DEVICE = 1u << 5, /* reserved: the DEVICE record holds first-use free */
     VT_EF_AFTER_FAILURE = 1u << 6,   /* MEMINFO sample after a failed request */
     VT_EF_AT_PEAK = 1u << 7,         /* MEMINFO sample at a new tracked peak */
+    /* VMM_CREATE or POOL_CREATE of memory located in host memory
+     * (CU_MEM_LOCATION_TYPE_HOST, HOST_NUMA, HOST_NUMA_CURRENT): pinned host
+     * memory, not VRAM; so are the allocations from such a pool. */
+    VT_EF_HOST_LOCATED = 1u << 8,
 };
 
 /* One decoded event, as both sides see it in memory. */

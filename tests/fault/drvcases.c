@@ -15,6 +15,12 @@
  *   otherdev          two devices, device 0 current: 4 GiB by
  *                     cudaMallocAsync on a stream of device 1 and 4 GiB from
  *                     a pool of device 1, 1 MiB by cudaMalloc on device 0
+ *   hostmem           1 GiB of VMM memory on device 0, 4 GiB of VMM memory
+ *                     located in host memory (HOST_NUMA), both mapped, and
+ *                     4 GiB from a pool located in host memory
+ *   retain            a 1 GiB handle mapped, released, retained back from
+ *                     its address (cuMemRetainAllocationHandle), unmapped
+ *                     and mapped elsewhere, then a 2 GiB handle: 3 GiB held
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -105,6 +111,68 @@ static int other_device(void)
     return 0;
 }
 
+static CUmemAllocationProp vmm_prop(CUmemLocationType where)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = where;
+    prop.location.id = 0;
+    return prop;
+}
+
+static int host_memory(void)
+{
+    CUmemAllocationProp dev = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE), host = vmm_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA);
+    CUmemGenericAllocationHandle hd, hh;
+    CUdeviceptr va;
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps props;
+    void *p, *b;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20)); /* the context */
+    printf("create=%d\n", (int)cuMemCreate(&hd, GiB, &dev, 0));
+    printf("create-host=%d\n", (int)cuMemCreate(&hh, 4 * GiB, &host, 0));
+    printf("reserve=%d\n", (int)cuMemAddressReserve(&va, 5 * GiB, 0, 0, 0));
+    printf("map=%d\n", (int)cuMemMap(va, GiB, 0, hd, 0));
+    printf("map-host=%d\n", (int)cuMemMap(va + GiB, 4 * GiB, 0, hh, 0));
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeHostNuma;
+    props.location.id = 0;
+    printf("pool-host=%d\n", (int)cudaMemPoolCreate(&pool, &props));
+    printf("frompool=%d\n", (int)cudaMallocFromPoolAsync(&b, 4 * GiB, pool, NULL));
+    printf("freeasync=%d\n", (int)cudaFreeAsync(b, NULL));
+    printf("unmap=%d\n", (int)cuMemUnmap(va, 5 * GiB));
+    printf("release=%d\n", (int)cuMemRelease(hd));
+    printf("release-host=%d\n", (int)cuMemRelease(hh));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int retain(void)
+{
+    CUmemAllocationProp dev = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle a, again, b;
+    CUdeviceptr va;
+    void *p;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20)); /* the context */
+    printf("reserve=%d\n", (int)cuMemAddressReserve(&va, 4 * GiB, 0, 0, 0));
+    printf("create=%d\n", (int)cuMemCreate(&a, GiB, &dev, 0));
+    printf("map=%d\n", (int)cuMemMap(va, GiB, 0, a, 0));
+    printf("release=%d\n", (int)cuMemRelease(a)); /* only the mapping keeps it */
+    printf("retain=%d\n", (int)cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    printf("same=%d\n", again == a);
+    printf("unmap=%d\n", (int)cuMemUnmap(va, GiB)); /* the retained reference keeps it */
+    printf("remap=%d\n", (int)cuMemMap(va + GiB, GiB, 0, again, 0));
+    printf("create=%d\n", (int)cuMemCreate(&b, 2 * GiB, &dev, 0));
+    printf("map=%d\n", (int)cuMemMap(va + 2 * GiB, 2 * GiB, 0, b, 0));
+    printf("unmap=%d\n", (int)cuMemUnmap(va + GiB, 3 * GiB));
+    printf("release=%d\n", (int)cuMemRelease(again));
+    printf("release=%d\n", (int)cuMemRelease(b));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -119,6 +187,10 @@ int main(int argc, char **argv)
         return pitch_overflow();
     if (!strcmp(mode, "otherdev"))
         return other_device();
+    if (!strcmp(mode, "hostmem"))
+        return host_memory();
+    if (!strcmp(mode, "retain"))
+        return retain();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

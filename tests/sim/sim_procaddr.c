@@ -92,6 +92,7 @@ static const struct row table[] = {
     R("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity, 10020),
     R("cuMemCreate", cuMemCreate, 10020),
     R("cuMemRelease", cuMemRelease, 10020),
+    R("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000),
     R("cuMemAddressReserve", cuMemAddressReserve, 10020),
     R("cuMemAddressFree", cuMemAddressFree, 10020),
     R("cuMemMap", cuMemMap, 10020),

@@ -1,8 +1,9 @@
 #!/bin/sh
 # What the driver did, followed by the report (issue #26): context teardown
 # frees every allocation of the context, a request whose width x height
-# overflows 64 bits is refused as impossible, and a stream or pool of
-# another device places memory on that device. Each program's output is
+# overflows 64 bits is refused as impossible, a stream or pool of another
+# device places memory on that device, memory located in host memory is not
+# VRAM, and a retained VMM handle lives until its last release. Each program's output is
 # unchanged under the shim, and the report's numbers are exact.
 . tests/t/lib.sh
 . tests/fault/lib.sh
@@ -61,5 +62,23 @@ is "$(json $TMP/otherdev.json 'd[0]["peak"]["tracked_bytes"]')" 1048576 "other d
 "$VT" dump $TMP/otherdev/*.vtrace >$TMP/otherdev.dump
 is "$(grep '^event ' $TMP/otherdev.dump | grep 'flags=sample' | grep -c 'api=cuMemGetInfo_v2 .*dev=1 ')" 0 \
     "other device: no free-memory sample of the current device under GPU 1's name"
+
+# ---- memory located in host memory: VMM (HOST_NUMA) and a host pool ----
+run hostmem hostmem
+is "$(grep -c '=0$' $TMP/hostmem.out)" "$(wc -l <$TMP/hostmem.out)" "hostmem: every call succeeded"
+is "$(json $TMP/hostmem.json 'd[0]["peak"]["tracked_bytes"]')" $((GiB + 1048576)) \
+    "hostmem: GPU 0 holds its 1 GiB handle (and 1 MiB), not the host-located 8 GiB"
+is "$(json $TMP/hostmem.json 'p["host_pinned"]["peak_bytes"]')" $((8 * GiB)) \
+    "hostmem: the 4 GiB host-located handle and the 4 GiB host-pool block are pinned host memory"
+is "$(json $TMP/hostmem.json 'p["host_pinned"]["live_bytes"]')" 0 "hostmem: all freed by the end"
+
+# ---- cuMemRetainAllocationHandle, then a remap ----
+run retain retain
+is "$(grep -c '=0$' $TMP/retain.out)" "$(($(wc -l <$TMP/retain.out) - 1))" "retain: every call succeeded"
+grep -q '^same=1$' $TMP/retain.out
+is "$?" 0 "retain: the retained handle is the one created"
+is "$(json $TMP/retain.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB + 1048576)) \
+    "retain: peak 3 GiB (+1 MiB): the retained handle stays through its unmap and remap"
+is "$(json $TMP/retain.json 'd[0]["live_bytes"]')" 0 "retain: nothing live at the end"
 
 done_testing
