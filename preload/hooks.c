@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "shim.h"
+#include "vramtrace/array_bytes.h"
 
 /* cuda.h maps cuGetProcAddress to the _v2 ABI name; we export both. */
 #undef cuGetProcAddress
@@ -339,6 +340,52 @@ static void describe_ctx_reset(vt_event_t *ev, uint32_t r, CUdevice dev)
 static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)
 {
     (void)ev, (void)r;
+}
+
+/* CUDA arrays: the handle stands for the address, the descriptor gives the
+ * bytes (array_bytes.h). */
+static int array_layered(unsigned flags)
+{
+    return (flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+}
+
+static void describe_array(vt_event_t *ev, uint32_t r, CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, 1, 1, 0);
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_array3d(vt_event_t *ev, uint32_t r, CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, d->Depth, 1,
+                                  array_layered(d->Flags));
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappedArray *h,
+                                     const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, d->Depth, levels,
+                                  array_layered(d->Flags));
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_free_array(vt_event_t *ev, uint32_t r, CUarray h)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)h;
+}
+
+static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappedArray h)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)h;
 }
 
 /* ---- the wrappers, generated from the table ---- */

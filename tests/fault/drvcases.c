@@ -18,6 +18,10 @@
  *   hostmem           1 GiB of VMM memory on device 0, 4 GiB of VMM memory
  *                     located in host memory (HOST_NUMA), both mapped, and
  *                     4 GiB from a pool located in host memory
+ *   arrays            cudaMalloc 1 GiB, then a 2D array of 16384 x 16384
+ *                     floats (1 GiB), a 3D array of 1024 x 1024 x 512 RGBA8
+ *                     texels (2 GiB) and a mipmapped 32768 x 32768 8-bit
+ *                     array of 16 levels (4/3 GiB): 5.33 GiB held
  *   retain            a 1 GiB handle mapped, released, retained back from
  *                     its address (cuMemRetainAllocationHandle), unmapped
  *                     and mapped elsewhere, then a 2 GiB handle: 3 GiB held
@@ -173,6 +177,32 @@ static int retain(void)
     return 0;
 }
 
+static int arrays(void)
+{
+    CUDA_ARRAY_DESCRIPTOR d2;
+    CUDA_ARRAY3D_DESCRIPTOR d3, dm;
+    CUarray a2, a3;
+    CUmipmappedArray am;
+    void *p;
+    memset(&d2, 0, sizeof d2);
+    memset(&d3, 0, sizeof d3);
+    memset(&dm, 0, sizeof dm);
+    d2.Width = 16384, d2.Height = 16384, d2.Format = CU_AD_FORMAT_FLOAT, d2.NumChannels = 1;
+    d3.Width = 1024, d3.Height = 1024, d3.Depth = 512, d3.Format = CU_AD_FORMAT_UNSIGNED_INT8, d3.NumChannels = 4;
+    dm.Width = 32768, dm.Height = 32768, dm.Format = CU_AD_FORMAT_UNSIGNED_INT8, dm.NumChannels = 1;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, GiB));
+    printf("array=%d\n", (int)cuArrayCreate_v2(&a2, &d2));
+    printf("array3d=%d\n", (int)cuArray3DCreate_v2(&a3, &d3));
+    printf("mipmapped=%d\n", (int)cuMipmappedArrayCreate(&am, &dm, 16));
+    size_t fr = 0, tot = 0;
+    printf("meminfo=%d\n", (int)cuMemGetInfo_v2(&fr, &tot));
+    printf("destroy=%d\n", (int)cuArrayDestroy(a2));
+    printf("destroy=%d\n", (int)cuArrayDestroy(a3));
+    printf("destroy=%d\n", (int)cuMipmappedArrayDestroy(am));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -189,6 +219,8 @@ int main(int argc, char **argv)
         return other_device();
     if (!strcmp(mode, "hostmem"))
         return host_memory();
+    if (!strcmp(mode, "arrays"))
+        return arrays();
     if (!strcmp(mode, "retain"))
         return retain();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);

@@ -72,6 +72,20 @@ is "$(json $TMP/hostmem.json 'p["host_pinned"]["peak_bytes"]')" $((8 * GiB)) \
     "hostmem: the 4 GiB host-located handle and the 4 GiB host-pool block are pinned host memory"
 is "$(json $TMP/hostmem.json 'p["host_pinned"]["live_bytes"]')" 0 "hostmem: all freed by the end"
 
+# ---- CUDA arrays: 1 GiB cudaMalloc + 1 GiB 2D + 2 GiB 3D + 4/3 GiB mipmapped ----
+run arrays arrays
+is "$(grep -c '=0$' $TMP/arrays.out)" "$(wc -l <$TMP/arrays.out)" "arrays: every call succeeded"
+"$VT" dump $TMP/arrays/*.vtrace >$TMP/arrays.dump
+is "$(count_events $TMP/arrays.dump cuArrayCreate_v2 $GiB 0)" 1 "arrays: cuArrayCreate_v2 of 16384 x 16384 floats is 1 GiB"
+is "$(count_events $TMP/arrays.dump cuArray3DCreate_v2 $((2 * GiB)) 0)" 1 "arrays: cuArray3DCreate_v2 of 1024 x 1024 x 512 RGBA8 is 2 GiB"
+is "$(count_events $TMP/arrays.dump cuMipmappedArrayCreate 1431655765 0)" 1 \
+    "arrays: cuMipmappedArrayCreate of 16 levels from 32768 x 32768 bytes is (4^16 - 1) / 3 bytes"
+is "$(json $TMP/arrays.json 'd[0]["peak"]["tracked_bytes"]')" $((4 * GiB + 1431655765)) "arrays: peak 5.33 GiB, arrays included"
+is "$(json $TMP/arrays.json 'd[0]["live_bytes"]')" 0 "arrays: destroyed arrays are freed"
+is "$(json $TMP/arrays.json 'p["events"]["unmatched_frees"]')" 0 "arrays: every destroy matched its array"
+is "$(json $TMP/arrays.json 'int(d[0]["headroom"]["untracked_bytes"] < 2097152)')" 1 \
+    "arrays: untracked memory under one granule (the simulated driver's rounding), not 4.33 GiB"
+
 # ---- cuMemRetainAllocationHandle, then a remap ----
 run retain retain
 is "$(grep -c '=0$' $TMP/retain.out)" "$(($(wc -l <$TMP/retain.out) - 1))" "retain: every call succeeded"
