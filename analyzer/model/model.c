@@ -39,6 +39,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->by_va);
     vt_map_init(&m->by_map);
     vt_map_init(&m->host_pools);
+    vt_map_init(&m->superseded);
     vt_map_init(&m->site_by_key);
     vt_map_init(&m->match_by_stack);
     vt_map_init(&m->verdict_by_ip);
@@ -65,6 +66,7 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->by_handle);
     vt_map_free(&m->by_va);
     vt_map_free(&m->host_pools);
+    vt_map_free(&m->superseded);
     vt_map_free(&m->by_map);
     vt_map_free(&m->site_by_key);
     vt_map_free(&m->match_by_stack);
@@ -871,6 +873,12 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         if (live_remove_slot(m, map, slot, ev->time_ns, NULL, NULL) < 0)
             return VT_E_NOMEM;
         hole = SIZE_MAX;   /* the removal moved entries */
+        if (kind == L_ALLOC) {
+            uint32_t n = 0;
+            vt_map_get(&m->superseded, ev->ptr, &n);
+            if (vt_map_put(&m->superseded, ev->ptr, n + 1))
+                return VT_E_NOMEM;
+        }
     }
     vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
     /* A device allocation's view is built where it ends up (last_alloc):
@@ -972,6 +980,21 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
             p->events.frees++;
             return 0;
         }
+    }
+    uint32_t n;
+    if (__builtin_expect((ev->flags & VT_EF_LATE) && kind == L_ALLOC && m->superseded.count, 0) &&
+        vt_map_get(&m->superseded, ev->ptr, &n)) {
+        /* A free written after the allocation that reused its address: it
+         * freed the allocation the address held before, which that
+         * allocation already took out (an implicit free, now explained).
+         * The allocation live there now stays. */
+        if (n > 1)
+            vt_map_put(&m->superseded, ev->ptr, n - 1);
+        else
+            vt_map_del(&m->superseded, ev->ptr, NULL);
+        p->events.implicit_frees--;
+        p->events.frees++;
+        return 0;
     }
     m->seq++;
     live_t e;

@@ -99,6 +99,10 @@ struct vt_model {
     /* Pools located in host memory (POOL_CREATE with VT_EF_HOST_LOCATED):
      * what is allocated from them is pinned host memory. */
     vt_map_t host_pools;
+    /* Addresses an allocation took while the model still had them live
+     * (implicit frees), and how many: a late free (VT_EF_LATE) of one of
+     * them frees the allocation the address held before. */
+    vt_map_t superseded;
     vt_map_t site_by_key;
     /* site_hint[stack]: the first site made for that stack (UINT32_MAX
      * none), which carries the stack's match; site_by_key and

@@ -387,6 +387,11 @@ enum vt_event_flags {
      * (CU_MEM_LOCATION_TYPE_HOST, HOST_NUMA, HOST_NUMA_CURRENT): pinned host
      * memory, not VRAM; so are the allocations from such a pool. */
     VT_EF_HOST_LOCATED = 1u << 8,
+    /* A release the writer passed over while its call was blocked
+     * (written after events that began after it): an allocation written
+     * before it may already have reused its address, and then this frees
+     * the allocation that address held before. */
+    VT_EF_LATE = 1u << 9,
 };
 
 /* One decoded event, as both sides see it in memory. */

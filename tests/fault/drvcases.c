@@ -22,15 +22,21 @@
  *                     floats (1 GiB), a 3D array of 1024 x 1024 x 512 RGBA8
  *                     texels (2 GiB) and a mipmapped 32768 x 32768 8-bit
  *                     array of 16 levels (4/3 GiB): 5.33 GiB held
+ *   slowreuse         cudaMalloc 1 GiB; another thread frees it with a
+ *                     cudaFree that returns VTSIM_SLOW_RETURN_MS after the
+ *                     driver released it; meanwhile cudaMalloc 1 GiB gets
+ *                     the address back and is never freed: 1 GiB at exit
  *   retain            a 1 GiB handle mapped, released, retained back from
  *                     its address (cuMemRetainAllocationHandle), unmapped
  *                     and mapped elsewhere, then a 2 GiB handle: 3 GiB held
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define GiB (1024ull * 1024 * 1024)
 
@@ -203,6 +209,27 @@ static int arrays(void)
     return 0;
 }
 
+static void *slow_free(void *p)
+{
+    printf("free=%d\n", (int)cudaFree(p));
+    return NULL;
+}
+
+static int slow_reuse(void)
+{
+    void *a, *b;
+    pthread_t th;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    if (pthread_create(&th, NULL, slow_free, a) != 0)
+        return 1;
+    struct timespec settle = { 0, 100000000 }; /* the driver has released a */
+    nanosleep(&settle, NULL);
+    printf("malloc=%d\n", (int)cudaMalloc(&b, GiB));
+    printf("reused=%d\n", a == b);
+    pthread_join(th, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -221,6 +248,8 @@ int main(int argc, char **argv)
         return host_memory();
     if (!strcmp(mode, "arrays"))
         return arrays();
+    if (!strcmp(mode, "slowreuse"))
+        return slow_reuse();
     if (!strcmp(mode, "retain"))
         return retain();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);

@@ -61,4 +61,4 @@ tsan:
 TEST_BINS += $(FAULT)/drvcases
 $(FAULT)/drvcases: tests/fault/drvcases.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -pthread -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)

@@ -3,7 +3,9 @@
 # frees every allocation of the context, a request whose width x height
 # overflows 64 bits is refused as impossible, a stream or pool of another
 # device places memory on that device, memory located in host memory is not
-# VRAM, and a retained VMM handle lives until its last release. Each program's output is
+# VRAM, a retained VMM handle lives until its last release, CUDA arrays
+# count their bytes, and a free written after the allocation that reused its
+# address frees the allocation before it. Each program's output is
 # unchanged under the shim, and the report's numbers are exact.
 . tests/t/lib.sh
 . tests/fault/lib.sh
@@ -85,6 +87,18 @@ is "$(json $TMP/arrays.json 'd[0]["live_bytes"]')" 0 "arrays: destroyed arrays a
 is "$(json $TMP/arrays.json 'p["events"]["unmatched_frees"]')" 0 "arrays: every destroy matched its array"
 is "$(json $TMP/arrays.json 'int(d[0]["headroom"]["untracked_bytes"] < 2097152)')" 1 \
     "arrays: untracked memory under one granule (the simulated driver's rounding), not 4.33 GiB"
+
+# ---- a free passed over while blocked, its address reused meanwhile ----
+export VTSIM_SLOW_RETURN_MS=600
+run slowreuse slowreuse
+unset VTSIM_SLOW_RETURN_MS
+grep -q '^reused=1$' $TMP/slowreuse.out
+is "$?" 0 "slow free: the second cudaMalloc got the address back before the free returned"
+"$VT" dump $TMP/slowreuse/*.vtrace >$TMP/slowreuse.dump
+is "$(grep -c 'api=cudaFree .*flags=runtime|late ' $TMP/slowreuse.dump)" 1 "slow free: written late, and marked so"
+is "$(json $TMP/slowreuse.json 'd[0]["live_bytes"]')" $GiB "slow free: 1 GiB live at the end, as the driver holds"
+is "$(json $TMP/slowreuse.json 'p["events"]["implicit_frees"]')" 0 "slow free: no reused live pointer"
+is "$(json $TMP/slowreuse.json 'p["events"]["frees"]')" 1 "slow free: the free matched the first allocation"
 
 # ---- cuMemRetainAllocationHandle, then a remap ----
 run retain retain
