@@ -29,8 +29,6 @@ CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
 
 void *vt_route_procaddr(void *fn);
-/* ptrdev.c: the device a pointer lives on, -1 unknown. */
-int vt_driver_pointer_device(uint64_t ptr);
 
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
@@ -84,18 +82,41 @@ static void describe_free_v1(vt_event_t *ev, uint32_t r, unsigned int dptr)
 }
 
 /* A stream-ordered allocation lands on its stream's device (or its pool's),
- * not necessarily the current one: for a stream other than the default
- * ones, or a pool, the driver is asked where the pointer is (ptrdev.c). The
- * default streams belong to the current device: one compare, no call. */
+ * not necessarily the current one (CUDA driver API: cuMemAllocAsync draws
+ * from the current pool of the stream's device, cuMemAllocFromPoolAsync
+ * from the pool's location): for a stream other than the default ones, or
+ * a pool, the driver is asked where the pointer is. The default streams
+ * belong to the current device: one compare, no call. */
 static inline int default_stream(const void *stream)
 {
     return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
 }
 
+/* The device the driver placed ptr on (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL),
+ * -1 unknown. The real function, looked up once. */
+static int pointer_device(uint64_t ptr)
+{
+    typedef CUresult (*pointer_get_attribute_fn)(void *, CUpointer_attribute, CUdeviceptr);
+    static _Atomic(void *) fn;
+    pointer_get_attribute_fn f = (pointer_get_attribute_fn)atomic_load_explicit(&fn, memory_order_acquire);
+    if (!f) {
+        void *h = vt_libcuda();
+        f = h ? (pointer_get_attribute_fn)vt_real_dlsym(h, "cuPointerGetAttribute") : NULL;
+        if (!f)
+            return -1;
+        atomic_store_explicit(&fn, (void *)f, memory_order_release);
+    }
+    int dev = -1;
+    if (f(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr) != CUDA_SUCCESS || dev < 0 ||
+        dev >= VT_MAX_DEVICES)
+        return -1;
+    return dev;
+}
+
 static void placed_device(vt_event_t *ev, uint32_t r)
 {
     if (r == 0 && ev->ptr) {
-        int dev = vt_driver_pointer_device(ev->ptr);
+        int dev = pointer_device(ev->ptr);
         if (dev >= 0)
             ev->device = (int16_t)dev;
     }
