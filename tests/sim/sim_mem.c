@@ -99,10 +99,16 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     }
     SIM_ENTER();
     CUresult rc = free_locked(dptr);
+    /* Read once, under the lock: a getenv per free would weigh on the
+     * benchmarks' untraced baseline. */
+    static long slow_return_ms = -1;
+    if (slow_return_ms < 0) {
+        const char *late = getenv("VTSIM_SLOW_RETURN_MS");
+        slow_return_ms = late && *late ? atol(late) : 0;
+    }
+    long ms = dptr ? slow_return_ms : 0;
     sim_unlock();
-    const char *late = dptr ? getenv("VTSIM_SLOW_RETURN_MS") : NULL;
-    if (late && *late) {
-        long ms = atol(late);
+    if (ms > 0) {
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
     }
