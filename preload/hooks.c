@@ -16,10 +16,17 @@
 #include <cuda_runtime_api.h>
 
 #include "shim.h"
+#include "vramtrace/array_bytes.h"
 
 /* cuda.h maps cuGetProcAddress to the _v2 ABI name; we export both. */
 #undef cuGetProcAddress
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+/* The same for the 32-bit legacy cuMemAlloc / cuMemFree (cuda.h declares
+ * them only for the driver's own build, with CUdeviceptr_v1 = unsigned). */
+#undef cuMemAlloc
+#undef cuMemFree
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
+CUresult cuMemFree(unsigned int dptr);
 
 void *vt_route_procaddr(void *fn);
 
@@ -35,11 +42,20 @@ static void describe_alloc_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, s
         ev->ptr = *dptr;
 }
 
+/* width x height as the request's size; a product over 64 bits is a request
+ * no card can hold, recorded as UINT64_MAX (trace_format.h), never as its
+ * wrapped low bits. */
+static uint64_t pitch_request(size_t width, size_t height)
+{
+    size_t bytes;
+    return __builtin_mul_overflow(width, height, &bytes) ? UINT64_MAX : (uint64_t)bytes;
+}
+
 static void describe_alloc_pitch(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t *pitch,
                                  size_t width, size_t height, unsigned elem)
 {
     (void)elem;
-    ev->size = width * height;
+    ev->size = pitch_request(width, height);
     if (r == 0 && dptr && pitch) {
         ev->ptr = *dptr;
         ev->reserved = *pitch * height;
@@ -52,11 +68,67 @@ static void describe_free_dptr(vt_event_t *ev, uint32_t r, CUdeviceptr dptr)
     ev->ptr = dptr;
 }
 
+static void describe_alloc_v1(vt_event_t *ev, uint32_t r, unsigned int *dptr, unsigned int bytesize)
+{
+    ev->size = bytesize;
+    if (r == 0 && dptr)
+        ev->ptr = *dptr;
+}
+
+static void describe_free_v1(vt_event_t *ev, uint32_t r, unsigned int dptr)
+{
+    (void)r;
+    ev->ptr = dptr;
+}
+
+/* A stream-ordered allocation lands on its stream's device (or its pool's),
+ * not necessarily the current one (CUDA driver API: cuMemAllocAsync draws
+ * from the current pool of the stream's device, cuMemAllocFromPoolAsync
+ * from the pool's location): for a stream other than the default ones, or
+ * a pool, the driver is asked where the pointer is. The default streams
+ * belong to the current device: one compare, no call. */
+static inline int default_stream(const void *stream)
+{
+    return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
+}
+
+/* The device the driver placed ptr on (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL),
+ * -1 unknown. The real function, looked up once. */
+static int pointer_device(uint64_t ptr)
+{
+    typedef CUresult (*pointer_get_attribute_fn)(void *, CUpointer_attribute, CUdeviceptr);
+    static _Atomic(void *) fn;
+    pointer_get_attribute_fn f = (pointer_get_attribute_fn)atomic_load_explicit(&fn, memory_order_acquire);
+    if (!f) {
+        void *h = vt_libcuda();
+        f = h ? (pointer_get_attribute_fn)vt_real_dlsym(h, "cuPointerGetAttribute") : NULL;
+        if (!f)
+            return -1;
+        atomic_store_explicit(&fn, (void *)f, memory_order_release);
+    }
+    int dev = -1;
+    if (f(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr) != CUDA_SUCCESS || dev < 0 ||
+        dev >= VT_MAX_DEVICES)
+        return -1;
+    return dev;
+}
+
+static void placed_device(vt_event_t *ev, uint32_t r)
+{
+    if (r == 0 && ev->ptr) {
+        int dev = pointer_device(ev->ptr);
+        if (dev >= 0)
+            ev->device = (int16_t)dev;
+    }
+}
+
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                  CUstream stream)
 {
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)stream;
+    if (__builtin_expect(!default_stream(stream), 0))
+        placed_device(ev, r);
 }
 
 static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
@@ -65,6 +137,7 @@ static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *d
     (void)stream;
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    placed_device(ev, r);
 }
 
 static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CUstream stream)
@@ -72,6 +145,13 @@ static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CU
     (void)r;
     ev->ptr = dptr;
     ev->aux = (uint64_t)(uintptr_t)stream;
+}
+
+/* Memory located in host memory: pinned host memory, not VRAM. */
+static int host_location(CUmemLocationType t)
+{
+    return t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
 }
 
 static void describe_vmm_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle,
@@ -84,6 +164,15 @@ static void describe_vmm_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocati
         ev->ptr = *handle;
     if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         ev->device = (int16_t)prop->location.id;
+    else if (prop && host_location(prop->location.type))
+        ev->flags |= VT_EF_HOST_LOCATED;
+}
+
+static void describe_vmm_retain(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle, void *addr)
+{
+    if (r == 0 && handle)
+        ev->ptr = *handle;
+    ev->aux = (uint64_t)(uintptr_t)addr;
 }
 
 static void describe_vmm_release(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle handle)
@@ -163,6 +252,8 @@ static void describe_pool_create(vt_event_t *ev, uint32_t r, CUmemoryPool *pool,
         ev->ptr = (uint64_t)(uintptr_t)*pool;
     if (props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         ev->device = (int16_t)props->location.id;
+    else if (props && host_location(props->location.type))
+        ev->flags |= VT_EF_HOST_LOCATED;
 }
 
 static void describe_pool(vt_event_t *ev, uint32_t r, CUmemoryPool pool)
@@ -211,7 +302,7 @@ static void describe_alloc_vptr(vt_event_t *ev, uint32_t r, void **p, size_t siz
 static void describe_rt_alloc_pitch(vt_event_t *ev, uint32_t r, void **p, size_t *pitch, size_t width,
                                     size_t height)
 {
-    ev->size = width * height;
+    ev->size = pitch_request(width, height);
     if (r == 0 && p && pitch) {
         ev->ptr = (uint64_t)(uintptr_t)*p;
         ev->reserved = *pitch * height;
@@ -232,6 +323,8 @@ static void describe_rt_alloc_async(vt_event_t *ev, uint32_t r, void **p, size_t
 {
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)s;
+    if (__builtin_expect(!default_stream(s), 0))
+        placed_device(ev, r);
 }
 
 static void describe_rt_free_async(vt_event_t *ev, uint32_t r, void *p, cudaStream_t s)
@@ -246,11 +339,82 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
     (void)s;
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    placed_device(ev, r);
+}
+
+/* Context teardown. The context's device is the one current when the call
+ * began (vt_call_begin asks for it before the call: afterwards the context
+ * is gone); cuDevicePrimaryCtxReset names its device. */
+static void describe_ctx_destroy(vt_event_t *ev, uint32_t r, CUcontext ctx)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)ctx;
+}
+
+static void describe_ctx_reset(vt_event_t *ev, uint32_t r, CUdevice dev)
+{
+    (void)r;
+    if (dev >= 0 && dev < VT_MAX_DEVICES)
+        ev->device = (int16_t)dev;
+}
+
+static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)
+{
+    (void)ev, (void)r;
+}
+
+/* CUDA arrays: the handle stands for the address, the descriptor gives the
+ * bytes (array_bytes.h). */
+static int array_layered(unsigned flags)
+{
+    return (flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+}
+
+static void describe_array(vt_event_t *ev, uint32_t r, CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, 1, 1, 0);
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_array3d(vt_event_t *ev, uint32_t r, CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, d->Depth, 1,
+                                  array_layered(d->Flags));
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappedArray *h,
+                                     const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    if (d)
+        ev->size = vt_array_bytes((unsigned)d->Format, d->NumChannels, d->Width, d->Height, d->Depth, levels,
+                                  array_layered(d->Flags));
+    if (r == 0 && h)
+        ev->ptr = (uint64_t)(uintptr_t)*h;
+}
+
+static void describe_free_array(vt_event_t *ev, uint32_t r, CUarray h)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)h;
+}
+
+static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappedArray h)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)h;
 }
 
 /* ---- the wrappers, generated from the table ---- */
 
 #define VT_UNPAREN(...) __VA_ARGS__
+/* An entry point without arguments (cudaDeviceReset) passes none. */
+#define VT_DESCRIBE(describe, ev, r, ...) VT_DESCRIBE_(describe, ev, r, __VA_ARGS__)
+#define VT_DESCRIBE_(describe, ev, r, ...) describe(ev, r __VA_OPT__(,) __VA_ARGS__)
 
 #define VT_GEN_EVENT(ret, name, describe, params, args)                      \
     VT_EXPORT ret name params                                              \
@@ -263,7 +427,7 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
         if (!vt_call_begin(&call, VT_API_##name))                          \
             return real args;                                              \
         ret result = real args;                                            \
-        describe(&call.ev, (uint32_t)result, VT_UNPAREN args);             \
+        VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args); \
         vt_call_end(&call, (uint32_t)result);                              \
         return result;                                                     \
     }
@@ -285,6 +449,8 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
 #define VT_GEN_POOL_TRIM VT_GEN_EVENT
 #define VT_GEN_MEMINFO VT_GEN_EVENT
 #define VT_GEN_POOL_USAGE VT_GEN_EVENT
+#define VT_GEN_CTX_RESET VT_GEN_EVENT
+#define VT_GEN_VMM_RETAIN VT_GEN_EVENT
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)

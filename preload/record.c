@@ -548,7 +548,10 @@ static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
 static void push_sample(int device, uint32_t why, uint32_t stack)
 {
     uint64_t free_b, total_b;
-    if (vt_driver_meminfo(&free_b, &total_b) != 0)
+    /* cuMemGetInfo answers for the current device: an allocation placed on
+     * another one (a stream or pool of that device) gets no sample rather
+     * than the current device's free memory under its name. */
+    if (vt_driver_current_device() != device || vt_driver_meminfo(&free_b, &total_b) != 0)
         return;
     uint32_t tid = current_tid();
     if (push_shim_event(VT_API_cuMemGetInfo_v2, device, 0, free_b, total_b, VT_EF_SAMPLE | why, tid, stack) == 0)

@@ -94,13 +94,16 @@ void vt_ring_publish_held(vt_ring_slot_t *slot, uint64_t pos, const vt_event_t *
     }
     /* Passed over: the slot is another event's now. Published late, the
      * free still comes before any allocation that reuses its address and
-     * returns after this one publishes; one that returned in the moment
-     * between the driver's release and here comes before it. */
+     * returns after this one publishes; one that returned between the
+     * driver's release and here comes before it, so the event says it was
+     * passed over (VT_EF_LATE) and the analyzer does not take it for the
+     * reusing allocation's free. */
     if (!take_held_passed())
         return;
     vt_ring_slot_t *late = vt_ring_claim();
     if (late) {
         late->ev = *ev;
+        late->ev.flags |= VT_EF_LATE;
         vt_ring_publish(late);
     }
 }

@@ -38,6 +38,8 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->by_handle);
     vt_map_init(&m->by_va);
     vt_map_init(&m->by_map);
+    vt_map_init(&m->host_pools);
+    vt_map_init(&m->superseded);
     vt_map_init(&m->site_by_key);
     vt_map_init(&m->match_by_stack);
     vt_map_init(&m->verdict_by_ip);
@@ -63,6 +65,8 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->by_ptr);
     vt_map_free(&m->by_handle);
     vt_map_free(&m->by_va);
+    vt_map_free(&m->host_pools);
+    vt_map_free(&m->superseded);
     vt_map_free(&m->by_map);
     vt_map_free(&m->site_by_key);
     vt_map_free(&m->match_by_stack);
@@ -827,6 +831,13 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
 {
     vt_proc_t *p = &m->p;
     int space = kind == L_HANDLE ? VT_SPACE_DEVICE : info->space;
+    /* Memory located in host memory: a VMM handle so created, or a block of
+     * a pool that is (trace_format.h, VT_EF_HOST_LOCATED). */
+    if (__builtin_expect(kind == L_HANDLE ? (ev->flags & VT_EF_HOST_LOCATED) != 0
+                                          : m->host_pools.count && vt_api_allocates_from_pool(ev->api) &&
+                                                vt_map_find(&m->host_pools, ev->aux) != SIZE_MAX,
+                         0))
+        space = VT_SPACE_HOST;
     int di = space == VT_SPACE_DEVICE ? dev_for(m, ev->device) : -1;
     /* Only an address ggml could name carries a mark: an allocation or a
      * registration that succeeded. */
@@ -849,9 +860,15 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     }
     if (ev->result != 0) {
         s->failed++;
-        s->failed_bytes += ev->size;
         s->failed_result = ev->result;
         s->failed_api = ev->api;
+        if (ev->size == UINT64_MAX) {
+            /* width x height over 64 bits: no card could hold it, and the
+             * driver said so. Not an out-of-memory, not a spill. */
+            p->events.impossible++;
+            return 0;
+        }
+        s->failed_bytes += ev->size;
         if (space == VT_SPACE_DEVICE && di >= 0)
             device_failure(m, di, ev, match.tag);
         return 0;
@@ -867,7 +884,7 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         p->size_hist_count[b]++;
         p->size_hist_bytes[b] += ev->size;
     }
-    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0 };
+    live_t e = { ev->ptr, ev->size, ev->reserved, si, (int8_t)match.tag, (uint8_t)kind, (uint8_t)space, 0, (int16_t)di, 0, 0, 0 };
     /* One probe: the entry an implicit free removes, or the hole where the
      * new one goes (live_insert). Nothing else puts or deletes in between. */
     vt_map_t *map = map_of(m, kind);
@@ -878,6 +895,12 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
         if (live_remove_slot(m, map, slot, ev->time_ns, NULL, NULL) < 0)
             return VT_E_NOMEM;
         hole = SIZE_MAX;   /* the removal moved entries */
+        if (kind == L_ALLOC) {
+            uint32_t n = 0;
+            vt_map_get(&m->superseded, ev->ptr, &n);
+            if (vt_map_put(&m->superseded, ev->ptr, n + 1))
+                return VT_E_NOMEM;
+        }
     }
     vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
     /* A device allocation's view is built where it ends up (last_alloc):
@@ -946,6 +969,25 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     return 0;
 }
 
+/* cuMemRetainAllocationHandle: one more reference to the handle mapped at
+ * aux. A handle released while mapped (only its mappings keep it) is taken
+ * back: it is the program's again, and lives past its last unmap. */
+static int do_retain(vt_model_t *m, const vt_event_t *ev)
+{
+    uint32_t mi, hi;
+    if (ev->result != 0 || !vt_map_get(&m->by_map, ev->aux, &mi) || (hi = m->live[mi].link) == UINT32_MAX)
+        return 0;
+    live_t *h = &m->live[hi];
+    if (h->released) {
+        if (vt_map_put(&m->by_handle, h->addr, hi))
+            return VT_E_NOMEM;
+        h->released = 0;
+    } else if (h->retains < UINT8_MAX) {
+        h->retains++;
+    }
+    return 0;
+}
+
 static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
 {
     vt_proc_t *p = &m->p;
@@ -953,6 +995,29 @@ static int do_release(vt_model_t *m, const vt_event_t *ev, int kind)
         return 0;   /* a failed free released nothing */
     if (ev->ptr == 0 && (kind == L_ALLOC || kind == L_REGISTER))
         return 0;   /* free(NULL) is a no-op by the API's contract */
+    if (kind == L_HANDLE) {
+        uint32_t hi;
+        if (vt_map_get(&m->by_handle, ev->ptr, &hi) && m->live[hi].retains) {
+            m->live[hi].retains--;   /* a retained reference goes; the handle stays */
+            p->events.frees++;
+            return 0;
+        }
+    }
+    uint32_t n;
+    if (__builtin_expect((ev->flags & VT_EF_LATE) && kind == L_ALLOC && m->superseded.count, 0) &&
+        vt_map_get(&m->superseded, ev->ptr, &n)) {
+        /* A free written after the allocation that reused its address: it
+         * freed the allocation the address held before, which that
+         * allocation already took out (an implicit free, now explained).
+         * The allocation live there now stays. */
+        if (n > 1)
+            vt_map_put(&m->superseded, ev->ptr, n - 1);
+        else
+            vt_map_del(&m->superseded, ev->ptr, NULL);
+        p->events.implicit_frees--;
+        p->events.frees++;
+        return 0;
+    }
     m->seq++;
     live_t e;
     uint64_t phys;
@@ -1022,7 +1087,7 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
     uint32_t hi = UINT32_MAX;
     if (kind == L_MAP && vt_map_get(&m->by_handle, ev->aux, &hi))
         di = m->live[hi].dev;
-    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, hi };
+    live_t e = { ev->ptr, ev->size, 0, UINT32_MAX, VT_TAG_UNKNOWN, (uint8_t)kind, VT_SPACE_DEVICE, 0, (int16_t)di, 0, 0, hi };
     if (live_insert(m, map_of(m, kind), &e, ev->time_ns, SIZE_MAX))
         return VT_E_NOMEM;
     if (hi != UINT32_MAX)
@@ -1064,6 +1129,47 @@ static void pool_usage(vt_model_t *m, int di, const vt_event_t *ev)
         d->pool_slack_at_peak = slack;
         d->have_pool_slack_at_peak = 1;
     }
+}
+
+/* A context teardown (CTX_RESET) on device di: the driver freed every
+ * allocation the context made. The trace does not say which context an
+ * allocation belongs to, so every live cuMemAlloc-style allocation on the
+ * device goes (docs/report.md): VMM handles and mappings, pinned and
+ * managed memory stay, as they outlive the context. */
+static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
+{
+    vt_map_t *map = &m->by_ptr;
+    size_t n = 0, cap = 0;
+    uint64_t *keys = NULL;
+    for (size_t i = 0; i < map->cap; i++) {
+        if (!map->slots[i].tag)
+            continue;
+        const live_t *e = &m->live[map->slots[i].val];
+        if (e->kind != L_ALLOC || e->space != VT_SPACE_DEVICE || e->dev != di)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            uint64_t *k = realloc(keys, nc * sizeof *k);
+            if (!k) {
+                free(keys);
+                return VT_E_NOMEM;
+            }
+            keys = k, cap = nc;
+        }
+        keys[n++] = map->slots[i].key;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        rc = live_remove(m, L_ALLOC, keys[i], ev->time_ns, NULL, NULL);
+        m->p.events.teardown_frees += rc > 0;
+    }
+    free(keys);
+    if (n) {
+        m->seq++;
+        m->last_alloc_kind = -1;
+        vt_m_check_oversub(m, ev, VT_TAG_UNKNOWN, di);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
@@ -1111,7 +1217,15 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         return do_unmap(m, ev);
     case VT_KIND_POOL_CREATE:
         p->pools_created += ev->result == 0;
+        if (ev->result == 0 && (ev->flags & VT_EF_HOST_LOCATED) && vt_map_put(&m->host_pools, ev->ptr, 1))
+            return VT_E_NOMEM;
         return 0;
+    case VT_KIND_POOL_DESTROY:
+        if (ev->result == 0 && m->host_pools.count)
+            vt_map_del(&m->host_pools, ev->ptr, NULL);
+        return 0;
+    case VT_KIND_VMM_RETAIN:
+        return do_retain(m, ev);
     case VT_KIND_POOL_TRIM:
         p->pool_trims += ev->result == 0;
         return 0;
@@ -1120,6 +1234,13 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             int di = dev_for(m, ev->device);
             if (di >= 0)
                 sample(m, di, ev);
+        }
+        return 0;
+    case VT_KIND_CTX_RESET:
+        if (ev->result == 0) {
+            int di = dev_for(m, ev->device);
+            if (di >= 0)
+                return ctx_teardown(m, di, ev);
         }
         return 0;
     case VT_KIND_POOL_USAGE:

@@ -279,6 +279,11 @@ typedef struct vt_proc {
     struct {
         uint64_t allocs, frees, failed, dropped, stacks_lost;
         uint64_t unmatched_frees, implicit_frees, unknown_api, total;
+        /* Allocations a context teardown freed (CTX_RESET: cuCtxDestroy,
+         * cuDevicePrimaryCtxReset, cudaDeviceReset), and failed requests
+         * whose size overflowed 64 bits (size UINT64_MAX, trace_format.h):
+         * refused as impossible, not a shortage of memory. */
+        uint64_t teardown_frees, impossible;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

@@ -54,6 +54,9 @@ typedef struct live {
     uint8_t fallback;   /* counted as host_fallback */
     int16_t dev;        /* index into proc.devs, -1 none */
     uint8_t released;   /* L_HANDLE: cuMemRelease seen, alive through its maps */
+    uint8_t retains;    /* L_HANDLE: cuMemRetainAllocationHandle references
+                         * not yet released (each takes a cuMemRelease);
+                         * saturates at 255 */
     uint32_t link;      /* L_MAP: live index of its handle (UINT32_MAX none);
                          * L_HANDLE: number of live mappings of it */
 
@@ -93,6 +96,13 @@ struct vt_model {
     uint32_t *free_slots;
     size_t nfree_slots, free_cap;
     vt_map_t by_ptr, by_handle, by_va, by_map;
+    /* Pools located in host memory (POOL_CREATE with VT_EF_HOST_LOCATED):
+     * what is allocated from them is pinned host memory. */
+    vt_map_t host_pools;
+    /* Addresses an allocation took while the model still had them live
+     * (implicit frees), and how many: a late free (VT_EF_LATE) of one of
+     * them frees the allocation the address held before. */
+    vt_map_t superseded;
     vt_map_t site_by_key;
     /* site_hint[stack]: the first site made for that stack (UINT32_MAX
      * none), which carries the stack's match; site_by_key and

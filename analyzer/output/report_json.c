@@ -524,6 +524,8 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "implicit_frees", p->events.implicit_frees);
     vt_json_u64(j, "unknown_api", p->events.unknown_api);
     vt_json_u64(j, "stacks_lost", p->events.stacks_lost);
+    vt_json_u64(j, "teardown_frees", p->events.teardown_frees);
+    vt_json_u64(j, "impossible_requests", p->events.impossible);
     vt_json_obj_end(j);
     vt_json_obj(j, "ggml_marks");
     vt_json_u64(j, "read", p->ggml.marks);

@@ -407,6 +407,10 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
     }
+    if (p->events.impossible)
+        fprintf(o, "  %" PRIu64 " request%s of more than 2^64 bytes (width x height overflowed) refused by the\n"
+                   "    driver: impossible, not a shortage of memory.\n",
+                p->events.impossible, p->events.impossible == 1 ? "" : "s");
     if (!p->placement.offloaded && !vt_proc_pinned_offload(p))
         host_weights(o, m);
     /* The tipping device first, with what filled it; others after. */
@@ -740,6 +744,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, ", %" PRIu64 " frees of unknown pointers", p->events.unmatched_frees);
     if (p->events.implicit_frees)
         fprintf(o, ", %" PRIu64 " reused live pointers", p->events.implicit_frees);
+    if (p->events.teardown_frees)
+        fprintf(o, ", %" PRIu64 " freed by context teardown", p->events.teardown_frees);
+    if (p->events.impossible)
+        fprintf(o, ", %" PRIu64 " impossible requests refused (over 2^64 bytes)", p->events.impossible);
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

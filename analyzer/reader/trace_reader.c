@@ -543,6 +543,8 @@ const char *vt_event_flag_name(uint32_t flag)
         { VT_EF_FIRST_ON_DEVICE, "first_on_device" },
         { VT_EF_AFTER_FAILURE, "after_failure" },
         { VT_EF_AT_PEAK, "at_peak" },
+        { VT_EF_HOST_LOCATED, "host_located" },
+        { VT_EF_LATE, "late" },
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].flag == flag)

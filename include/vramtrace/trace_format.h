@@ -175,14 +175,20 @@
  * version, and is the name the program called: a cudaMalloc that reaches
  * cuMemAlloc_v2 is one event, api = cudaMalloc).
  *
- *   ALLOC   ptr = returned address (0 on failure), size = requested bytes,
+ *   ALLOC   ptr = returned address (0 on failure), size = requested bytes
+ *           (UINT64_MAX when the request's byte count overflowed 64 bits:
+ *           cuMemAllocPitch's width x height),
  *           reserved = bytes the driver set aside when knowable (pitch *
  *           height, VMM granularity), else 0; aux = pool handle / stream /
  *           flags argument as the entry point's table line says.
  *   FREE    ptr = address released; size = 0 (the reader knows it from the
  *           matching ALLOC); aux = stream for stream-ordered frees.
  *   VMM_CREATE   ptr = handle, size = bytes, device = prop->location.id
+ *                (flag VT_EF_HOST_LOCATED: located in host memory)
  *   VMM_RELEASE  ptr = handle
+ *   VMM_RETAIN   ptr = handle, aux = the address it was retained from
+ *                (cuMemRetainAllocationHandle): one more reference to a
+ *                handle, which needs its own VMM_RELEASE
  *   VMM_MAP      ptr = va, size = bytes, aux = handle
  *   VMM_UNMAP    ptr = va, size = bytes
  *   VA_RESERVE   ptr = va, size = bytes;  VA_FREE ptr = va, size = bytes
@@ -196,6 +202,17 @@
  *                5/6 RESERVED_MEM_CURRENT/HIGH, 7/8 USED_MEM_CURRENT/HIGH),
  *                else 0. The shim samples 5 and 7 of every pool it has seen
  *                right after each MEMINFO sample, with the same flags.
+ *   CTX_RESET    a context teardown (cuCtxDestroy_v2, cuDevicePrimaryCtxReset_v2,
+ *                cudaDeviceReset): device = the device whose context went
+ *                (the current one when the call began, or the argument of
+ *                cuDevicePrimaryCtxReset_v2); ptr = the CUcontext for
+ *                cuCtxDestroy_v2, else 0. On success the driver freed every
+ *                allocation that context made (docs/report.md). A new kind:
+ *                readers that predate it skip the entry point's id.
+ *
+ * An ALLOC's device is the one current at the call, except for
+ * stream-ordered allocations on a non-default stream or from a named pool:
+ * the device the driver placed the pointer on.
  *
  * LOSS BY REASON (DROPPED and END, optional, appended; shims before it
  * write none, and a reader then knows the total only):
@@ -366,6 +383,15 @@ enum vt_event_flags {
     VT_EF_FIRST_ON_DEVICE = 1u << 5, /* reserved: the DEVICE record holds first-use free */
     VT_EF_AFTER_FAILURE = 1u << 6,   /* MEMINFO sample after a failed request */
     VT_EF_AT_PEAK = 1u << 7,         /* MEMINFO sample at a new tracked peak */
+    /* VMM_CREATE or POOL_CREATE of memory located in host memory
+     * (CU_MEM_LOCATION_TYPE_HOST, HOST_NUMA, HOST_NUMA_CURRENT): pinned host
+     * memory, not VRAM; so are the allocations from such a pool. */
+    VT_EF_HOST_LOCATED = 1u << 8,
+    /* A release the writer passed over while its call was blocked
+     * (written after events that began after it): an allocation written
+     * before it may already have reused its address, and then this frees
+     * the allocation that address held before. */
+    VT_EF_LATE = 1u << 9,
 };
 
 /* One decoded event, as both sides see it in memory. */

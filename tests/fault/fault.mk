@@ -56,3 +56,9 @@ TSAN_B := build-thread
 tsan:
 	$(MAKE) B=$(TSAN_B) SANITIZE=thread $(addprefix $(TSAN_B)/,libvramtrace.so vramtrace tests/shim/paths tests/fault/faultprog)
 	sh tests/fault/tsan.sh $(TSAN_B)
+
+# drvcases: driver behaviours the report must follow (76-fault-driver.t).
+TEST_BINS += $(FAULT)/drvcases
+$(FAULT)/drvcases: tests/fault/drvcases.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -pthread -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)

@@ -10,6 +10,8 @@
  *                     host fallback a loader would take, both inside the
  *                     annotation tag "weights"
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,9 @@ static void driver_calls(void)
     CHECK(cuMemAddressReserve(&va, 4 * gran, 0, 0, 0));
     CHECK(cuMemCreate(&h, 2 * gran, &prop, 0));
     CHECK(cuMemMap(va, 2 * gran, 0, h, 0));
+    CUmemGenericAllocationHandle again;
+    CHECK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    CHECK(cuMemRelease(again));
     CHECK(cuMemUnmap(va, 2 * gran));
     CHECK(cuMemRelease(h));
     CHECK(cuMemAddressFree(va, 4 * gran));
@@ -98,6 +103,51 @@ static void driver_calls(void)
     free(reg);
     size_t fr, tot;
     CHECK(cuMemGetInfo_v2(&fr, &tot));
+
+    CUDA_ARRAY_DESCRIPTOR d2;
+    CUDA_ARRAY3D_DESCRIPTOR d3;
+    memset(&d2, 0, sizeof d2);
+    memset(&d3, 0, sizeof d3);
+    d2.Width = 256, d2.Height = 256, d2.Format = CU_AD_FORMAT_FLOAT, d2.NumChannels = 1;
+    d3.Width = 64, d3.Height = 64, d3.Depth = 64, d3.Format = CU_AD_FORMAT_UNSIGNED_INT8, d3.NumChannels = 4;
+    CUarray arr;
+    CUmipmappedArray mip;
+    CHECK(cuArrayCreate_v2(&arr, &d2));
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuArray3DCreate_v2(&arr, &d3));
+    CHECK(cuArrayDestroy(arr));
+    d3.Depth = 0;
+    CHECK(cuMipmappedArrayCreate(&mip, &d3, 4));
+    CHECK(cuMipmappedArrayDestroy(mip));
+
+    /* The 32-bit legacy pair, by name (cuda.h maps both to _v2). A driver
+     * may refuse it; the event is recorded either way. */
+    CUresult (*alloc_v1)(unsigned *, unsigned) = (CUresult(*)(unsigned *, unsigned))dlsym(RTLD_DEFAULT, "cuMemAlloc");
+    CUresult (*free_v1)(unsigned) = (CUresult(*)(unsigned))dlsym(RTLD_DEFAULT, "cuMemFree");
+    unsigned p32 = 0;
+    if (alloc_v1 && free_v1 && alloc_v1(&p32, (unsigned)MiB) == CUDA_SUCCESS)
+        free_v1(p32);
+}
+
+/* Context teardown, last: a context made and destroyed, then the primary
+ * context reset by the runtime and, last of all, by the driver. */
+static void teardown_calls(void)
+{
+    CUcontext ctx;
+    CUdeviceptr d;
+#if CUDA_VERSION >= 12050
+    CHECK(cuCtxCreate_v4(&ctx, NULL, 0, 0));
+#else
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+#endif
+    CHECK(cuMemAlloc_v2(&d, 1 * MiB));
+    CHECK(cuCtxDestroy_v2(ctx));
+    CHECK(cudaSetDevice(0));
+    void *p;
+    CHECK(cudaMalloc(&p, 1 * MiB));
+    CHECK(cudaDeviceReset());
+    CHECK(cudaMalloc(&p, 1 * MiB)); /* the runtime makes the primary context again */
+    CHECK(cuDevicePrimaryCtxReset_v2(0));
 }
 
 static void runtime_calls(void)
@@ -175,6 +225,7 @@ int main(int argc, char **argv)
         driver_calls();
         runtime_calls();
         procaddr_calls();
+        teardown_calls();
     } else if (!strcmp(mode, "oom")) {
         oom_calls();
     } else {

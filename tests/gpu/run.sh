@@ -137,6 +137,11 @@ total=0
 for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def); do
     case $name in cuGetProcAddress*) continue ;; esac
     total=$((total + 1))
+    # The 32-bit legacy pair may be refused by a driver: recorded is enough.
+    case $name in cuMemAlloc|cuMemFree)
+        grep -q "^event .* api=$name " "$W/ep.dump" || missing="$missing $name"
+        continue ;;
+    esac
     [ "$(count_ok "$W/ep.dump" "$name")" -ge 1 ] || missing="$missing $name"
 done
 if [ $rc -eq 0 ] && [ -z "$missing" ]; then

@@ -113,8 +113,9 @@ typedef struct sim_pool {
 
 typedef struct sim_handle {
     uint32_t magic;
-    int dev;
-    int released;
+    int dev;              /* -1: located in host memory (CU_MEM_LOCATION_TYPE_HOST*) */
+    int released;         /* refs reached 0 */
+    unsigned refs;        /* cuMemCreate and each cuMemRetainAllocationHandle */
     unsigned nmaps;
     uint64_t size;
     CUmemAllocationProp prop;

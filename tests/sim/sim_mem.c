@@ -8,7 +8,10 @@
  *    the block is pitch * Height bytes. ElementSizeBytes must be 4, 8 or 16.
  *  - cuMemFree_v2 frees plain, pool and managed allocations; the address
  *    must be the exact start of a live allocation. With
- *    VTSIM_SLOW_FREE_MS, cuMemFree_v2(0) sleeps that long first.
+ *    VTSIM_SLOW_FREE_MS, cuMemFree_v2(0) sleeps that long first. With
+ *    VTSIM_SLOW_RETURN_MS, a cuMemFree_v2 of a real pointer sleeps that long
+ *    after the release, before it returns: another thread can get the
+ *    address back while the free has not returned.
  *  - The 32-bit legacy cuMemAlloc/cuMemFree/cuMemGetInfo work on a 512 MiB
  *    window below 4 GiB per device (devices 0-6), charged like any other
  *    device memory; cuMemGetInfo clamps to UINT_MAX.
@@ -95,7 +98,21 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         nanosleep(&ts, NULL);
     }
     SIM_ENTER();
-    SIM_LEAVE(free_locked(dptr));
+    CUresult rc = free_locked(dptr);
+    /* Read once, under the lock: a getenv per free would weigh on the
+     * benchmarks' untraced baseline. */
+    static long slow_return_ms = -1;
+    if (slow_return_ms < 0) {
+        const char *late = getenv("VTSIM_SLOW_RETURN_MS");
+        slow_return_ms = late && *late ? atol(late) : 0;
+    }
+    long ms = dptr ? slow_return_ms : 0;
+    sim_unlock();
+    if (ms > 0) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    return rc;
 }
 
 /* Shared by both ABI flavours: an exported function never calls another

@@ -17,10 +17,61 @@
  *  - cuMemFree on a pool block is a free followed by that pool's sync.
  *  - A destroyed pool drops its cache at once, and each block still in use
  *    is released when freed.
+ *  - A pool located in host memory (CU_MEM_LOCATION_TYPE_HOST, HOST_NUMA,
+ *    HOST_NUMA_CURRENT) has dev -1: its blocks are host mappings like pinned
+ *    memory (charged to no device), not cached: freeing one unmaps it.
  */
 #include "sim.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int host_location(CUmemLocationType t)
+{
+    return t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+static CUresult host_pool_alloc_locked(CUdeviceptr *dptr, size_t bytes, sim_pool_t *p, sim_ctx_t *ctx)
+{
+    uint64_t size = sim_round_up(bytes, (uint64_t)sysconf(_SC_PAGESIZE));
+    if (size < bytes || size > sim.host_limit - sim.host_bytes || sim.host_bytes > sim.host_limit)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_ext_t e = {.start = (uintptr_t)m, .size = size, .req = bytes, .kind = SK_POOL_USED, .dev = ctx->dev,
+                   .ctx = ctx, .owner = p};
+    if (!sim_map_insert(&sim.host, &e)) {
+        munmap(m, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    sim.host_bytes += size;
+    p->used += size;
+    p->reserved += size;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+    *dptr = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+
+/* A host pool's block: unmapped at once. 0 when addr is not one. */
+static int host_pool_free_locked(uint64_t addr)
+{
+    sim_ext_t *e = sim_map_find(&sim.host, addr);
+    if (!e || e->start != addr || e->kind != SK_POOL_USED)
+        return 0;
+    sim_pool_t *p = e->owner;
+    p->used -= e->size;
+    p->reserved -= e->size;
+    munmap((void *)(uintptr_t)e->start, e->size);
+    sim.host_bytes -= e->size;
+    sim_map_remove(&sim.host, e);
+    return 1;
+}
 
 static sim_pool_t *pool_new(int dev)
 {
@@ -54,6 +105,8 @@ static sim_pool_t *pool_lookup(CUmemoryPool h)
 
 void sim_pool_release_locked(sim_pool_t *p, uint64_t keep)
 {
+    if (p->dev < 0)
+        return; /* a host pool caches nothing */
     sim_dev_t *dv = &sim.dev[p->dev];
     sim_map_t *maps[2] = {&dv->sysmem, &dv->mem};
     for (int i = 0; i < 2; i++) {
@@ -104,6 +157,8 @@ static CUresult pool_alloc_locked(CUdeviceptr *dptr, size_t bytes, sim_pool_t *p
         return rc;
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (p->dev < 0)
+        return host_pool_alloc_locked(dptr, bytes, p, ctx);
     uint64_t size = sim_round_up(bytes, sim.gran);
     if (size < bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -200,6 +255,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
         SIM_LEAVE(rc);
     sim_map_t *map;
     sim_ext_t *e = sim_dev_find_locked(dptr, &map);
+    if (!e && host_pool_free_locked(dptr))
+        SIM_LEAVE(CUDA_SUCCESS);
     if (!e || e->start != dptr)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     if (e->kind == SK_POOL_USED)
@@ -253,10 +310,11 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *po
     SIM_ENTER();
     if (!pool || !poolProps || poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    if (poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    int host = host_location(poolProps->location.type);
+    if (poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE && !host)
         SIM_LEAVE(CUDA_ERROR_NOT_SUPPORTED);
-    int dev = poolProps->location.id;
-    if (dev < 0 || dev >= sim.ndev)
+    int dev = host ? -1 : poolProps->location.id;
+    if (!host && (dev < 0 || dev >= sim.ndev))
         SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
     sim_pool_t *p = pool_new(dev);
     if (!p)
@@ -274,7 +332,7 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_pool_release_locked(p, 0);
     p->destroyed = 1;
-    if (sim.dev[p->dev].current_pool == p)
+    if (p->dev >= 0 && sim.dev[p->dev].current_pool == p)
         sim.dev[p->dev].current_pool = sim.dev[p->dev].default_pool;
     SIM_LEAVE(CUDA_SUCCESS);
 }

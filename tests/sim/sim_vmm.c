@@ -10,6 +10,12 @@
  *    0x200000000000, first-fit, honouring a free aligned `addr` hint. VA is
  *    never charged. Freeing a range that still has mappings fails.
  *  - cuMemUnmap must cover whole mappings; it fails on a partial overlap.
+ *  - A handle located in host memory (CU_MEM_LOCATION_TYPE_HOST,
+ *    HOST_NUMA, HOST_NUMA_CURRENT) charges no device: its memory is the
+ *    host's.
+ *  - cuMemRetainAllocationHandle(addr) returns the handle mapped at addr
+ *    (the same value cuMemCreate gave) and takes a reference: each
+ *    reference needs its cuMemRelease before the memory can go.
  */
 #include "sim.h"
 
@@ -27,7 +33,8 @@ static void handle_maybe_destroy(sim_handle_t *h)
 {
     if (!h->released || h->nmaps)
         return;
-    sim_charge_locked(h->dev, -(int64_t)h->size);
+    if (h->dev >= 0)
+        sim_charge_locked(h->dev, -(int64_t)h->size);
     for (sim_handle_t **pp = &sim.handles; *pp; pp = &(*pp)->next)
         if (*pp == h) {
             *pp = h->next;
@@ -36,10 +43,18 @@ static void handle_maybe_destroy(sim_handle_t *h)
     free(h);
 }
 
+#define SIM_HOST_LOCATED (-2)
+
+/* The device of a DEVICE location, SIM_HOST_LOCATED for a host one, -1 when
+ * invalid. */
 static int prop_dev(const CUmemAllocationProp *prop)
 {
-    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return -1;
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+        prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+        return SIM_HOST_LOCATED;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
         prop->location.id >= sim.ndev)
         return -1;
     return prop->location.id;
@@ -49,7 +64,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
                                                   CUmemAllocationGranularity_flags option)
 {
     SIM_ENTER();
-    if (!granularity || prop_dev(prop) < 0 ||
+    if (!granularity || prop_dev(prop) == -1 ||
         (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     *granularity = sim.gran;
@@ -61,17 +76,20 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 {
     SIM_ENTER();
     int d = prop_dev(prop);
-    if (!handle || d < 0 || flags != 0 || size == 0 || size % sim.gran)
+    if (!handle || d == -1 || flags != 0 || size == 0 || size % sim.gran)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    if (size > sim_free_locked(d))
+    if (d >= 0 && size > sim_free_locked(d))
         SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
     sim_handle_t *h = calloc(1, sizeof *h);
     if (!h)
         SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = d, .size = size, .prop = *prop,
+    if (d == SIM_HOST_LOCATED)
+        d = -1;
+    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = d, .refs = 1, .size = size, .prop = *prop,
                         .next = sim.handles};
     sim.handles = h;
-    sim_charge_locked(d, (int64_t)size);
+    if (d >= 0)
+        sim_charge_locked(d, (int64_t)size);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
     SIM_LEAVE(CUDA_SUCCESS);
 }
@@ -82,8 +100,23 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     sim_handle_t *h = handle_lookup(handle);
     if (!h || h->released)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    h->released = 1;
-    handle_maybe_destroy(h);
+    if (--h->refs == 0) {
+        h->released = 1;
+        handle_maybe_destroy(h);
+    }
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    SIM_ENTER();
+    sim_ext_t *m = handle && addr ? sim_vmm_find_locked((uint64_t)(uintptr_t)addr) : NULL;
+    if (!m)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_handle_t *h = m->owner;
+    h->refs++;
+    h->released = 0;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
     SIM_LEAVE(CUDA_SUCCESS);
 }
 

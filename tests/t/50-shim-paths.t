@@ -131,8 +131,13 @@ in_stack cudaMalloc 86017 runtime_calls
 
 run_mode legacy
 is "$(cat $D/rc)" 0 "legacy: program ran unchanged"
+# The 32-bit cuMemAlloc is recorded under its own name, and the
+# cuMemFree_v2 of its address matches it.
+expect cuMemAlloc "" 1
 expect cuMemAlloc_v2 "" 0
 expect cuMemFree_v2 "" 1
+is "$(count_events $D/dump cuMemAlloc 126977 0)" 1 "legacy: cuMemAlloc recorded with its size"
+check "legacy: the free matched it (no stack: a known pointer)" grep -q "api=cuMemFree_v2 .*result=0 stack=0" $D/dump
 
 run_mode oom
 is "$(cat $D/rc)" 0 "oom: program got its error unchanged"

@@ -1,0 +1,257 @@
+/* drvcases.c: what the driver does that the report must follow
+ * (tests/t/76-fault-driver.t). Each mode prints only result codes, so a test
+ * compares its stdout with and without the shim.
+ *
+ * Modes (argv[1]):
+ *   teardown-rt       cudaMalloc 2 GiB + 1 GiB, cudaDeviceReset, 3 GiB,
+ *                     cudaDeviceReset: peak 3 GiB, nothing live at the end
+ *   teardown-primary  the same with cuMemAlloc_v2 in the primary context
+ *                     and cuDevicePrimaryCtxReset_v2
+ *   teardown-destroy  the same in contexts made by cuCtxCreate_v4 and
+ *                     ended by cuCtxDestroy_v2
+ *   pitchovf          cudaMalloc 1 GiB, then cuMemAllocPitch_v2 and
+ *                     cudaMallocPitch of 2 rows of 2^63 + 2^29 bytes (the
+ *                     product wraps to 1 GiB), refused by the driver
+ *   otherdev          two devices, device 0 current: 4 GiB by
+ *                     cudaMallocAsync on a stream of device 1 and 4 GiB from
+ *                     a pool of device 1, 1 MiB by cudaMalloc on device 0
+ *   hostmem           1 GiB of VMM memory on device 0, 4 GiB of VMM memory
+ *                     located in host memory (HOST_NUMA), both mapped, and
+ *                     4 GiB from a pool located in host memory
+ *   arrays            cudaMalloc 1 GiB, then a 2D array of 16384 x 16384
+ *                     floats (1 GiB), a 3D array of 1024 x 1024 x 512 RGBA8
+ *                     texels (2 GiB) and a mipmapped 32768 x 32768 8-bit
+ *                     array of 16 levels (4/3 GiB): 5.33 GiB held
+ *   slowreuse         cudaMalloc 1 GiB; another thread frees it with a
+ *                     cudaFree that returns VTSIM_SLOW_RETURN_MS after the
+ *                     driver released it; meanwhile cudaMalloc 1 GiB gets
+ *                     the address back and is never freed: 1 GiB at exit
+ *   retain            a 1 GiB handle mapped, released, retained back from
+ *                     its address (cuMemRetainAllocationHandle), unmapped
+ *                     and mapped elsewhere, then a 2 GiB handle: 3 GiB held
+ */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define GiB (1024ull * 1024 * 1024)
+
+static int rt_teardown(void)
+{
+    void *a, *b, *c;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, 2 * GiB));
+    printf("malloc=%d\n", (int)cudaMalloc(&b, GiB));
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    printf("malloc=%d\n", (int)cudaMalloc(&c, 3 * GiB));
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    return 0;
+}
+
+static int primary_teardown(void)
+{
+    CUcontext ctx;
+    CUdeviceptr a, b, c;
+    printf("init=%d\n", (int)cuInit(0));
+    for (int round = 0; round < 2; round++) {
+        printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+        printf("current=%d\n", (int)cuCtxSetCurrent(ctx));
+        if (round == 0) {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&a, 2 * GiB));
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&b, GiB));
+        } else {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&c, 3 * GiB));
+        }
+        printf("reset=%d\n", (int)cuDevicePrimaryCtxReset_v2(0));
+    }
+    return 0;
+}
+
+static int destroy_teardown(void)
+{
+    CUcontext ctx;
+    CUdeviceptr a, b, c;
+    printf("init=%d\n", (int)cuInit(0));
+    for (int round = 0; round < 2; round++) {
+        printf("create=%d\n", (int)cuCtxCreate_v4(&ctx, NULL, 0, 0));
+        if (round == 0) {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&a, 2 * GiB));
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&b, GiB));
+        } else {
+            printf("alloc=%d\n", (int)cuMemAlloc_v2(&c, 3 * GiB));
+        }
+        printf("destroy=%d\n", (int)cuCtxDestroy_v2(ctx));
+    }
+    return 0;
+}
+
+static int pitch_overflow(void)
+{
+    void *p, *q;
+    CUdeviceptr d = 0;
+    size_t pitch = 0, width = ((size_t)1 << 63) + ((size_t)1 << 29);
+    printf("malloc=%d\n", (int)cudaMalloc(&p, GiB));
+    printf("pitch=%d\n", (int)cuMemAllocPitch_v2(&d, &pitch, width, 2, 16));
+    printf("rtpitch=%d\n", (int)cudaMallocPitch(&q, &pitch, width, 2));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int other_device(void)
+{
+    cudaStream_t s;
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps props;
+    void *a, *b, *c;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 1;
+    printf("set1=%d\n", (int)cudaSetDevice(1));
+    printf("stream=%d\n", (int)cudaStreamCreate(&s));
+    printf("pool=%d\n", (int)cudaMemPoolCreate(&pool, &props));
+    printf("set0=%d\n", (int)cudaSetDevice(0));
+    printf("malloc=%d\n", (int)cudaMalloc(&c, 1 << 20));
+    printf("async=%d\n", (int)cudaMallocAsync(&a, 4 * GiB, s));
+    printf("frompool=%d\n", (int)cudaMallocFromPoolAsync(&b, 4 * GiB, pool, s));
+    printf("sync=%d\n", (int)cudaStreamSynchronize(s));
+    return 0;
+}
+
+static CUmemAllocationProp vmm_prop(CUmemLocationType where)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = where;
+    prop.location.id = 0;
+    return prop;
+}
+
+static int host_memory(void)
+{
+    CUmemAllocationProp dev = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE), host = vmm_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA);
+    CUmemGenericAllocationHandle hd, hh;
+    CUdeviceptr va;
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps props;
+    void *p, *b;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20)); /* the context */
+    printf("create=%d\n", (int)cuMemCreate(&hd, GiB, &dev, 0));
+    printf("create-host=%d\n", (int)cuMemCreate(&hh, 4 * GiB, &host, 0));
+    printf("reserve=%d\n", (int)cuMemAddressReserve(&va, 5 * GiB, 0, 0, 0));
+    printf("map=%d\n", (int)cuMemMap(va, GiB, 0, hd, 0));
+    printf("map-host=%d\n", (int)cuMemMap(va + GiB, 4 * GiB, 0, hh, 0));
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeHostNuma;
+    props.location.id = 0;
+    printf("pool-host=%d\n", (int)cudaMemPoolCreate(&pool, &props));
+    printf("frompool=%d\n", (int)cudaMallocFromPoolAsync(&b, 4 * GiB, pool, NULL));
+    printf("freeasync=%d\n", (int)cudaFreeAsync(b, NULL));
+    printf("unmap=%d\n", (int)cuMemUnmap(va, 5 * GiB));
+    printf("release=%d\n", (int)cuMemRelease(hd));
+    printf("release-host=%d\n", (int)cuMemRelease(hh));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int retain(void)
+{
+    CUmemAllocationProp dev = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle a, again, b;
+    CUdeviceptr va;
+    void *p;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20)); /* the context */
+    printf("reserve=%d\n", (int)cuMemAddressReserve(&va, 4 * GiB, 0, 0, 0));
+    printf("create=%d\n", (int)cuMemCreate(&a, GiB, &dev, 0));
+    printf("map=%d\n", (int)cuMemMap(va, GiB, 0, a, 0));
+    printf("release=%d\n", (int)cuMemRelease(a)); /* only the mapping keeps it */
+    printf("retain=%d\n", (int)cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    printf("same=%d\n", again == a);
+    printf("unmap=%d\n", (int)cuMemUnmap(va, GiB)); /* the retained reference keeps it */
+    printf("remap=%d\n", (int)cuMemMap(va + GiB, GiB, 0, again, 0));
+    printf("create=%d\n", (int)cuMemCreate(&b, 2 * GiB, &dev, 0));
+    printf("map=%d\n", (int)cuMemMap(va + 2 * GiB, 2 * GiB, 0, b, 0));
+    printf("unmap=%d\n", (int)cuMemUnmap(va + GiB, 3 * GiB));
+    printf("release=%d\n", (int)cuMemRelease(again));
+    printf("release=%d\n", (int)cuMemRelease(b));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int arrays(void)
+{
+    CUDA_ARRAY_DESCRIPTOR d2;
+    CUDA_ARRAY3D_DESCRIPTOR d3, dm;
+    CUarray a2, a3;
+    CUmipmappedArray am;
+    void *p;
+    memset(&d2, 0, sizeof d2);
+    memset(&d3, 0, sizeof d3);
+    memset(&dm, 0, sizeof dm);
+    d2.Width = 16384, d2.Height = 16384, d2.Format = CU_AD_FORMAT_FLOAT, d2.NumChannels = 1;
+    d3.Width = 1024, d3.Height = 1024, d3.Depth = 512, d3.Format = CU_AD_FORMAT_UNSIGNED_INT8, d3.NumChannels = 4;
+    dm.Width = 32768, dm.Height = 32768, dm.Format = CU_AD_FORMAT_UNSIGNED_INT8, dm.NumChannels = 1;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, GiB));
+    printf("array=%d\n", (int)cuArrayCreate_v2(&a2, &d2));
+    printf("array3d=%d\n", (int)cuArray3DCreate_v2(&a3, &d3));
+    printf("mipmapped=%d\n", (int)cuMipmappedArrayCreate(&am, &dm, 16));
+    size_t fr = 0, tot = 0;
+    printf("meminfo=%d\n", (int)cuMemGetInfo_v2(&fr, &tot));
+    printf("destroy=%d\n", (int)cuArrayDestroy(a2));
+    printf("destroy=%d\n", (int)cuArrayDestroy(a3));
+    printf("destroy=%d\n", (int)cuMipmappedArrayDestroy(am));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static void *slow_free(void *p)
+{
+    printf("free=%d\n", (int)cudaFree(p));
+    return NULL;
+}
+
+static int slow_reuse(void)
+{
+    void *a, *b;
+    pthread_t th;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    if (pthread_create(&th, NULL, slow_free, a) != 0)
+        return 1;
+    struct timespec settle = { 0, 100000000 }; /* the driver has released a */
+    nanosleep(&settle, NULL);
+    printf("malloc=%d\n", (int)cudaMalloc(&b, GiB));
+    printf("reused=%d\n", a == b);
+    pthread_join(th, NULL);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "teardown-rt"))
+        return rt_teardown();
+    if (!strcmp(mode, "teardown-primary"))
+        return primary_teardown();
+    if (!strcmp(mode, "teardown-destroy"))
+        return destroy_teardown();
+    if (!strcmp(mode, "pitchovf"))
+        return pitch_overflow();
+    if (!strcmp(mode, "otherdev"))
+        return other_device();
+    if (!strcmp(mode, "hostmem"))
+        return host_memory();
+    if (!strcmp(mode, "arrays"))
+        return arrays();
+    if (!strcmp(mode, "slowreuse"))
+        return slow_reuse();
+    if (!strcmp(mode, "retain"))
+        return retain();
+    fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
+    return 2;
+}

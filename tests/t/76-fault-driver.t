@@ -1,0 +1,112 @@
+#!/bin/sh
+# What the driver did, followed by the report (issue #26): context teardown
+# frees every allocation of the context, a request whose width x height
+# overflows 64 bits is refused as impossible, a stream or pool of another
+# device places memory on that device, memory located in host memory is not
+# VRAM, a retained VMM handle lives until its last release, CUDA arrays
+# count their bytes, and a free written after the allocation that reused its
+# address frees the allocation before it. Each program's output is
+# unchanged under the shim, and the report's numbers are exact.
+. tests/t/lib.sh
+. tests/fault/lib.sh
+TMP=$(tmpdir)
+trap 'rm -rf "$TMP"' EXIT
+DC=$B/tests/fault/drvcases
+GiB=1073741824
+
+# json FILE EXPR: a value of the first process's report (p = the process).
+json() {
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; d={x["ordinal"]: x for x in p["devices"]}; print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# run NAME MODE: plain and shimmed runs, the JSON report in $TMP/NAME.json.
+run() {
+    D=$TMP/$1; mkdir $D
+    plain $TMP/$1.plain $DC $2
+    shimmed $TMP/$1.out $D $DC $2
+    unchanged $TMP/$1.plain $TMP/$1.out "$1: output and exit status unchanged"
+    "$VT" report --json $D >$TMP/$1.json 2>$TMP/$1.err
+    "$VT" report $D >$TMP/$1.txt 2>>$TMP/$1.err
+}
+
+# ---- context teardown: 2 GiB + 1 GiB, teardown, 3 GiB, teardown ----
+for api in rt primary destroy; do
+    run teardown-$api teardown-$api
+    is "$(grep -c '=0$' $TMP/teardown-$api.out)" "$(wc -l <$TMP/teardown-$api.out)" "teardown-$api: every call succeeded"
+    is "$(json $TMP/teardown-$api.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB)) "teardown-$api: peak 3 GiB (the first context's memory went with it)"
+    is "$(json $TMP/teardown-$api.json 'd[0]["live_bytes"]')" 0 "teardown-$api: nothing live at the end"
+    is "$(json $TMP/teardown-$api.json 'p["events"]["teardown_frees"]')" 3 "teardown-$api: 3 allocations freed by the teardowns"
+    is "$(json $TMP/teardown-$api.json 'p["events"]["implicit_frees"]')" 0 "teardown-$api: no address counted as reused while live"
+done
+grep -q '3 freed by context teardown' $TMP/teardown-rt.txt
+is "$?" 0 "teardown: the text report says what the teardowns freed"
+
+# ---- cuMemAllocPitch / cudaMallocPitch: width x height over 64 bits ----
+run pitchovf pitchovf
+"$VT" dump $TMP/pitchovf/*.vtrace >$TMP/pitchovf.dump
+is "$(count_events $TMP/pitchovf.dump cuMemAllocPitch_v2 18446744073709551615 2)" 1 \
+    "pitch overflow: cuMemAllocPitch_v2 recorded as a request of UINT64_MAX bytes, refused"
+is "$(count_events $TMP/pitchovf.dump cudaMallocPitch 18446744073709551615 2)" 1 \
+    "pitch overflow: cudaMallocPitch the same"
+is "$(count_events $TMP/pitchovf.dump cuMemAllocPitch_v2 $GiB)" 0 "pitch overflow: never as its wrapped 1 GiB"
+is "$(json $TMP/pitchovf.json 'p["events"]["impossible_requests"]')" 2 "pitch overflow: two impossible requests"
+is "$(json $TMP/pitchovf.json 'd[0]["failures"]')" 0 "pitch overflow: not an out-of-memory on GPU 0"
+is "$(grep -c 'NEAR SPILL\|SMOKING GUN\|OUT OF MEMORY' $TMP/pitchovf.txt)" 0 "pitch overflow: no spill, no smoking gun"
+grep -q '2 requests of more than 2^64 bytes' $TMP/pitchovf.txt
+is "$?" 0 "pitch overflow: the report names them as impossible"
+
+# ---- another device's stream and pool, device 0 current ----
+export VTSIM_DEVICES=24GiB,24GiB
+run otherdev otherdev
+unset VTSIM_DEVICES
+is "$(json $TMP/otherdev.json 'd[1]["peak"]["tracked_bytes"]')" $((8 * GiB)) "other device: GPU 1 holds the 8 GiB its stream and pool placed"
+is "$(json $TMP/otherdev.json 'd[0]["peak"]["tracked_bytes"]')" 1048576 "other device: GPU 0 only its own 1 MiB"
+"$VT" dump $TMP/otherdev/*.vtrace >$TMP/otherdev.dump
+is "$(grep '^event ' $TMP/otherdev.dump | grep 'flags=sample' | grep -c 'api=cuMemGetInfo_v2 .*dev=1 ')" 0 \
+    "other device: no free-memory sample of the current device under GPU 1's name"
+
+# ---- memory located in host memory: VMM (HOST_NUMA) and a host pool ----
+run hostmem hostmem
+is "$(grep -c '=0$' $TMP/hostmem.out)" "$(wc -l <$TMP/hostmem.out)" "hostmem: every call succeeded"
+is "$(json $TMP/hostmem.json 'd[0]["peak"]["tracked_bytes"]')" $((GiB + 1048576)) \
+    "hostmem: GPU 0 holds its 1 GiB handle (and 1 MiB), not the host-located 8 GiB"
+is "$(json $TMP/hostmem.json 'p["host_pinned"]["peak_bytes"]')" $((8 * GiB)) \
+    "hostmem: the 4 GiB host-located handle and the 4 GiB host-pool block are pinned host memory"
+is "$(json $TMP/hostmem.json 'p["host_pinned"]["live_bytes"]')" 0 "hostmem: all freed by the end"
+
+# ---- CUDA arrays: 1 GiB cudaMalloc + 1 GiB 2D + 2 GiB 3D + 4/3 GiB mipmapped ----
+run arrays arrays
+is "$(grep -c '=0$' $TMP/arrays.out)" "$(wc -l <$TMP/arrays.out)" "arrays: every call succeeded"
+"$VT" dump $TMP/arrays/*.vtrace >$TMP/arrays.dump
+is "$(count_events $TMP/arrays.dump cuArrayCreate_v2 $GiB 0)" 1 "arrays: cuArrayCreate_v2 of 16384 x 16384 floats is 1 GiB"
+is "$(count_events $TMP/arrays.dump cuArray3DCreate_v2 $((2 * GiB)) 0)" 1 "arrays: cuArray3DCreate_v2 of 1024 x 1024 x 512 RGBA8 is 2 GiB"
+is "$(count_events $TMP/arrays.dump cuMipmappedArrayCreate 1431655765 0)" 1 \
+    "arrays: cuMipmappedArrayCreate of 16 levels from 32768 x 32768 bytes is (4^16 - 1) / 3 bytes"
+is "$(json $TMP/arrays.json 'd[0]["peak"]["tracked_bytes"]')" $((4 * GiB + 1431655765)) "arrays: peak 5.33 GiB, arrays included"
+is "$(json $TMP/arrays.json 'd[0]["live_bytes"]')" 0 "arrays: destroyed arrays are freed"
+is "$(json $TMP/arrays.json 'p["events"]["unmatched_frees"]')" 0 "arrays: every destroy matched its array"
+is "$(json $TMP/arrays.json 'int(d[0]["headroom"]["untracked_bytes"] < 2097152)')" 1 \
+    "arrays: untracked memory under one granule (the simulated driver's rounding), not 4.33 GiB"
+
+# ---- a free passed over while blocked, its address reused meanwhile ----
+export VTSIM_SLOW_RETURN_MS=600
+run slowreuse slowreuse
+unset VTSIM_SLOW_RETURN_MS
+grep -q '^reused=1$' $TMP/slowreuse.out
+is "$?" 0 "slow free: the second cudaMalloc got the address back before the free returned"
+"$VT" dump $TMP/slowreuse/*.vtrace >$TMP/slowreuse.dump
+is "$(grep -c 'api=cudaFree .*flags=runtime|late ' $TMP/slowreuse.dump)" 1 "slow free: written late, and marked so"
+is "$(json $TMP/slowreuse.json 'd[0]["live_bytes"]')" $GiB "slow free: 1 GiB live at the end, as the driver holds"
+is "$(json $TMP/slowreuse.json 'p["events"]["implicit_frees"]')" 0 "slow free: no reused live pointer"
+is "$(json $TMP/slowreuse.json 'p["events"]["frees"]')" 1 "slow free: the free matched the first allocation"
+
+# ---- cuMemRetainAllocationHandle, then a remap ----
+run retain retain
+is "$(grep -c '=0$' $TMP/retain.out)" "$(($(wc -l <$TMP/retain.out) - 1))" "retain: every call succeeded"
+grep -q '^same=1$' $TMP/retain.out
+is "$?" 0 "retain: the retained handle is the one created"
+is "$(json $TMP/retain.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB + 1048576)) \
+    "retain: peak 3 GiB (+1 MiB): the retained handle stays through its unmap and remap"
+is "$(json $TMP/retain.json 'd[0]["live_bytes"]')" 0 "retain: nothing live at the end"
+
+done_testing
