@@ -858,8 +858,11 @@ static void report_all(const vt_report_t *r, FILE *o)
         const vt_gpu_t *gp = &r->gpus[g];
         vt_uuid_str(gp->uuid, uuid);
         fprintf(o, "\n%s  %s  total %s\n", gp->name[0] ? vt_text(gp->name) : "GPU", uuid, vt_fmt_bytes(a, gp->total));
-        fprintf(o, "  combined peak %s at %s; least free %s\n", vt_fmt_bytes(a, gp->peak_bytes),
-                vt_fmt_time(t, gp->peak_time_abs > r->t0 ? gp->peak_time_abs - r->t0 : 0),
+        /* Each process's times count from its own first CUDA call; this
+         * one, across processes, from the first process's: said, so one
+         * moment does not read as two. */
+        fprintf(o, "  combined peak %s at %s after the first process started; least free %s\n",
+                vt_fmt_bytes(a, gp->peak_bytes), vt_fmt_time(t, gp->peak_time_abs > r->t0 ? gp->peak_time_abs - r->t0 : 0),
                 gp->have_min ? vt_fmt_bytes(b, gp->min_free) : "unknown");
         for (int k = 0; k < VT_MAX_TAGS && k < vt_rules_tag_count(r->rules); k++)
             if (gp->peak_by_tag[k] || k < VT_TAG_BUILTIN_COUNT)

@@ -230,6 +230,8 @@ is "$(j "$D/dir.json" '[p["pid"] for p in d["processes"]]')" "[100, 101]" "dir: 
 is "$(j "$D/dir.json" 'len(d["gpus"])')" 1 "dir: one GPU by UUID"
 is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["tracked_bytes"]')" $((256 * MiB + 20 * 450 * MiB + 2 * GiB)) "dir: combined peak while both lived"
 is "$(j "$D/dir.json" 'd["gpus"][0]["peak"]["time_ns"]')" 50000 "dir: combined peak time on one timeline"
+"$VT" report --wide "$D/dir" >"$D/dir.txt" 2>/dev/null
+check "dir: the combined peak's time says what it counts from" grep -q "^  combined peak .* at .* after the first process started; least free" "$D/dir.txt"
 is "$(j "$D/dir.json" '[p["bytes_at_gpu_peak"] for p in d["gpus"][0]["processes"]]')" "[$((256 * MiB)), $((20 * 450 * MiB + 2 * GiB))]" "dir: each process at the combined peak"
 is "$(j "$D/dir.json" 'd["gpus"][0]["processes"][1]["peak_bytes"]')" $((20 * 450 * MiB + 2 * GiB)) "dir: runner's own peak"
 "$VT" report --wide "$D/dir" >"$D/dir.out" 2>&1
