@@ -283,7 +283,7 @@ typedef struct caller_entry {
     _Atomic(void *) fn;
 } caller_entry_t;
 static caller_entry_t caller_cache[CALLER_CACHE];
-static _Atomic unsigned cache_gen;
+_Atomic unsigned vt_unload_gen;
 static atomic_flag cache_writing = ATOMIC_FLAG_INIT;
 _Static_assert(VT_API_COUNT < 511, "api ids fit the tag");
 
@@ -323,7 +323,7 @@ static void cache_for(unsigned tag, uintptr_t ra, void *fn)
  * vt_real_for save and restore registers for a load. */
 __attribute__((noinline, cold)) void *vt_real_scoped(unsigned api, const void *caller)
 {
-    unsigned tag = (api + 1) | atomic_load_explicit(&cache_gen, memory_order_acquire) << 9;
+    unsigned tag = (api + 1) | atomic_load_explicit(&vt_unload_gen, memory_order_acquire) << 9;
     void *fn = caller ? cached_for(tag, (uintptr_t)caller) : NULL;
     if (fn)
         return fn;
@@ -383,7 +383,7 @@ void vt_real_forget(void)
                 atomic_compare_exchange_strong(&vt_slot_fn[i][k], &fn, NULL);
         }
     }
-    atomic_fetch_add_explicit(&cache_gen, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&vt_unload_gen, 1, memory_order_acq_rel);
 }
 
 /* Another copy of the shim, at another path, comes before this one in the

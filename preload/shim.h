@@ -353,8 +353,10 @@ void *vt_real(unsigned api);
 #define VT_SLOTS 4
 extern _Atomic(void *) vt_slot_fn[VT_API_COUNT][VT_SLOTS];
 void *vt_slot_wrapper(unsigned api, unsigned k);
-/* A library was unloaded: every real function is found again (dlclose). */
+/* A library was unloaded: every real function is found again (dlclose).
+ * vt_unload_gen counts these, for caches kept elsewhere (ggml_buffers.c). */
 void vt_real_forget(void);
+extern _Atomic unsigned vt_unload_gen;
 /* 1 when another copy of the shim precedes this one in the global scope. */
 int vt_shim_shadowed(void);
 /* The process's libcuda handle (RTLD_NOLOAD), or NULL. */

@@ -21,7 +21,10 @@
 #                                      each linked to its own runtime: the
 #                                      simulated one, a copy named
 #                                      libcudart.so.12, and a vendored one
-#                                      named libcudart-1a2b3c4d.so.11.0
+#                                      named libcudart-1a2b3c4d.so.11.0;
+#                                      libaddon_{a,b}.so, each with its own
+#                                      ggml-base (b: another soname and
+#                                      buffer layout)
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -31,7 +34,7 @@
 FAULT := $(B)/tests/fault
 FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so \
 	$(FAULT)/libquota.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
-	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so
+	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so
 TEST_BINS += $(FAULT_BINS)
 
 $(FAULT)/faultprog.o: tests/fault/faultprog.c tests/fault/fault.mk | $(B)/.deps-ok
@@ -85,6 +88,20 @@ $(SCOPE)/libscope_12.so: $(SCOPE)/scopeext.o $(SCOPE)/rt12/libcudart.so.12
 $(SCOPE)/libscope_v.so: $(SCOPE)/scopeext.o $(SCOPE)/vendored/libcudart-1a2b3c4d.so.11.0
 	$(CC) -shared -o $@ $< $(LDFLAGS_COMMON) -L$(SCOPE)/vendored -Wl,-rpath,$(abspath $(SCOPE)/vendored) \
 	    -l:libcudart-1a2b3c4d.so.11.0
+
+$(SCOPE)/ggml-b/libggml-base-b.so: examples/ggml/ggml-base.cpp examples/ggml/ggml.h tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CXX) $(EX_CPPFLAGS) $(EX_CXXFLAGS) -DGGML_EXAMPLE_LAYOUT_B -shared -Wl,-soname,libggml-base-b.so -o $@ $<
+
+$(SCOPE)/ggmladdon.o: tests/fault/ggmladdon.cpp examples/ggml/ggml.h tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CXX) $(EX_CPPFLAGS) $(EX_CXXFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(SCOPE)/libaddon_a.so: $(SCOPE)/ggmladdon.o $(EX)/libggml-base.so
+	$(CXX) -shared -o $@ $< -L$(EX) -Wl,-rpath,$(abspath $(EX)) -lggml-base
+
+$(SCOPE)/libaddon_b.so: $(SCOPE)/ggmladdon.o $(SCOPE)/ggml-b/libggml-base-b.so
+	$(CXX) -shared -o $@ $< -L$(SCOPE)/ggml-b -Wl,-rpath,$(abspath $(SCOPE)/ggml-b) -lggml-base-b
 
 $(SCOPE)/scopeprog: tests/fault/scopeprog.c tests/fault/fault.mk | $(B)/.deps-ok
 	@mkdir -p $(@D)

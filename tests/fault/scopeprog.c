@@ -10,6 +10,9 @@
  *                  with it), the runtime's old pages held PROT_NONE so it
  *                  cannot come back there, dlopen again, scope_alloc; prints
  *                  whether the runtime moved
+ *   ggml DIR       libaddon_a.so and libaddon_b.so, each with its own ggml
+ *                  (b's buffers have another layout): addon_mark from a,
+ *                  then from b; no CUDA at all
  *
  * Everything it prints is the same with and without the shim.
  */
@@ -100,7 +103,7 @@ static int mode_reload(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        die("usage: scopeprog runtimes|vendored|reload DIR");
+        die("usage: scopeprog runtimes|vendored|reload|ggml DIR");
     const char *mode = argv[1], *dir = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "runtimes") == 0) {
@@ -115,6 +118,14 @@ int main(int argc, char **argv)
         void *h = ext(dir, "libscope_v.so");
         ((alloc_fn)sym(h, "scope_alloc"))("vendored");
         ((tag_fn)sym(h, "scope_lookup"))("vendored");
+        return 0;
+    }
+    if (strcmp(mode, "ggml") == 0) {
+        typedef void (*mark_fn)(const char *, size_t);
+        void *ha = ext(dir, "libaddon_a.so"), *hb = ext(dir, "libaddon_b.so");
+        ((mark_fn)sym(ha, "addon_mark"))("addon a", 4096);
+        ((mark_fn)sym(hb, "addon_mark"))("addon b", 8192);
+        ((mark_fn)sym(ha, "addon_mark"))("addon a again", 12288);
         return 0;
     }
     if (strcmp(mode, "reload") == 0)

@@ -58,6 +58,17 @@ unchanged $TMP/plain $TMP/out "reload: the second load's cudaMalloc runs in the 
 "$VT" dump $D/*.vtrace >$TMP/dump
 is "$(count_events $TMP/dump cudaMalloc 1048576 0)" 2 "reload: both loads' cudaMallocs recorded"
 
+# ---- two copies of ggml (two addons), the second with another buffer
+# layout; no CUDA call at all ----
+D=$TMP/ggml; mkdir $D
+plain $TMP/plain $SC/scopeprog ggml $SC
+shimmed $TMP/out $D $SC/scopeprog ggml $SC
+unchanged $TMP/plain $TMP/out "two ggml copies: each addon's set_usage runs in its own ggml"
+sed 's/^/#   /' $TMP/out
+"$VT" dump $D/*.vtrace >$TMP/dump 2>/dev/null
+is "$(grep -c '^ggml_buffer .* usage=WEIGHTS .* size=\(4096\|8192\|12288\) name="CPU" host=yes' $TMP/dump)" 3 \
+    "two ggml copies: each buffer recorded with its own size, read by its own ggml's getters"
+
 # ---- a second copy of the shim at another path ----
 mkdir $TMP/copy
 cp "$SHIM" $TMP/copy/libvramtrace.so
