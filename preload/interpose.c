@@ -3,14 +3,20 @@
  *
  * Three paths reach an entry point:
  *  1. A linked call binds to our export (LD_PRELOAD comes first in lookup
- *     order). The real function is the next definition: dlsym(RTLD_NEXT).
- *  2. dlopen("libcuda.so.1") + dlsym(handle, name): our dlsym returns the
- *     wrapper for exact table names, remembering what the real dlsym found.
+ *     order). The real function is what the caller would bind to without
+ *     us: the next definition in the global scope, else one in the caller's
+ *     own scope (below, "whose definition").
+ *  2. dlopen("libcuda.so.1") + dlsym(handle, name): our dlsym returns a
+ *     wrapper for exact table names that calls exactly what the real dlsym
+ *     found (a slot wrapper, hooks.c), never the linked calls' pointer.
  *  3. cuGetProcAddress(_v2): libcudart >= 11.3 and PyTorch's
  *     cudaGetDriverEntryPoint fetch every driver entry point this way. The
  *     pointer the driver returns is mapped to its exact ABI name (so the
  *     version and _ptsz flavour are the driver's choice, not ours) and
- *     swapped for that name's wrapper. Pointers we don't wrap pass untouched.
+ *     swapped for a wrapper that calls that pointer. Pointers we don't
+ *     wrap pass untouched.
+ * A lookup that finds what linked calls get returns the linked export, so
+ * &cuMemAlloc_v2 and dlsym agree as they do without the shim.
  *
  * dlsym rules, learnt from other interposers' bug trackers:
  *  - The real dlsym comes from dlvsym (real_dl.c), since calling "dlsym"
