@@ -393,14 +393,34 @@ void vt_real_forget(void)
 }
 
 /* Another copy of the shim, at another path, comes before this one in the
- * global scope: it records, this one passes through (one trace a process). */
+ * global scope: it records, this one passes through (one trace a process).
+ * A copy is an object that defines the annotation API and the NVTX
+ * injection entry point itself; a program that defines its own
+ * vramtrace_tag_push is not one. */
+static int defines_here(void *handle, const char *name, const void *base)
+{
+    Dl_info info;
+    void *fn = vt_real_dlsym(handle, name);
+    return fn && dladdr(fn, &info) && info.dli_fbase == base;
+}
+
 int vt_shim_shadowed(void)
 {
     void *first = vt_real_dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
     Dl_info mine, theirs;
-    if (!first || !dladdr((void *)vt_shim_shadowed, &mine) || !dladdr(first, &theirs))
+    struct link_map *lm = NULL;
+    if (!first || !dladdr((void *)vt_shim_shadowed, &mine) ||
+        !dladdr1(first, &theirs, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name || !lm->l_name[0] ||
+        mine.dli_fbase == theirs.dli_fbase)
         return 0;
-    return mine.dli_fbase != theirs.dli_fbase;
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    int copy = defines_here(h, "vramtrace_tag_pop", theirs.dli_fbase) &&
+               defines_here(h, "InitializeInjectionNvtx2", theirs.dli_fbase) &&
+               defines_here(h, "cuGetProcAddress_v2", theirs.dli_fbase);
+    vt_real_dlclose(h);
+    return copy;
 }
 
 /* ---- cuGetProcAddress routing ---- */
