@@ -16,6 +16,7 @@
 #                                      CUDA headers
 #   $(B)/tests/fault/libquota.so       quota interposer (over 1 GiB refused)
 #   $(B)/tests/fault/quotaprog         linked host for it
+#   $(B)/tests/fault/libowntag.so      a vramtrace_tag_push of its own
 #   $(B)/tests/fault/scope/            scopeprog (links no CUDA) and the
 #                                      extensions libscope_{12,13,v}.so,
 #                                      each linked to its own runtime: the
@@ -33,7 +34,7 @@
 
 FAULT := $(B)/tests/fault
 FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so \
-	$(FAULT)/libquota.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
+	$(FAULT)/libquota.so $(FAULT)/libowntag.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
 	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so
 TEST_BINS += $(FAULT_BINS)
 
@@ -62,6 +63,10 @@ $(FAULT)/libvtfault.so: tests/fault/vtfault.c tests/fault/fault.mk
 $(FAULT)/libquota.so: tests/fault/quota.c tests/fault/fault.mk
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON) -ldl
+
+$(FAULT)/libowntag.so: tests/fault/owntag.c tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
 
 $(FAULT)/quotaprog: tests/fault/quotaprog.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)

@@ -80,6 +80,9 @@ is "$(ls $D | grep -c '\.vtrace$')" 1 "two copies of the shim: one trace"
 "$VT" dump $D/*.vtrace >$TMP/dump
 is "$(count_events $TMP/dump cuMemAlloc_v2 2147483648 0)" 1 "two copies of the shim: the call recorded once"
 is "$(grep -c 'another copy of the shim' $TMP/out.err)" 1 "two copies of the shim: the later one says once that it passes through"
+D=$TMP/owntag; mkdir $D
+PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$F/libowntag.so $SHIM" shimmed $TMP/out $D $F/quotaprog linked
+is "$(ls $D | grep -c '\.vtrace$')" 1 "a library with its own vramtrace_tag_push before the shim is no copy of it: traced"
 D=$TMP/record; mkdir $D
 LD_LIBRARY_PATH=$SIM LD_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$TMP/copy/libvramtrace.so" "$VT" record -o $D -- $F/quotaprog linked >$TMP/out 2>$TMP/out.err
 is "$?" 0 "record with another copy of the shim in LD_PRELOAD: runs"
