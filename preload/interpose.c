@@ -169,9 +169,10 @@ static void *runtime_lookup(const char *name)
  * the hot path is one load and a branch; otherwise each call site's answer
  * is cached by its return address (caller_cache). Either cache is dropped
  * when a library is unloaded (vt_real_forget), so a runtime dlclosed and
- * loaded again elsewhere is never called at its old address. Not seen: a
- * second runtime loaded after a first call, while the first one is in the
- * global scope (dlopen is not wrapped); its calls run in the first. */
+ * loaded again elsewhere is never called at its old address. A second
+ * runtime loaded after a first call, while the first is in the global
+ * scope, is noticed at the next dlsym (recheck_runtimes); calls made
+ * before any (from its constructors) still run in the first. */
 
 /* The file's dynamic section defines symbol versions. */
 static int has_versions(const void *fn)
@@ -238,6 +239,40 @@ static void *next_definition(const char *name)
     return is_wrapper(fn) ? NULL : fn;
 }
 
+/* A runtime with symbol versions kept as everyone's answer: one loaded
+ * later may be some callers' own (their references ask for its version).
+ * dlopen is not wrapped, but a library loaded to be used is looked into
+ * with dlsym (PyInit_*, napi_register_module_v1, ctypes): each dlsym then
+ * checks whether the loader added anything since, and if so the runtime
+ * entry points are found again (recheck_runtimes). */
+static _Atomic int runtime_uniform;
+static _Atomic unsigned long long adds_seen;
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1;
+}
+
+static unsigned long long loader_adds(void)
+{
+    unsigned long long adds = 0;
+    vt_dl_iterate_phdr(count_adds, &adds);
+    return adds;
+}
+
+static __attribute__((noinline, cold)) void recheck_runtimes(void)
+{
+    unsigned long long adds = loader_adds();
+    if (adds == atomic_load_explicit(&adds_seen, memory_order_acquire))
+        return;
+    atomic_store_explicit(&runtime_uniform, 0, memory_order_release);
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (vt_api_info(i)->runtime)
+            atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
+}
+
 /* What a call from caller would run; *uniform = 1 when every caller in the
  * process gets the same. */
 static void *resolve_for(unsigned api, const void *caller, int *uniform)
@@ -253,9 +288,14 @@ static void *resolve_for(unsigned api, const void *caller, int *uniform)
     if (next) {
         if (own && own != next)
             return own;
+        unsigned long long adds = loader_adds();
         other_rt_t o = { next, 0 };
         vt_dl_iterate_phdr(find_other_runtime, &o);
         *uniform = !o.found;
+        if (*uniform) {
+            atomic_store_explicit(&adds_seen, adds, memory_order_release);
+            atomic_store_explicit(&runtime_uniform, 1, memory_order_release);
+        }
         return next;
     }
     if (own)
@@ -493,6 +533,8 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
         route_t none = { NULL, 1 };
         return none;
     }
+    if (atomic_load_explicit(&runtime_uniform, memory_order_relaxed) && !vt_tls.guard)
+        recheck_runtimes();
     if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
         return fwd;
     unsigned api = vt_api_by_name(name);

@@ -10,6 +10,11 @@
  *                  with it), the runtime's old pages held PROT_NONE so it
  *                  cannot come back there, dlopen again, scope_alloc; prints
  *                  whether the runtime moved
+ *   late DIR       libscope_13.so RTLD_GLOBAL (its runtime joins the global
+ *                  scope) and scope_which from it; then libscope_12.so
+ *                  RTLD_LOCAL and scope_which from it: its references ask
+ *                  for version libcudart.so.12, so they bind to its own
+ *                  runtime, past the global .so.13
  *   ggml DIR       libaddon_a.so and libaddon_b.so, each with its own ggml
  *                  (b's buffers have another layout): addon_mark from a,
  *                  then from b; no CUDA at all
@@ -103,7 +108,7 @@ static int mode_reload(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        die("usage: scopeprog runtimes|vendored|reload|ggml DIR");
+        die("usage: scopeprog runtimes|vendored|reload|late|ggml DIR");
     const char *mode = argv[1], *dir = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "runtimes") == 0) {
@@ -118,6 +123,18 @@ int main(int argc, char **argv)
         void *h = ext(dir, "libscope_v.so");
         ((alloc_fn)sym(h, "scope_alloc"))("vendored");
         ((tag_fn)sym(h, "scope_lookup"))("vendored");
+        return 0;
+    }
+    if (strcmp(mode, "late") == 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/libscope_13.so", dir);
+        void *h13 = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+        if (!h13)
+            die(dlerror());
+        ((tag_fn)sym(h13, "scope_which"))("ext linked to .so.13 (global)");
+        void *h12 = ext(dir, "libscope_12.so");
+        ((tag_fn)sym(h12, "scope_which"))("ext linked to .so.12, loaded later");
+        ((alloc_fn)sym(h12, "scope_alloc"))("ext linked to .so.12, loaded later");
         return 0;
     }
     if (strcmp(mode, "ggml") == 0) {

@@ -40,6 +40,14 @@ grep 'last error' $TMP/out | sed 's/^/#   /'
 is "$(count_events $TMP/dump cudaMalloc 1048576 0)" 2 "two runtimes: both 1 MiB cudaMallocs recorded"
 is "$(count_events $TMP/dump cudaMalloc 1152921504606846976 2)" 2 "two runtimes: both failed ones recorded"
 
+# ---- the same, the .so.13 one global and called before the .so.12 one
+# is loaded ----
+D=$TMP/late; mkdir $D
+plain $TMP/plain $SC/scopeprog late $SC
+shimmed $TMP/out $D $SC/scopeprog late $SC
+unchanged $TMP/plain $TMP/out "a runtime loaded after the first call, another global: its extension's cudaMalloc runs in it"
+grep 'last error' $TMP/out | sed 's/^/#   /'
+
 # ---- a vendored runtime under its own name (PyTorch wheels), RTLD_LOCAL ----
 D=$TMP/vendored; mkdir $D
 plain $TMP/plain $SC/scopeprog vendored $SC
