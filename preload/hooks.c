@@ -317,11 +317,12 @@ _Static_assert(VT_SLOTS == 4, "one VT_GEN_SLOT line per slot");
 
 /* ---- lookup routes ---- */
 
-VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                       CUdriverProcAddressQueryResult *symbolStatus)
+typedef CUresult (*vt_real_t_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
+                                                  CUdriverProcAddressQueryResult *);
+static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v2(
+    vt_real_t_cuGetProcAddress_v2 real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+    CUdriverProcAddressQueryResult *symbolStatus)
 {
-    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-    real_t real = (real_t)vt_real_for(VT_API_cuGetProcAddress_v2, __builtin_return_address(0));
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
@@ -330,10 +331,19 @@ VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     return r;
 }
 
-VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *symbolStatus)
 {
-    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t);
-    real_t real = (real_t)vt_real_for(VT_API_cuGetProcAddress, __builtin_return_address(0));
+    return vt_body_cuGetProcAddress_v2((vt_real_t_cuGetProcAddress_v2)vt_real_for(VT_API_cuGetProcAddress_v2,
+                                                                                  __builtin_return_address(0)),
+                                       symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+typedef CUresult (*vt_real_t_cuGetProcAddress)(const char *, void **, int, cuuint64_t);
+static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(vt_real_t_cuGetProcAddress real,
+                                                                              const char *symbol, void **pfn,
+                                                                              int cudaVersion, cuuint64_t flags)
+{
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
@@ -341,6 +351,40 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         *pfn = vt_route_procaddr(*pfn);
     return r;
 }
+
+VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    return vt_body_cuGetProcAddress(
+        (vt_real_t_cuGetProcAddress)vt_real_for(VT_API_cuGetProcAddress, __builtin_return_address(0)), symbol, pfn,
+        cudaVersion, flags);
+}
+
+/* The lookup routes' slot wrappers: a cuGetProcAddress found with
+ * dlsym(handle) is the one called, routed all the same. */
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 0)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 1)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 2)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 3)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 0)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 1)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 2)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 3)
 
 /* The table takes each wrapper's address through a hidden alias generated
  * from the same table, never through the exported name:
@@ -371,11 +415,10 @@ void *vt_wrapper(unsigned api)
     return api < VT_API_COUNT ? wrappers[api] : NULL;
 }
 
-/* The slot wrappers of the table's event entry points; NULL for the lookup
- * routes, which have none. */
+/* The slot wrappers of every entry point of the table. */
 #define VT_SLOT_ROW(ret, name, kind, space, describe, params, args) VT_SLOT_ROW_##kind(name),
 #define VT_SLOT_ENTRY(name) { (void *)vt_slot0_##name, (void *)vt_slot1_##name, (void *)vt_slot2_##name, (void *)vt_slot3_##name }
-#define VT_SLOT_ROW_ROUTE(name) { NULL, NULL, NULL, NULL }
+#define VT_SLOT_ROW_ROUTE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_ALLOC VT_SLOT_ENTRY
 #define VT_SLOT_ROW_FREE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_CREATE VT_SLOT_ENTRY

@@ -194,19 +194,19 @@ static const char *base_name(const char *path)
 }
 
 typedef struct other_rt {
-    const void *except;
+    const char *except; /* the file of the runtime already found */
     int found;
 } other_rt_t;
 
+/* A dl_iterate_phdr callback: it runs under the loader's write lock, so it
+ * calls nothing that takes the loader's own lock (dladdr, dlopen). */
 static int find_other_runtime(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     other_rt_t *o = data;
     if (!info->dlpi_name || !strstr(base_name(info->dlpi_name), "cudart"))
         return 0;
-    Dl_info di;
-    if (o->except && dladdr(o->except, &di) && di.dli_fbase && di.dli_fname &&
-        strcmp(di.dli_fname, info->dlpi_name) == 0)
+    if (o->except && strcmp(o->except, info->dlpi_name) == 0)
         return 0;
     o->found = 1;
     return 1;
@@ -289,7 +289,8 @@ static void *resolve_for(unsigned api, const void *caller, int *uniform)
         if (own && own != next)
             return own;
         unsigned long long adds = loader_adds();
-        other_rt_t o = { next, 0 };
+        Dl_info di;
+        other_rt_t o = { dladdr(next, &di) ? di.dli_fname : NULL, 0 };
         vt_dl_iterate_phdr(find_other_runtime, &o);
         *uniform = !o.found;
         if (*uniform) {

@@ -8,6 +8,9 @@
  *   dlsym    a linked cuMemAlloc_v2(1 MiB) (passes the quota), then
  *            cuMemAlloc_v2(2 GiB) through dlsym(libcuda handle): the driver
  *            itself, past the quota, allocates it
+ *   procaddr a 2 GiB allocation through the linked cuGetProcAddress_v2's
+ *            "cuMemAlloc" (the quota's own: refused), then through the
+ *            cuGetProcAddress_v2 of dlsym(libcuda) (the driver's: made)
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -39,6 +42,23 @@ int main(int argc, char **argv)
         printf("dlsym(libcuda) cuMemAlloc_v2(2 GiB)=%d\n", fn ? (int)fn(&d, 2ull << 30) : -1);
         return 0;
     }
-    fprintf(stderr, "usage: quotaprog linked|dlsym\n");
+    if (strcmp(mode, "procaddr") == 0) {
+        void *p = NULL;
+        cudaMalloc(&p, 1 << 20); /* a context */
+        typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);
+        typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+        alloc_t fn = NULL;
+        CUresult rc = cuGetProcAddress_v2("cuMemAlloc", (void **)&fn, 13000, 0, NULL);
+        printf("linked cuGetProcAddress_v2(cuMemAlloc)=%d, 2 GiB through it=%d\n", (int)rc,
+               fn ? (int)fn(&d, 2ull << 30) : -1);
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        gpa_t gpa = (gpa_t)dlsym(h, "cuGetProcAddress_v2");
+        fn = NULL;
+        rc = gpa ? gpa("cuMemAlloc", (void **)&fn, 13000, 0, NULL) : (CUresult)-1;
+        printf("dlsym(libcuda) cuGetProcAddress_v2 %s, (cuMemAlloc)=%d, 2 GiB through it=%d\n",
+               gpa ? "found" : "NULL", (int)rc, fn ? (int)fn(&d, 2ull << 30) : -1);
+        return 0;
+    }
+    fprintf(stderr, "usage: quotaprog linked|dlsym|procaddr\n");
     return 3;
 }

@@ -14,7 +14,7 @@ QUOTA=$F/libquota.so
 
 # ---- a quota interposer preloaded after the shim (HAMi-core from
 # /etc/ld.so.preload): the plain run is the run with the quota alone ----
-for mode in linked dlsym; do
+for mode in linked dlsym procaddr; do
     D=$TMP/quota-$mode; mkdir $D
     LD_LIBRARY_PATH=$SIM LD_PRELOAD=$QUOTA $F/quotaprog $mode >$TMP/plain 2>&1; echo $? >$TMP/plain.rc
     PRELOAD="$SP $QUOTA" shimmed $TMP/out $D $F/quotaprog $mode
@@ -24,11 +24,17 @@ for mode in linked dlsym; do
 done
 is "$(sed -n 's/^linked cuMemAlloc_v2(2 GiB)=//p' $TMP/plain-linked)" 2 "quota alone: a linked 2 GiB request is refused"
 is "$(sed -n 's/^dlsym(libcuda) cuMemAlloc_v2(2 GiB)=//p' $TMP/plain-dlsym)" 0 "quota alone: the driver's own cuMemAlloc_v2 (dlsym) allocates 2 GiB"
+is "$(cat $TMP/plain-procaddr)" "linked cuGetProcAddress_v2(cuMemAlloc)=0, 2 GiB through it=2
+dlsym(libcuda) cuGetProcAddress_v2 found, (cuMemAlloc)=0, 2 GiB through it=0" \
+    "quota alone: its cuGetProcAddress_v2 hands out its cuMemAlloc_v2, the driver's its own"
 "$VT" dump $TMP/quota-linked/*.vtrace >$TMP/dump
 is "$(count_events $TMP/dump cuMemAlloc_v2 2147483648 2)" 1 "quota (linked): the refused 2 GiB cuMemAlloc_v2 is recorded with the quota's answer"
 "$VT" dump $TMP/quota-dlsym/*.vtrace >$TMP/dump
 is "$(count_events $TMP/dump cuMemAlloc_v2 2147483648 0)" 1 "quota (dlsym): the 2 GiB allocation through dlsym(libcuda) is recorded, made by the driver"
 is "$(count_events $TMP/dump cuMemAlloc_v2 1048576 0)" 1 "quota (dlsym): the linked 1 MiB one too"
+"$VT" dump $TMP/quota-procaddr/*.vtrace >$TMP/dump
+is "$(count_events $TMP/dump cuMemAlloc_v2 2147483648 2) $(count_events $TMP/dump cuMemAlloc_v2 2147483648 0)" "1 1" \
+    "quota (cuGetProcAddress): the quota's refusal and the driver's allocation both recorded"
 
 # ---- two runtimes, each an extension's own (RTLD_LOCAL) ----
 D=$TMP/runtimes; mkdir $D
