@@ -209,9 +209,9 @@ static void *real_of(void **uniform, const char *name, const void *caller)
     if (atomic_load_explicit(&e->ra, memory_order_acquire) == ra &&
         atomic_load_explicit(&e->tag, memory_order_acquire) == tag) {
         fn = atomic_load_explicit(&e->fn, memory_order_acquire);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&e->ra, memory_order_relaxed) == ra &&
-            atomic_load_explicit(&e->tag, memory_order_relaxed) == tag && fn)
+        /* fn was loaded with acquire: the check below reads after it. */
+        if (atomic_load_explicit(&e->ra, memory_order_acquire) == ra &&
+            atomic_load_explicit(&e->tag, memory_order_acquire) == tag && fn)
             return fn;
     }
     fn = vt_real_dlsym(RTLD_NEXT, name);
@@ -221,10 +221,11 @@ static void *real_of(void **uniform, const char *name, const void *caller)
     }
     fn = defined_near(caller, name);
     if (fn && !atomic_flag_test_and_set_explicit(&site_writing, memory_order_acquire)) {
+        /* Release stores: a reader that sees the new tag or fn sees ra 0
+         * or the new ra, never the old one with them. */
         atomic_store_explicit(&e->ra, 0, memory_order_relaxed);
-        atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&e->tag, tag, memory_order_relaxed);
-        atomic_store_explicit(&e->fn, fn, memory_order_relaxed);
+        atomic_store_explicit(&e->tag, tag, memory_order_release);
+        atomic_store_explicit(&e->fn, fn, memory_order_release);
         atomic_store_explicit(&e->ra, ra, memory_order_release);
         atomic_flag_clear_explicit(&site_writing, memory_order_release);
     }

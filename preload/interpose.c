@@ -345,10 +345,10 @@ static void *cached_for(unsigned tag, uintptr_t ra)
     if (atomic_load_explicit(&e->ra, memory_order_acquire) != ra ||
         atomic_load_explicit(&e->tag, memory_order_acquire) != tag)
         return NULL;
+    /* fn is loaded with acquire: the check below reads after it. */
     void *fn = atomic_load_explicit(&e->fn, memory_order_acquire);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&e->ra, memory_order_relaxed) != ra ||
-        atomic_load_explicit(&e->tag, memory_order_relaxed) != tag)
+    if (atomic_load_explicit(&e->ra, memory_order_acquire) != ra ||
+        atomic_load_explicit(&e->tag, memory_order_acquire) != tag)
         return NULL;
     return fn;
 }
@@ -358,10 +358,11 @@ static void cache_for(unsigned tag, uintptr_t ra, void *fn)
     if (atomic_flag_test_and_set_explicit(&cache_writing, memory_order_acquire))
         return;
     caller_entry_t *e = &caller_cache[caller_slot(ra)];
+    /* Release stores: a reader that sees the new tag or fn sees ra 0 or
+     * the new ra, never the old one with them. */
     atomic_store_explicit(&e->ra, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&e->tag, tag, memory_order_relaxed);
-    atomic_store_explicit(&e->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&e->tag, tag, memory_order_release);
+    atomic_store_explicit(&e->fn, fn, memory_order_release);
     atomic_store_explicit(&e->ra, ra, memory_order_release);
     atomic_flag_clear_explicit(&cache_writing, memory_order_release);
 }
