@@ -93,30 +93,144 @@ static void *defined_near(const void *anchor, const char *name)
     return is_ours(fn) ? NULL : fn;
 }
 
-static void *next_symbol(void **cache, const char *name, const void *anchor)
+/* Each copy of ggml in the process (two node addons may each bring their
+ * own libggml-base, with different struct layouts): its object's extent,
+ * which tells the copy's own calls apart, and its getters, found on first
+ * use from that copy, never from another. */
+typedef struct ggml_copy {
+    _Atomic int state;    /* 0 free, 1 being filled, 2 ready */
+    unsigned gen;         /* vt_unload_gen when filled: stale after an unload */
+    uintptr_t lo, hi;
+    const void *anchor;   /* the hooked function found in it */
+    void *get_base, *get_size, *get_name, *get_usage, *is_host, *is_multi, *is_meta;
+    void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data;
+} ggml_copy_t;
+#define GGML_COPIES 8
+static ggml_copy_t copies[GGML_COPIES];
+
+static int extent_of(struct dl_phdr_info *info, size_t size, void *data);
+
+static ggml_copy_t *copy_of(const void *real)
+{
+    uintptr_t a = (uintptr_t)real;
+    unsigned gen = atomic_load_explicit(&vt_unload_gen, memory_order_acquire);
+    for (int i = 0; i < GGML_COPIES; i++) {
+        ggml_copy_t *c = &copies[i];
+        if (atomic_load_explicit(&c->state, memory_order_acquire) == 2 && c->gen == gen && a >= c->lo && a < c->hi)
+            return c;
+    }
+    Dl_info info;
+    /* dli_fbase is the lowest mapping; dlpi_addr the load bias: equal for
+     * a shared object linked at 0. */
+    uintptr_t range[3] = { 0, 0, 0 };
+    if (!real || !dladdr(real, &info) || !info.dli_fbase)
+        return NULL;
+    range[2] = (uintptr_t)info.dli_fbase;
+    vt_dl_iterate_phdr(extent_of, range);
+    if (range[0] == range[1])
+        return NULL;
+    for (int i = 0; i < GGML_COPIES; i++) {
+        ggml_copy_t *c = &copies[i];
+        int st = atomic_load_explicit(&c->state, memory_order_acquire);
+        /* An entry left by a copy since unloaded is taken again. */
+        if (st == 2 && c->gen != gen && atomic_compare_exchange_strong(&c->state, &st, 0))
+            st = 0;
+        if (st == 0 && atomic_compare_exchange_strong(&c->state, &st, 1)) {
+            c->gen = gen;
+            c->lo = range[0];
+            c->hi = range[1];
+            c->anchor = real;
+            c->get_base = c->get_size = c->get_name = c->get_usage = c->is_host = c->is_multi = c->is_meta = NULL;
+            c->first_tensor = c->next_tensor = c->tensor_name = c->tensor_nbytes = c->tensor_data = NULL;
+            atomic_store_explicit(&c->state, 2, memory_order_release);
+            return c;
+        }
+    }
+    static _Atomic int full_warned;
+    vt_warn_once(&full_warned, "more than %d copies of ggml in this process; buffers of the later ones are not named",
+                 GGML_COPIES);
+    return NULL;
+}
+
+/* One of copy c's functions, found on first use. */
+static void *copy_symbol(void **cache, const char *name, ggml_copy_t *c)
 {
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (!fn) {
-        fn = vt_real_dlsym(RTLD_NEXT, name);
-        if (!fn || is_ours(fn))
-            fn = defined_near(anchor, name);
+        fn = defined_near(c->anchor, name);
+        if (!fn) {
+            /* ggml linked into the main program, whose scope is the global
+             * one. */
+            fn = vt_real_dlsym(RTLD_NEXT, name);
+            if (is_ours(fn))
+                fn = NULL;
+        }
         __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
     }
     return fn;
 }
 
-static int predicate(void **cache, const char *name, void *buffer, const void *anchor)
+static int predicate(void **cache, const char *name, void *buffer, ggml_copy_t *c)
 {
-    predicate_fn fn = (predicate_fn)next_symbol(cache, name, anchor);
+    predicate_fn fn = (predicate_fn)copy_symbol(cache, name, c);
     return fn && fn(buffer);
 }
 
-/* ggml's getters, from the library that defines the hooked function
- * (real): libggml-base's. */
-static struct {
-    void *get_base, *get_size, *get_name, *get_usage, *is_host, *is_multi, *is_meta;
-    void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data;
-} getters;
+/* The real hooked function for a call from caller: the definition the
+ * caller would bind to without the shim. One in the global scope
+ * (RTLD_NEXT) is everyone's, kept in uniform_real; otherwise each call
+ * site's is its own library's (defined_near), kept by return address.
+ * Both are dropped when a library is unloaded. */
+#define SITE_CACHE 256
+static struct site {
+    _Atomic(uintptr_t) ra;
+    _Atomic(uintptr_t) tag; /* the hook's uniform slot + the unload generation */
+    _Atomic(void *) fn;
+} sites[SITE_CACHE];
+static atomic_flag site_writing = ATOMIC_FLAG_INIT;
+static _Atomic unsigned uniform_gen;
+enum { HOOK_SET_USAGE, HOOK_ALLOC_CTX, HOOK_TENSOR_ALLOC, HOOK_BUFFER_FREE, HOOKS };
+static void *uniform_real[HOOKS];
+
+static void *real_of(void **uniform, const char *name, const void *caller)
+{
+    unsigned gen = atomic_load_explicit(&vt_unload_gen, memory_order_acquire);
+    if (atomic_load_explicit(&uniform_gen, memory_order_acquire) != gen) {
+        /* A library went: forget the global answers (the four hooks'). */
+        for (int i = 0; i < HOOKS; i++)
+            __atomic_store_n(&uniform_real[i], NULL, __ATOMIC_RELEASE);
+        atomic_store_explicit(&uniform_gen, gen, memory_order_release);
+    }
+    void *fn = __atomic_load_n(uniform, __ATOMIC_ACQUIRE);
+    if (fn)
+        return fn;
+    uintptr_t ra = (uintptr_t)caller, tag = (uintptr_t)uniform + gen;
+    struct site *e = &sites[((ra >> 2) ^ (ra >> 11)) & (SITE_CACHE - 1)];
+    if (atomic_load_explicit(&e->ra, memory_order_acquire) == ra &&
+        atomic_load_explicit(&e->tag, memory_order_acquire) == tag) {
+        fn = atomic_load_explicit(&e->fn, memory_order_acquire);
+        /* fn was loaded with acquire: the check below reads after it. */
+        if (atomic_load_explicit(&e->ra, memory_order_acquire) == ra &&
+            atomic_load_explicit(&e->tag, memory_order_acquire) == tag && fn)
+            return fn;
+    }
+    fn = vt_real_dlsym(RTLD_NEXT, name);
+    if (fn && !is_ours(fn)) {
+        __atomic_store_n(uniform, fn, __ATOMIC_RELEASE);
+        return fn;
+    }
+    fn = defined_near(caller, name);
+    if (fn && !atomic_flag_test_and_set_explicit(&site_writing, memory_order_acquire)) {
+        /* Release stores: a reader that sees the new tag or fn sees ra 0
+         * or the new ra, never the old one with them. */
+        atomic_store_explicit(&e->ra, 0, memory_order_relaxed);
+        atomic_store_explicit(&e->tag, tag, memory_order_release);
+        atomic_store_explicit(&e->fn, fn, memory_order_release);
+        atomic_store_explicit(&e->ra, ra, memory_order_release);
+        atomic_flag_clear_explicit(&site_writing, memory_order_release);
+    }
+    return fn;
+}
 
 static int recording_allowed(void)
 {
@@ -135,13 +249,16 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
  * missing, a size of 0, or a multi-buffer when allow_multi is 0). */
 static int note_buffer(void *buffer, int usage, const void *real, int allow_multi)
 {
-    get_base_fn base_of = (get_base_fn)next_symbol(&getters.get_base, "ggml_backend_buffer_get_base", real);
-    get_size_fn size_of = (get_size_fn)next_symbol(&getters.get_size, "ggml_backend_buffer_get_size", real);
-    name_fn name_of = (name_fn)next_symbol(&getters.get_name, "ggml_backend_buffer_name", real);
+    ggml_copy_t *c = copy_of(real);
+    if (!c)
+        return 0;
+    get_base_fn base_of = (get_base_fn)copy_symbol(&c->get_base, "ggml_backend_buffer_get_base", c);
+    get_size_fn size_of = (get_size_fn)copy_symbol(&c->get_size, "ggml_backend_buffer_get_size", c);
+    name_fn name_of = (name_fn)copy_symbol(&c->get_name, "ggml_backend_buffer_name", c);
     if (!base_of || !size_of || !name_of)
         return 0;
-    int multi = predicate(&getters.is_multi, "ggml_backend_buffer_is_multi_buffer", buffer, real) ||
-                predicate(&getters.is_meta, "ggml_backend_buffer_is_meta", buffer, real);
+    int multi = predicate(&c->is_multi, "ggml_backend_buffer_is_multi_buffer", buffer, c) ||
+                predicate(&c->is_meta, "ggml_backend_buffer_is_meta", buffer, c);
     if (multi && !allow_multi)
         return 0;
     vt_ggml_note_t n = { .type = VT_REC_GGML_BUFFER, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer,
@@ -150,7 +267,7 @@ static int note_buffer(void *buffer, int usage, const void *real, int allow_mult
     if (!n.size)
         return 0;
     n.addr = multi ? 0 : (uintptr_t)base_of(buffer);
-    predicate_fn is_host = (predicate_fn)next_symbol(&getters.is_host, "ggml_backend_buffer_is_host", real);
+    predicate_fn is_host = (predicate_fn)copy_symbol(&c->is_host, "ggml_backend_buffer_is_host", c);
     n.host = is_host ? (is_host(buffer) ? 2 : 1) : 0;
     copy_name(n.name, name_of(buffer));
     vt_ggml_queue(&n);
@@ -159,9 +276,12 @@ static int note_buffer(void *buffer, int usage, const void *real, int allow_mult
 
 static void note_tensor(void *buffer, void *tensor, const void *real)
 {
-    tensor_name_fn name_of = (tensor_name_fn)next_symbol(&getters.tensor_name, "ggml_get_name", real);
-    tensor_nbytes_fn nbytes_of = (tensor_nbytes_fn)next_symbol(&getters.tensor_nbytes, "ggml_nbytes", real);
-    tensor_data_fn data_of = (tensor_data_fn)next_symbol(&getters.tensor_data, "ggml_get_data", real);
+    ggml_copy_t *c = copy_of(real);
+    if (!c)
+        return;
+    tensor_name_fn name_of = (tensor_name_fn)copy_symbol(&c->tensor_name, "ggml_get_name", c);
+    tensor_nbytes_fn nbytes_of = (tensor_nbytes_fn)copy_symbol(&c->tensor_nbytes, "ggml_nbytes", c);
+    tensor_data_fn data_of = (tensor_data_fn)copy_symbol(&c->tensor_data, "ggml_get_data", c);
     if (!name_of || !nbytes_of || !data_of)
         return;
     vt_ggml_note_t n = { .type = VT_REC_GGML_TENSOR, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer };
@@ -175,9 +295,8 @@ static void note_tensor(void *buffer, void *tensor, const void *real)
 
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
 {
-    static void *real;
     static _Atomic int unreachable_warned;
-    set_usage_fn fn = (set_usage_fn)next_symbol(&real, "ggml_backend_buffer_set_usage", __builtin_return_address(0));
+    set_usage_fn fn = (set_usage_fn)real_of(&uniform_real[HOOK_SET_USAGE], "ggml_backend_buffer_set_usage", __builtin_return_address(0));
     if (!fn) {
         vt_warn_once(&unreachable_warned, "ggml_backend_buffer_set_usage: the real function cannot be found; "
                                           "the buffer's usage is not set");
@@ -193,9 +312,8 @@ VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
 
 VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft)
 {
-    static void *real;
     static _Atomic int unreachable_warned;
-    alloc_ctx_fn fn = (alloc_ctx_fn)next_symbol(&real, "ggml_backend_alloc_ctx_tensors_from_buft",
+    alloc_ctx_fn fn = (alloc_ctx_fn)real_of(&uniform_real[HOOK_ALLOC_CTX], "ggml_backend_alloc_ctx_tensors_from_buft",
                                                  __builtin_return_address(0));
     if (!fn) {
         vt_warn_once(&unreachable_warned, "ggml_backend_alloc_ctx_tensors_from_buft: the real function cannot be "
@@ -209,25 +327,20 @@ VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft)
     vt_tls.ggml_hook_depth--;
     if (!buffer || !ctx || !recording_allowed())
         return buffer;
-    get_usage_fn usage_of = (get_usage_fn)next_symbol(&getters.get_usage, "ggml_backend_buffer_get_usage", fn);
+    ggml_copy_t *c = copy_of((const void *)fn);
+    if (!c)
+        return buffer;
+    get_usage_fn usage_of = (get_usage_fn)copy_symbol(&c->get_usage, "ggml_backend_buffer_get_usage", c);
     if (!note_buffer(buffer, usage_of ? usage_of(buffer) : VT_GGML_USAGE_ANY, (const void *)fn, 1))
         return buffer;
-    tensor_first_fn first = (tensor_first_fn)next_symbol(&getters.first_tensor, "ggml_get_first_tensor", fn);
-    tensor_walk_fn next = (tensor_walk_fn)next_symbol(&getters.next_tensor, "ggml_get_next_tensor", fn);
+    tensor_first_fn first = (tensor_first_fn)copy_symbol(&c->first_tensor, "ggml_get_first_tensor", c);
+    tensor_walk_fn next = (tensor_walk_fn)copy_symbol(&c->next_tensor, "ggml_get_next_tensor", c);
     if (!first || !next)
         return buffer;
     for (void *t = first(ctx); t; t = next(ctx, t))
         note_tensor(buffer, t, (const void *)fn);
     return buffer;
 }
-
-/* The address range of the object that defines fn (libggml-base), found
- * once: its own calls (the graph allocator's, per node and evaluation)
- * are not placements of the model. */
-static struct {
-    _Atomic int state;  /* 0 not looked, 1 looking, 2 known (lo < hi) or unknown (lo == hi) */
-    uintptr_t lo, hi;
-} definer;
 
 static int extent_of(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -248,37 +361,19 @@ static int extent_of(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* The copy of ggml that defines fn calls it itself (the graph allocator,
+ * per node and evaluation): not a placement of the model. */
 static int called_from_definer(const void *fn, uintptr_t caller)
 {
-    int st = atomic_load_explicit(&definer.state, memory_order_acquire);
-    if (st == 0) {
-        int expect = 0;
-        if (atomic_compare_exchange_strong(&definer.state, &expect, 1)) {
-            Dl_info info;
-            uintptr_t range[3] = { 0, 0, 0 };
-            if (dladdr(fn, &info) && info.dli_fbase) {
-                /* dli_fbase is the lowest mapping; dlpi_addr the load bias:
-                 * equal for a shared object linked at 0. */
-                range[2] = (uintptr_t)info.dli_fbase;
-                vt_dl_iterate_phdr(extent_of, range);
-            }
-            definer.lo = range[0];
-            definer.hi = range[1];
-            atomic_store_explicit(&definer.state, 2, memory_order_release);
-        }
-        st = atomic_load_explicit(&definer.state, memory_order_acquire);
-    }
-    if (st != 2)
-        return 0;  /* another thread is looking: record this one */
-    return caller >= definer.lo && caller < definer.hi;
+    ggml_copy_t *c = copy_of(fn);
+    return c && caller >= c->lo && caller < c->hi;
 }
 
 VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
 {
-    static void *real;
     static _Atomic int unreachable_warned;
     uintptr_t caller = (uintptr_t)__builtin_return_address(0);
-    tensor_alloc_fn fn = (tensor_alloc_fn)next_symbol(&real, "ggml_backend_tensor_alloc", (const void *)caller);
+    tensor_alloc_fn fn = (tensor_alloc_fn)real_of(&uniform_real[HOOK_TENSOR_ALLOC], "ggml_backend_tensor_alloc", (const void *)caller);
     if (!fn) {
         vt_warn_once(&unreachable_warned, "ggml_backend_tensor_alloc: the real function cannot be found; "
                                           "the tensor is not allocated");
@@ -293,9 +388,8 @@ VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
 
 VT_EXPORT void ggml_backend_buffer_free(void *buffer)
 {
-    static void *real;
     static _Atomic int unreachable_warned;
-    buffer_free_fn fn = (buffer_free_fn)next_symbol(&real, "ggml_backend_buffer_free", __builtin_return_address(0));
+    buffer_free_fn fn = (buffer_free_fn)real_of(&uniform_real[HOOK_BUFFER_FREE], "ggml_backend_buffer_free", __builtin_return_address(0));
     if (!fn) {
         vt_warn_once(&unreachable_warned, "ggml_backend_buffer_free: the real function cannot be found; "
                                           "the buffer is not freed");

@@ -416,11 +416,16 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
 #define VT_DESCRIBE(describe, ev, r, ...) VT_DESCRIBE_(describe, ev, r, __VA_ARGS__)
 #define VT_DESCRIBE_(describe, ev, r, ...) describe(ev, r __VA_OPT__(,) __VA_ARGS__)
 
+/* One body per entry point, inlined into each way in: the linked export,
+ * which calls what its caller would reach without the shim (vt_real_for),
+ * and VT_SLOTS slot wrappers, each calling the one pointer a dlsym or
+ * cuGetProcAddress lookup found (interpose.c). Inlined so every way in has
+ * the same frames for the stack's skip count. */
 #define VT_GEN_EVENT(ret, name, describe, params, args)                      \
-    VT_EXPORT ret name params                                              \
+    typedef ret(*vt_real_t_##name) params;                                 \
+    static inline __attribute__((always_inline)) ret vt_body_##name(       \
+        vt_real_t_##name real, VT_UNPAREN params)                          \
     {                                                                      \
-        typedef ret(*real_t) params;                                       \
-        real_t real = (real_t)vt_real(VT_API_##name);                      \
         if (!real)                                                         \
             return VT_MISSING_##ret;                                       \
         vt_call_t call;                                                    \
@@ -430,7 +435,26 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
         VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args); \
         vt_call_end(&call, (uint32_t)result);                              \
         return result;                                                     \
+    }                                                                      \
+    VT_EXPORT ret name params                                              \
+    {                                                                      \
+        return vt_body_##name(                                             \
+            (vt_real_t_##name)vt_real_for(VT_API_##name, __builtin_return_address(0)), \
+            VT_UNPAREN args);                                              \
+    }                                                                      \
+    VT_GEN_SLOT(ret, name, params, args, 0)                                \
+    VT_GEN_SLOT(ret, name, params, args, 1)                                \
+    VT_GEN_SLOT(ret, name, params, args, 2)                                \
+    VT_GEN_SLOT(ret, name, params, args, 3)
+
+#define VT_GEN_SLOT(ret, name, params, args, k)                              \
+    static ret vt_slot##k##_##name params                                  \
+    {                                                                      \
+        return vt_body_##name((vt_real_t_##name)atomic_load_explicit(      \
+                                  &vt_slot_fn[VT_API_##name][k], memory_order_acquire), \
+                              VT_UNPAREN args);                            \
     }
+_Static_assert(VT_SLOTS == 4, "one VT_GEN_SLOT line per slot");
 
 /* Lookup routes are written by hand below. */
 #define VT_GEN_ROUTE(ret, name, describe, params, args)
@@ -459,11 +483,12 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
 
 /* ---- lookup routes ---- */
 
-VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                       CUdriverProcAddressQueryResult *symbolStatus)
+typedef CUresult (*vt_real_t_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
+                                                  CUdriverProcAddressQueryResult *);
+static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v2(
+    vt_real_t_cuGetProcAddress_v2 real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+    CUdriverProcAddressQueryResult *symbolStatus)
 {
-    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-    real_t real = (real_t)vt_real(VT_API_cuGetProcAddress_v2);
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
@@ -472,10 +497,19 @@ VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     return r;
 }
 
-VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *symbolStatus)
 {
-    typedef CUresult (*real_t)(const char *, void **, int, cuuint64_t);
-    real_t real = (real_t)vt_real(VT_API_cuGetProcAddress);
+    return vt_body_cuGetProcAddress_v2((vt_real_t_cuGetProcAddress_v2)vt_real_for(VT_API_cuGetProcAddress_v2,
+                                                                                  __builtin_return_address(0)),
+                                       symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+typedef CUresult (*vt_real_t_cuGetProcAddress)(const char *, void **, int, cuuint64_t);
+static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(vt_real_t_cuGetProcAddress real,
+                                                                              const char *symbol, void **pfn,
+                                                                              int cudaVersion, cuuint64_t flags)
+{
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
@@ -483,6 +517,40 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         *pfn = vt_route_procaddr(*pfn);
     return r;
 }
+
+VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    return vt_body_cuGetProcAddress(
+        (vt_real_t_cuGetProcAddress)vt_real_for(VT_API_cuGetProcAddress, __builtin_return_address(0)), symbol, pfn,
+        cudaVersion, flags);
+}
+
+/* The lookup routes' slot wrappers: a cuGetProcAddress found with
+ * dlsym(handle) is the one called, routed all the same. */
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 0)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 1)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 2)
+VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus), 3)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 0)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 1)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 2)
+VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags), 3)
 
 /* The table takes each wrapper's address through a hidden alias generated
  * from the same table, never through the exported name:
@@ -511,4 +579,34 @@ void *vt_wrapper(unsigned api)
 #undef VT_ENTRY
     };
     return api < VT_API_COUNT ? wrappers[api] : NULL;
+}
+
+/* The slot wrappers of every entry point of the table. */
+#define VT_SLOT_ROW(ret, name, kind, space, describe, params, args) VT_SLOT_ROW_##kind(name),
+#define VT_SLOT_ENTRY(name) { (void *)vt_slot0_##name, (void *)vt_slot1_##name, (void *)vt_slot2_##name, (void *)vt_slot3_##name }
+#define VT_SLOT_ROW_ROUTE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_ALLOC VT_SLOT_ENTRY
+#define VT_SLOT_ROW_FREE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_CREATE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_RELEASE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_MAP VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_UNMAP VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VA_RESERVE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VA_FREE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_REGISTER VT_SLOT_ENTRY
+#define VT_SLOT_ROW_UNREGISTER VT_SLOT_ENTRY
+#define VT_SLOT_ROW_POOL_CREATE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_POOL_DESTROY VT_SLOT_ENTRY
+#define VT_SLOT_ROW_POOL_TRIM VT_SLOT_ENTRY
+#define VT_SLOT_ROW_MEMINFO VT_SLOT_ENTRY
+#define VT_SLOT_ROW_POOL_USAGE VT_SLOT_ENTRY
+
+void *vt_slot_wrapper(unsigned api, unsigned k)
+{
+    static void *const slots[VT_API_COUNT][VT_SLOTS] = {
+#define VT_ENTRY VT_SLOT_ROW
+#include "vramtrace/entrypoints.def"
+#undef VT_ENTRY
+    };
+    return api < VT_API_COUNT && k < VT_SLOTS ? slots[api][k] : NULL;
 }

@@ -3,14 +3,20 @@
  *
  * Three paths reach an entry point:
  *  1. A linked call binds to our export (LD_PRELOAD comes first in lookup
- *     order). The real function is the next definition: dlsym(RTLD_NEXT).
- *  2. dlopen("libcuda.so.1") + dlsym(handle, name): our dlsym returns the
- *     wrapper for exact table names, remembering what the real dlsym found.
+ *     order). The real function is what the caller would bind to without
+ *     us: the next definition in the global scope, else one in the caller's
+ *     own scope (below, "whose definition").
+ *  2. dlopen("libcuda.so.1") + dlsym(handle, name): our dlsym returns a
+ *     wrapper for exact table names that calls exactly what the real dlsym
+ *     found (a slot wrapper, hooks.c), never the linked calls' pointer.
  *  3. cuGetProcAddress(_v2): libcudart >= 11.3 and PyTorch's
  *     cudaGetDriverEntryPoint fetch every driver entry point this way. The
  *     pointer the driver returns is mapped to its exact ABI name (so the
  *     version and _ptsz flavour are the driver's choice, not ours) and
- *     swapped for that name's wrapper. Pointers we don't wrap pass untouched.
+ *     swapped for a wrapper that calls that pointer. Pointers we don't
+ *     wrap pass untouched.
+ * A lookup that finds what linked calls get returns the linked export, so
+ * &cuMemAlloc_v2 and dlsym agree as they do without the shim.
  *
  * dlsym rules, learnt from other interposers' bug trackers:
  *  - The real dlsym comes from dlvsym (real_dl.c), since calling "dlsym"
@@ -31,6 +37,7 @@
  * callers' RPATH/RUNPATH lookups.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -38,7 +45,13 @@
 
 #include "shim.h"
 
-static _Atomic(void *) real_fn[VT_API_COUNT];
+/* Linked calls: the real function when every caller in the process gets
+ * the same one (shim.h, vt_real_for), else NULL and the answer depends on
+ * the caller (real_scoped). */
+_Atomic(void *) vt_real_fn[VT_API_COUNT];
+/* Pointers handed out by dlsym and cuGetProcAddress: each slot wrapper
+ * (hooks.c) calls exactly what the lookup that made it found. */
+_Atomic(void *) vt_slot_fn[VT_API_COUNT][VT_SLOTS];
 
 /* ---- dlclose ---- */
 
@@ -55,12 +68,13 @@ VT_EXPORT int dlclose(void *handle)
     /* Inside the shim (guard) the writer may be what we would wait for. */
     if (state == VT_ST_ACTIVE && vt_tls.guard == 0)
         vt_writer_sync(DLCLOSE_SYNC_MS);
-    int watch = state != VT_ST_OFF;
-    unsigned long long before = watch ? vt_cfi_module_subs() : 0;
+    unsigned long long before = vt_cfi_module_subs();
     int rc = vt_real_dlclose(handle);
-    if (watch) {
-        unsigned long long after = vt_cfi_module_subs();
-        if (after != before)
+    unsigned long long after = vt_cfi_module_subs();
+    if (after != before) {
+        /* Even with tracing off, the wrappers still call what they found. */
+        vt_real_forget();
+        if (state != VT_ST_OFF)
             vt_stacks_unloaded(after);
     }
     return rc;
@@ -78,17 +92,16 @@ unsigned vt_api_by_name(const char *name)
 
 static int is_wrapper(void *p)
 {
-    for (unsigned i = 0; i < VT_API_COUNT; i++)
+    if (!p)
+        return 0;
+    for (unsigned i = 0; i < VT_API_COUNT; i++) {
         if (vt_wrapper(i) == p)
             return 1;
+        for (unsigned k = 0; k < VT_SLOTS; k++)
+            if (vt_slot_wrapper(i, k) == p)
+                return 1;
+    }
     return 0;
-}
-
-void vt_set_real(unsigned api, void *fn)
-{
-    void *expected = NULL;
-    if (api < VT_API_COUNT && fn && !is_wrapper(fn))
-        atomic_compare_exchange_strong(&real_fn[api], &expected, fn);
 }
 
 /* ---- the libraries behind the wrappers ---- */
@@ -111,8 +124,8 @@ void *vt_libcuda(void)
     /* The library that served cuGetProcAddress or any wrapped driver call
      * is the driver, whatever its file name. */
     for (unsigned i = 0; i < VT_API_COUNT && !h; i++)
-        if (!vt_api_info(i)->runtime && atomic_load(&real_fn[i]))
-            h = noload_handle_of(atomic_load(&real_fn[i]));
+        if (!vt_api_info(i)->runtime && atomic_load(&vt_real_fn[i]))
+            h = noload_handle_of(atomic_load(&vt_real_fn[i]));
     if (!h)
         h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (h)
@@ -136,14 +149,160 @@ static void *runtime_lookup(const char *name)
     return NULL;
 }
 
-/* Out of line: the lookup's calls would otherwise make every wrapper's
- * vt_real save and restore registers for a load. */
-static __attribute__((noinline, cold)) void *real_lookup(unsigned api)
+/* ---- whose definition: the caller's ----
+ *
+ * Without the shim, a call from library X to cudaMalloc binds to the first
+ * definition in the global scope, else in X's own local scope (X and its
+ * dependencies: a library dlopen'ed RTLD_LOCAL with its own runtime, a
+ * PyTorch wheel's renamed libcudart-<hash>.so). A symbol version the
+ * reference asks for (libcudart.so.12 vs .so.13) passes over a global
+ * definition of another version. The shim, preloaded, is that first global
+ * definition for everyone, so it answers as the caller would have been
+ * answered without it:
+ *  - next: dlsym(RTLD_NEXT) from here, the global scope past the shim (a
+ *    quota interposer preloaded after us, a runtime the program links);
+ *  - own: what X's own handle finds, X and its dependencies.
+ * next wins, as the loader's global-first order does, unless next is a
+ * runtime with symbol versions and own is another runtime (the reference's
+ * version passes over next). When every caller must get next (it carries
+ * no versions, or no other runtime is loaded) it is kept in vt_real_fn and
+ * the hot path is one load and a branch; otherwise each call site's answer
+ * is cached by its return address (caller_cache). Either cache is dropped
+ * when a library is unloaded (vt_real_forget), so a runtime dlclosed and
+ * loaded again elsewhere is never called at its old address. A second
+ * runtime loaded after a first call, while the first is in the global
+ * scope, is noticed at the next dlsym (recheck_runtimes); calls made
+ * before any (from its constructors) still run in the first. */
+
+/* The file's dynamic section defines symbol versions. */
+static int has_versions(const void *fn)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!fn || !dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_ld)
+        return 0;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_VERDEF)
+            return 1;
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+typedef struct other_rt {
+    const char *except; /* the file of the runtime already found */
+    int found;
+} other_rt_t;
+
+/* A dl_iterate_phdr callback: it runs under the loader's write lock, so it
+ * calls nothing that takes the loader's own lock (dladdr, dlopen). */
+static int find_other_runtime(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    other_rt_t *o = data;
+    if (!info->dlpi_name || !strstr(base_name(info->dlpi_name), "cudart"))
+        return 0;
+    if (o->except && strcmp(o->except, info->dlpi_name) == 0)
+        return 0;
+    o->found = 1;
+    return 1;
+}
+
+/* The definition of name a call from caller's object would bind to in that
+ * object's own scope (it and its dependencies); NULL for the main program
+ * (its scope is the global one) or the shim itself. */
+static void *own_definition(const void *caller, const char *name)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!caller || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name ||
+        !lm->l_name[0])
+        return NULL;
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *fn = vt_real_dlsym(h, name);
+    vt_real_dlclose(h);
+    return is_wrapper(fn) ? NULL : fn;
+}
+
+/* The next definition past the shim in the global scope; never ours, nor
+ * that of another copy of the shim that lets us record (it passes the call
+ * on to the same place). */
+static void *next_definition(const char *name)
+{
+    void *fn = vt_real_dlsym(RTLD_NEXT, name);
+    return is_wrapper(fn) ? NULL : fn;
+}
+
+/* A runtime with symbol versions kept as everyone's answer: one loaded
+ * later may be some callers' own (their references ask for its version).
+ * dlopen is not wrapped, but a library loaded to be used is looked into
+ * with dlsym (PyInit_*, napi_register_module_v1, ctypes): each dlsym then
+ * checks whether the loader added anything since, and if so the runtime
+ * entry points are found again (recheck_runtimes). */
+static _Atomic int runtime_uniform;
+static _Atomic unsigned long long adds_seen;
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1;
+}
+
+static unsigned long long loader_adds(void)
+{
+    unsigned long long adds = 0;
+    vt_dl_iterate_phdr(count_adds, &adds);
+    return adds;
+}
+
+static __attribute__((noinline, cold)) void recheck_runtimes(void)
+{
+    unsigned long long adds = loader_adds();
+    if (adds == atomic_load_explicit(&adds_seen, memory_order_acquire))
+        return;
+    atomic_store_explicit(&runtime_uniform, 0, memory_order_release);
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (vt_api_info(i)->runtime)
+            atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
+}
+
+/* What a call from caller would run; *uniform = 1 when every caller in the
+ * process gets the same. */
+static void *resolve_for(unsigned api, const void *caller, int *uniform)
 {
     const vt_api_info_t *info = vt_api_info(api);
-    /* Linked call: the next definition after us in lookup order. */
-    void *fn = vt_real_dlsym(RTLD_NEXT, info->name);
-    if (!fn && !info->runtime && vt_libcuda())
+    void *next = next_definition(info->name);
+    *uniform = 0;
+    if (next && (!info->runtime || !has_versions(next))) {
+        *uniform = 1;
+        return next;
+    }
+    void *own = own_definition(caller, info->name);
+    if (next) {
+        if (own && own != next)
+            return own;
+        unsigned long long adds = loader_adds();
+        Dl_info di;
+        other_rt_t o = { dladdr(next, &di) ? di.dli_fname : NULL, 0 };
+        vt_dl_iterate_phdr(find_other_runtime, &o);
+        *uniform = !o.found;
+        if (*uniform) {
+            atomic_store_explicit(&adds_seen, adds, memory_order_release);
+            atomic_store_explicit(&runtime_uniform, 1, memory_order_release);
+        }
+        return next;
+    }
+    if (own)
+        return own;
+    void *fn = NULL;
+    if (!info->runtime && vt_libcuda())
         fn = vt_real_dlsym(vt_libcuda(), info->name);
     if (!fn && info->runtime)
         fn = runtime_lookup(info->name);
@@ -154,14 +313,156 @@ static __attribute__((noinline, cold)) void *real_lookup(unsigned api)
         if (h)
             fn = vt_real_dlsym(h, info->name);
     }
-    vt_set_real(api, fn);
-    return atomic_load(&real_fn[api]);
+    if (is_wrapper(fn))
+        fn = NULL;
+    /* A driver entry point found by name is the driver's for everyone; a
+     * runtime found only by its usual soname may not be the caller's. */
+    *uniform = fn && !info->runtime;
+    return fn;
+}
+
+/* Call sites whose answer is their own, by return address. A reader takes
+ * no lock; a writer that finds another writing skips caching. */
+#define CALLER_CACHE 512
+typedef struct caller_entry {
+    _Atomic(uintptr_t) ra;
+    _Atomic(unsigned) tag; /* api + 1 | generation << 9 */
+    _Atomic(void *) fn;
+} caller_entry_t;
+static caller_entry_t caller_cache[CALLER_CACHE];
+_Atomic unsigned vt_unload_gen;
+static atomic_flag cache_writing = ATOMIC_FLAG_INIT;
+_Static_assert(VT_API_COUNT < 511, "api ids fit the tag");
+
+static inline unsigned caller_slot(uintptr_t ra)
+{
+    return (unsigned)((ra >> 2) ^ (ra >> 11)) & (CALLER_CACHE - 1);
+}
+
+static void *cached_for(unsigned tag, uintptr_t ra)
+{
+    caller_entry_t *e = &caller_cache[caller_slot(ra)];
+    if (atomic_load_explicit(&e->ra, memory_order_acquire) != ra ||
+        atomic_load_explicit(&e->tag, memory_order_acquire) != tag)
+        return NULL;
+    /* fn is loaded with acquire: the check below reads after it. */
+    void *fn = atomic_load_explicit(&e->fn, memory_order_acquire);
+    if (atomic_load_explicit(&e->ra, memory_order_acquire) != ra ||
+        atomic_load_explicit(&e->tag, memory_order_acquire) != tag)
+        return NULL;
+    return fn;
+}
+
+static void cache_for(unsigned tag, uintptr_t ra, void *fn)
+{
+    if (atomic_flag_test_and_set_explicit(&cache_writing, memory_order_acquire))
+        return;
+    caller_entry_t *e = &caller_cache[caller_slot(ra)];
+    /* Release stores: a reader that sees the new tag or fn sees ra 0 or
+     * the new ra, never the old one with them. */
+    atomic_store_explicit(&e->ra, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->tag, tag, memory_order_release);
+    atomic_store_explicit(&e->fn, fn, memory_order_release);
+    atomic_store_explicit(&e->ra, ra, memory_order_release);
+    atomic_flag_clear_explicit(&cache_writing, memory_order_release);
+}
+
+/* Out of line: the lookup's calls would otherwise make every wrapper's
+ * vt_real_for save and restore registers for a load. */
+__attribute__((noinline, cold)) void *vt_real_scoped(unsigned api, const void *caller)
+{
+    unsigned tag = (api + 1) | atomic_load_explicit(&vt_unload_gen, memory_order_acquire) << 9;
+    void *fn = caller ? cached_for(tag, (uintptr_t)caller) : NULL;
+    if (fn)
+        return fn;
+    int uniform;
+    fn = resolve_for(api, caller, &uniform);
+    if (!fn)
+        return NULL;
+    if (uniform) {
+        void *expected = NULL;
+        atomic_compare_exchange_strong(&vt_real_fn[api], &expected, fn);
+    } else if (caller) {
+        cache_for(tag, (uintptr_t)caller, fn);
+    }
+    return fn;
 }
 
 void *vt_real(unsigned api)
 {
-    void *fn = atomic_load_explicit(&real_fn[api], memory_order_acquire);
-    return fn ? fn : real_lookup(api);
+    return vt_real_for(api, NULL);
+}
+
+/* A wrapper handing the program's calls to real, for a pointer a lookup
+ * returns: the linked wrapper where it would call the same for everyone,
+ * else a slot wrapper of its own. real itself (untraced, said once) when
+ * every slot is taken. */
+static void *wrap_found(unsigned api, void *real)
+{
+    if (!real || is_wrapper(real))
+        return real;
+    if (atomic_load_explicit(&vt_real_fn[api], memory_order_acquire) == real)
+        return vt_wrapper(api);
+    for (unsigned k = 0; k < VT_SLOTS; k++)
+        if (atomic_load_explicit(&vt_slot_fn[api][k], memory_order_acquire) == real)
+            return vt_slot_wrapper(api, k);
+    for (unsigned k = 0; k < VT_SLOTS; k++) {
+        void *expected = NULL;
+        if (atomic_compare_exchange_strong(&vt_slot_fn[api][k], &expected, real) || expected == real)
+            return vt_slot_wrapper(api, k);
+    }
+    static _Atomic int warned;
+    vt_warn_once(&warned, "more than %d definitions of %s looked up; calls through the later ones are not traced",
+                 VT_SLOTS, vt_api_info(api)->name);
+    return real;
+}
+
+/* A library went: what was found may have gone with it. The linked answers
+ * are found again on their next call; a looked-up pointer whose library
+ * went answers "not found" instead of jumping into the unmapped copy. */
+void vt_real_forget(void)
+{
+    for (unsigned i = 0; i < VT_API_COUNT; i++) {
+        atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
+        for (unsigned k = 0; k < VT_SLOTS; k++) {
+            Dl_info info;
+            void *fn = atomic_load_explicit(&vt_slot_fn[i][k], memory_order_acquire);
+            if (fn && !dladdr(fn, &info))
+                atomic_compare_exchange_strong(&vt_slot_fn[i][k], &fn, NULL);
+        }
+    }
+    atomic_fetch_add_explicit(&vt_unload_gen, 1, memory_order_acq_rel);
+}
+
+/* Another copy of the shim, at another path, comes before this one in the
+ * global scope: it records, this one passes through (one trace a process).
+ * A copy is an object that defines the annotation API and the NVTX
+ * injection entry point itself; a program that defines its own
+ * vramtrace_tag_push is not one. */
+static int defines_here(void *handle, const char *name, const void *base)
+{
+    Dl_info info;
+    void *fn = vt_real_dlsym(handle, name);
+    return fn && dladdr(fn, &info) && info.dli_fbase == base;
+}
+
+int vt_shim_shadowed(void)
+{
+    void *first = vt_real_dlsym(RTLD_DEFAULT, "vramtrace_tag_push");
+    Dl_info mine, theirs;
+    struct link_map *lm = NULL;
+    if (!first || !dladdr((void *)vt_shim_shadowed, &mine) ||
+        !dladdr1(first, &theirs, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_name || !lm->l_name[0] ||
+        mine.dli_fbase == theirs.dli_fbase)
+        return 0;
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    int copy = defines_here(h, "vramtrace_tag_pop", theirs.dli_fbase) &&
+               defines_here(h, "InitializeInjectionNvtx2", theirs.dli_fbase) &&
+               defines_here(h, "cuGetProcAddress_v2", theirs.dli_fbase);
+    vt_real_dlclose(h);
+    return copy;
 }
 
 /* ---- cuGetProcAddress routing ---- */
@@ -186,8 +487,8 @@ void *vt_route_procaddr(void *fn)
     pthread_once(&driver_addr_once, build_driver_addr);
     for (unsigned i = 0; i < VT_API_COUNT; i++) {
         if (driver_addr[i] == fn) {
-            vt_set_real(i, fn);
-            return vt_wrapper(i);
+            vt_real(i);
+            return wrap_found(i, fn);
         }
     }
     /* A driver whose table entries are not its exported symbols: trust an
@@ -196,8 +497,8 @@ void *vt_route_procaddr(void *fn)
     if (dladdr(fn, &info) && info.dli_saddr == fn && info.dli_sname) {
         unsigned api = vt_api_by_name(info.dli_sname);
         if (api < VT_API_COUNT && !vt_api_info(api)->runtime) {
-            vt_set_real(api, fn);
-            return vt_wrapper(api);
+            vt_real(api);
+            return wrap_found(api, fn);
         }
     }
     return fn;
@@ -234,19 +535,22 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
         route_t none = { NULL, 1 };
         return none;
     }
+    if (atomic_load_explicit(&runtime_uniform, memory_order_relaxed) && !vt_tls.guard)
+        recheck_runtimes();
     if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
         return fwd;
     unsigned api = vt_api_by_name(name);
     if (api == VT_API_COUNT || vt_tls.guard || caller_is_driver(caller))
         return fwd;
     void *real;
+    /* The linked answer first: a lookup that finds the same gets the
+     * linked wrapper, as the program's own references do. */
+    vt_real(api);
     if (handle == RTLD_DEFAULT) {
-        /* From here RTLD_DEFAULT would find our own export first. */
-        real = vt_real_dlsym(RTLD_NEXT, name);
-        if (!real && !vt_api_info(api)->runtime && vt_libcuda())
-            real = vt_real_dlsym(vt_libcuda(), name);
-        if (!real && vt_api_info(api)->runtime)
-            real = runtime_lookup(name);
+        /* From here RTLD_DEFAULT would find our own export first: answer
+         * as the caller would be answered without us. */
+        int uniform;
+        real = resolve_for(api, caller, &uniform);
         /* Nothing but us defines it (a driver without this entry point):
          * forwarding would answer with our own export, and the program
          * would think the driver has it. */
@@ -259,8 +563,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
     }
     if (!real || is_wrapper(real))
         return fwd; /* the real lookup answers, dlerror() and all */
-    vt_set_real(api, real);
-    route_t take = { vt_wrapper(api), 1 };
+    route_t take = { wrap_found(api, real), 1 };
     return take;
 }
 

@@ -331,6 +331,10 @@ static int start_held(void)
     rec.sample_interval_ns = vt_opt.sample_ms > 0 ? (uint64_t)vt_opt.sample_ms * 1000000ull : 0;
     if (vt_opt.disable)
         return -1;
+    if (vt_shim_shadowed()) {
+        vt_disable("another copy of the shim, loaded first, records this process");
+        return -1;
+    }
     event_clock_init();
     if (vt_ring_init() != 0) {
         vt_disable("cannot map the event buffer");

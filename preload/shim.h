@@ -367,10 +367,31 @@ int vt_live_init(void);
 void vt_live_atfork_child(void);
 
 /* ---- interpose.c ---- */
-/* The real function behind an entry point, resolved lazily; NULL when the
- * driver/runtime lacks it. */
+/* The real function behind an entry point for a linked call from caller
+ * (a return address): the definition the caller would bind to without the
+ * shim (interpose.c says how). NULL when the driver/runtime lacks it. The
+ * hot path is one load and a branch: vt_real_fn holds the answer when it
+ * is the same for every caller. */
+extern _Atomic(void *) vt_real_fn[VT_API_COUNT];
+void *vt_real_scoped(unsigned api, const void *caller);
+static inline void *vt_real_for(unsigned api, const void *caller)
+{
+    void *fn = atomic_load_explicit(&vt_real_fn[api], memory_order_acquire);
+    return __builtin_expect(fn != NULL, 1) ? fn : vt_real_scoped(api, caller);
+}
+/* The same from the shim's own point of view (samples, device facts). */
 void *vt_real(unsigned api);
-void vt_set_real(unsigned api, void *fn);
+/* Pointers that dlsym and cuGetProcAddress handed out: slot k of an entry
+ * point is what one lookup found, called by its slot wrapper (hooks.c). */
+#define VT_SLOTS 4
+extern _Atomic(void *) vt_slot_fn[VT_API_COUNT][VT_SLOTS];
+void *vt_slot_wrapper(unsigned api, unsigned k);
+/* A library was unloaded: every real function is found again (dlclose).
+ * vt_unload_gen counts these, for caches kept elsewhere (ggml_buffers.c). */
+void vt_real_forget(void);
+extern _Atomic unsigned vt_unload_gen;
+/* 1 when another copy of the shim precedes this one in the global scope. */
+int vt_shim_shadowed(void);
 /* The process's libcuda handle (RTLD_NOLOAD), or NULL. */
 void *vt_libcuda(void);
 /* Real driver helpers used for device facts and samples. */

@@ -124,6 +124,9 @@ struct ggml_backend_buffer {
     ggml_backend_buffer_type_t buft;
     void *base;
     size_t size;
+#ifdef GGML_EXAMPLE_LAYOUT_B
+    size_t layout_b;  /* another ggml version's layout: usage at another offset (76-fault-interpose) */
+#endif
     enum ggml_backend_buffer_usage usage;  /* ANY until set_usage */
 };
 

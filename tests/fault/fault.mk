@@ -14,6 +14,18 @@
 #                                      so a test can link privileged copies
 #                                      with a RUNPATH of its own and no
 #                                      CUDA headers
+#   $(B)/tests/fault/libquota.so       quota interposer (over 1 GiB refused)
+#   $(B)/tests/fault/quotaprog         linked host for it
+#   $(B)/tests/fault/libowntag.so      a vramtrace_tag_push of its own
+#   $(B)/tests/fault/scope/            scopeprog (links no CUDA) and the
+#                                      extensions libscope_{12,13,v}.so,
+#                                      each linked to its own runtime: the
+#                                      simulated one, a copy named
+#                                      libcudart.so.12, and a vendored one
+#                                      named libcudart-1a2b3c4d.so.11.0;
+#                                      libaddon_{a,b}.so, each with its own
+#                                      ggml-base (b: another soname and
+#                                      buffer layout)
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -21,7 +33,9 @@
 # one frame per level (the soak counts distinct stacks).
 
 FAULT := $(B)/tests/fault
-FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so
+FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so \
+	$(FAULT)/libquota.so $(FAULT)/libowntag.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
+	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so
 TEST_BINS += $(FAULT_BINS)
 
 $(FAULT)/faultprog.o: tests/fault/faultprog.c tests/fault/fault.mk | $(B)/.deps-ok
@@ -45,6 +59,58 @@ $(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c tests/fault/fault.mk $(SIM_LIBS)
 $(FAULT)/libvtfault.so: tests/fault/vtfault.c tests/fault/fault.mk
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
+
+$(FAULT)/libquota.so: tests/fault/quota.c tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON) -ldl
+
+$(FAULT)/libowntag.so: tests/fault/owntag.c tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< $(LDFLAGS_COMMON)
+
+$(FAULT)/quotaprog: tests/fault/quotaprog.c tests/fault/fault.mk $(SIM_LIBS) | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
+
+# Runtime copies: the simulated runtime's objects under another soname and
+# version node.
+SCOPE := $(FAULT)/scope
+$(SCOPE)/rt12/libcudart.so.12 $(SCOPE)/vendored/libcudart-1a2b3c4d.so.11.0: $(SIM_RT_OBJS) tests/sim/cudart.map tests/fault/fault.mk
+	@mkdir -p $(@D)
+	sed 's/libcudart.so.13/$(if $(findstring rt12,$@),libcudart.so.12,libcudart.so.11.0)/' tests/sim/cudart.map >$@.map
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,$(@F) -Wl,--version-script=$@.map -o $@ $(SIM_RT_OBJS) -ldl
+
+$(SCOPE)/scopeext.o: tests/fault/scopeext.c tests/fault/fault.mk | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(SCOPE)/libscope_13.so: $(SCOPE)/scopeext.o $(SIM_LIBS)
+	$(CC) -shared -o $@ $< $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -l:libcudart.so.13
+
+$(SCOPE)/libscope_12.so: $(SCOPE)/scopeext.o $(SCOPE)/rt12/libcudart.so.12
+	$(CC) -shared -o $@ $< $(LDFLAGS_COMMON) -L$(SCOPE)/rt12 -Wl,-rpath,$(abspath $(SCOPE)/rt12) -l:libcudart.so.12
+
+$(SCOPE)/libscope_v.so: $(SCOPE)/scopeext.o $(SCOPE)/vendored/libcudart-1a2b3c4d.so.11.0
+	$(CC) -shared -o $@ $< $(LDFLAGS_COMMON) -L$(SCOPE)/vendored -Wl,-rpath,$(abspath $(SCOPE)/vendored) \
+	    -l:libcudart-1a2b3c4d.so.11.0
+
+$(SCOPE)/ggml-b/libggml-base-b.so: examples/ggml/ggml-base.cpp examples/ggml/ggml.h tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CXX) $(EX_CPPFLAGS) $(EX_CXXFLAGS) -DGGML_EXAMPLE_LAYOUT_B -shared -Wl,-soname,libggml-base-b.so -o $@ $<
+
+$(SCOPE)/ggmladdon.o: tests/fault/ggmladdon.cpp examples/ggml/ggml.h tests/fault/fault.mk
+	@mkdir -p $(@D)
+	$(CXX) $(EX_CPPFLAGS) $(EX_CXXFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(SCOPE)/libaddon_a.so: $(SCOPE)/ggmladdon.o $(EX)/libggml-base.so
+	$(CXX) -shared -o $@ $< -L$(EX) -Wl,-rpath,$(abspath $(EX)) -lggml-base
+
+$(SCOPE)/libaddon_b.so: $(SCOPE)/ggmladdon.o $(SCOPE)/ggml-b/libggml-base-b.so
+	$(CXX) -shared -o $@ $< -L$(SCOPE)/ggml-b -Wl,-rpath,$(abspath $(SCOPE)/ggml-b) -lggml-base-b
+
+$(SCOPE)/scopeprog: tests/fault/scopeprog.c tests/fault/fault.mk | $(B)/.deps-ok
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< $(LDFLAGS_COMMON) -ldl
 
 .PHONY: soak
 soak: $(TEST_BINS)
