@@ -416,37 +416,46 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
 #define VT_DESCRIBE(describe, ev, r, ...) VT_DESCRIBE_(describe, ev, r, __VA_ARGS__)
 #define VT_DESCRIBE_(describe, ev, r, ...) describe(ev, r __VA_OPT__(,) __VA_ARGS__)
 
-/* One body per entry point, inlined into each way in: the linked export,
+/* One body per entry point, written into each way in: the linked export,
  * which calls what its caller would reach without the shim (vt_real_for),
  * and VT_SLOTS slot wrappers, each calling the one pointer a dlsym or
- * cuGetProcAddress lookup found (interpose.c). Inlined so every way in has
- * the same frames for the stack's skip count. */
+ * cuGetProcAddress lookup found (interpose.c). A macro, not a function
+ * taking the real pointer beside the arguments: every way in has the same
+ * frames for the stack's skip count, and an entry point without arguments
+ * (cudaDeviceReset's (void)) needs no parameter list joined to another. */
+#define VT_BODY(ret, name, describe, params, args, real_expr)              \
+    typedef ret(*vt_real_t) params;                                        \
+    vt_real_t real = (vt_real_t)(real_expr);                               \
+    if (!real)                                                             \
+        return VT_MISSING_##ret;                                           \
+    vt_call_t call;                                                        \
+    if (!vt_call_begin(&call, VT_API_##name))                              \
+        return real args;                                                  \
+    ret result = real args;                                                \
+    VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args);    \
+    vt_call_end(&call, (uint32_t)result);                                  \
+    return result;
+
 #define VT_GEN_EVENT(ret, name, describe, params, args)                      \
-    typedef ret(*vt_real_t_##name) params;                                 \
-    static inline __attribute__((always_inline)) ret vt_body_##name(       \
-        vt_real_t_##name real, VT_UNPAREN params)                          \
-    {                                                                      \
-        if (!real)                                                         \
-            return VT_MISSING_##ret;                                       \
-        vt_call_t call;                                                    \
-        if (!vt_call_begin(&call, VT_API_##name))                          \
-            return real args;                                              \
-        ret result = real args;                                            \
-        VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args); \
-        vt_call_end(&call, (uint32_t)result);                              \
-        return result;                                                     \
-    }                                                                      \
     VT_EXPORT ret name params                                              \
     {                                                                      \
-        return vt_body_##name(                                             \
-            (vt_real_t_##name)vt_real_for(VT_API_##name, __builtin_return_address(0)), \
-            VT_UNPAREN args);                                              \
+        VT_BODY(ret, name, describe, params, args,                         \
+                vt_real_for(VT_API_##name, __builtin_return_address(0)))   \
     }                                                                      \
-    VT_GEN_SLOT(ret, name, params, args, 0)                                \
-    VT_GEN_SLOT(ret, name, params, args, 1)                                \
-    VT_GEN_SLOT(ret, name, params, args, 2)                                \
-    VT_GEN_SLOT(ret, name, params, args, 3)
+    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 0)                \
+    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 1)                \
+    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 2)                \
+    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 3)
 
+#define VT_GEN_EVENT_SLOT(ret, name, describe, params, args, k)              \
+    static ret vt_slot##k##_##name params                                  \
+    {                                                                      \
+        VT_BODY(ret, name, describe, params, args,                         \
+                atomic_load_explicit(&vt_slot_fn[VT_API_##name][k], memory_order_acquire)) \
+    }
+
+/* A lookup route's slot wrapper: its body (vt_body_NAME) is written by
+ * hand below. */
 #define VT_GEN_SLOT(ret, name, params, args, k)                              \
     static ret vt_slot##k##_##name params                                  \
     {                                                                      \
@@ -600,6 +609,8 @@ void *vt_wrapper(unsigned api)
 #define VT_SLOT_ROW_POOL_TRIM VT_SLOT_ENTRY
 #define VT_SLOT_ROW_MEMINFO VT_SLOT_ENTRY
 #define VT_SLOT_ROW_POOL_USAGE VT_SLOT_ENTRY
+#define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
 
 void *vt_slot_wrapper(unsigned api, unsigned k)
 {
