@@ -31,7 +31,12 @@ PY
 }
 one=$(maxrss "$TMP/one" "$TMP/one.txt")
 many=$(maxrss "$TMP/many" "$TMP/many.txt")
-check "report of 200 traces peaks at $many KiB, within 4x of one trace's $one KiB" test "$many" -le $((4 * one))
+if [ -n "${VT_SANITIZE:-}" ]; then
+    # A sanitizer's shadow memory and quarantine are what it would measure.
+    T=$((T+1)); echo "ok $T # SKIP memory under a sanitizer measures the sanitizer"
+else
+    check "report of 200 traces peaks at $many KiB, within 4x of one trace's $one KiB" test "$many" -le $((4 * one))
+fi
 is "$(grep -c '^VERDICT: PARTIAL OFFLOAD. 41 of 81 layers' "$TMP/many.txt")" 200 "and gives each of the 200 its verdict"
 check "the source lines are still there" grep -q 'llama.cpp:[0-9]*  \[libllama.so\]' "$TMP/many.txt"
 done_testing
