@@ -328,19 +328,27 @@ static void spill(vt_json_t *j, const vt_model_t *m)
     vt_json_obj_end(j);
 }
 
+/* One member per GPU ordinal with a nonzero count, named PREFIX + ordinal
+ * ("gpu0", or "0" with an empty prefix); values are u64 or u32 (wide). */
+static void per_gpu(vt_json_t *j, const char *prefix, const uint64_t *v64, const uint32_t *v32)
+{
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        uint64_t v = v64 ? v64[i] : v32[i];
+        char k[16];
+        if (!v)
+            continue;
+        snprintf(k, sizeof k, "%s%d", prefix, i);
+        vt_json_u64(j, k, v);
+    }
+}
+
 static void place_bytes(vt_json_t *j, const char *key, const vt_place_bytes_t *b)
 {
     vt_json_obj(j, key);
     vt_json_u64(j, "gpu_bytes", b->gpu);
     vt_json_u64(j, "host_bytes", vt_place_host(b));
     vt_json_obj(j, "by_place");
-    for (int i = 0; i < VT_MAX_DEVICES; i++) {
-        char k[16];
-        if (!b->gpu_by_dev[i])
-            continue;
-        snprintf(k, sizeof k, "gpu%d", i);
-        vt_json_u64(j, k, b->gpu_by_dev[i]);
-    }
+    per_gpu(j, "gpu", b->gpu_by_dev, NULL);
     if (b->gpu > 0) {
         uint64_t named = 0;
         for (int i = 0; i < VT_MAX_DEVICES; i++)
@@ -410,13 +418,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         else
             vt_json_str(j, "output_layer", pl->output_layer ? "gpu" : "host");
         vt_json_obj(j, "blocks_by_gpu");
-        for (int i = 0; i < VT_MAX_DEVICES; i++) {
-            char k[16];
-            if (!pl->layers_by_dev[i])
-                continue;
-            snprintf(k, sizeof k, "%d", i);
-            vt_json_u64(j, k, pl->layers_by_dev[i]);
-        }
+        per_gpu(j, "", NULL, pl->layers_by_dev);
         vt_json_obj_end(j);
         vt_json_u64(j, "kv_blocks", pl->kv_blocks);
         vt_json_u64(j, "kv_blocks_gpu", pl->kv_blocks_gpu);
