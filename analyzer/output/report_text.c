@@ -689,6 +689,11 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         lost_note(o, p);
     if (vt_proc_degraded_note(p))
         fprintf(o, "NOTE: %s\n", vt_proc_degraded_note(p));
+    if (p->degraded & VT_DEGRADED_SHARED_FDS)
+        fprintf(o, "NOTE: the shim could not give its writer a descriptor table of its own (unshare(CLONE_FILES) "
+                   "refused, as under Docker's default seccomp profile): the trace's descriptor was in the "
+                   "program's table, checked before each write; a program that replaced it in the instant between "
+                   "the check and the write could have had trace bytes written into its own file.\n");
     vt_report_verdict(o, m);
 
     if (p->tip.valid) {

@@ -64,6 +64,9 @@ got=$("$VT" report --json $D/shared 2>/dev/null | python3 -c 'import json, sys
 p = json.load(sys.stdin)["processes"][0]
 print(p["trace"]["complete"], p["events"]["allocs"], p["events"]["frees"], p["trace"]["shim_without"])' 2>&1)
 is "$got" "True 4001 4001 ['unshare(CLONE_FILES)']" "shared table, close_range: the trace is complete and says the table was shared"
+"$VT" report --wide $D/shared >$D/shared.txt 2>/dev/null
+check "shared table: the text report says so, with the window it leaves" \
+    grep -q "^NOTE: the shim could not give its writer a descriptor table of its own (unshare(CLONE_FILES) refused, .*in the instant between the check and the write" $D/shared.txt
 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/sharedfd LD_PRELOAD="$SHIM_PRELOAD" "$N" python3 -c "$fdlist" >$D/sharedfd.out 2>&1
 n=$(sed -n 's/^program \[\([0-9]*\)\]$/\1/p' $D/sharedfd.out)
 check "shared table: the trace fd is high ($n)" test "${n:-0}" -ge 64
