@@ -684,11 +684,10 @@ static void on_alarm_alloc(int sig)
     errno = saved;
 }
 
-static int mode_sigalloc(long n)
+/* n allocation pairs while a 10 kHz timer's handler allocates too
+ * (on_alarm_alloc); @return the pairs that succeeded. */
+static long pairs_under_alarm(long n)
 {
-    void *warm;
-    if (cudaMalloc(&warm, 4096) != cudaSuccess) /* context and shim up */
-        die("cudaMalloc");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm_alloc;
@@ -705,6 +704,15 @@ static int mode_sigalloc(long n)
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_REAL, &off, NULL);
+    return ok;
+}
+
+static int mode_sigalloc(long n)
+{
+    void *warm;
+    if (cudaMalloc(&warm, 4096) != cudaSuccess) /* context and shim up */
+        die("cudaMalloc");
+    long ok = pairs_under_alarm(n);
     cudaFree(warm);
     printf("sigalloc pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
     fprintf(stderr, "sigalloc handler pairs %ld\n", (long)handler_pairs);
@@ -719,22 +727,7 @@ static int mode_sigstart(long n)
      * cuMemAlloc_v2 starts the shim, with the itimer running. */
     if (cudaSetDevice(0) != cudaSuccess)
         die("cudaSetDevice");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm_alloc;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, NULL);
-    struct itimerval it = { { 0, 100 }, { 0, 100 } };
-    setitimer(ITIMER_REAL, &it, NULL);
-    long ok = 0;
-    for (long i = 0; i < n; i++) {
-        CUdeviceptr d;
-        if (cuMemAlloc_v2(&d, 8192) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
-            ok++;
-    }
-    struct itimerval off = { { 0, 0 }, { 0, 0 } };
-    setitimer(ITIMER_REAL, &off, NULL);
+    long ok = pairs_under_alarm(n);
     printf("sigstart pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
     fprintf(stderr, "sigstart handler pairs %ld\n", (long)handler_pairs);
     return ok != n || handler_fails;
