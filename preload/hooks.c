@@ -463,7 +463,12 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
                                   &vt_slot_fn[VT_API_##name][k], memory_order_acquire), \
                               VT_UNPAREN args);                            \
     }
-_Static_assert(VT_SLOTS == 4, "one VT_GEN_SLOT line per slot");
+#define VT_GEN_SLOTS(ret, name, params, args)                                \
+    VT_GEN_SLOT(ret, name, params, args, 0)                                \
+    VT_GEN_SLOT(ret, name, params, args, 1)                                \
+    VT_GEN_SLOT(ret, name, params, args, 2)                                \
+    VT_GEN_SLOT(ret, name, params, args, 3)
+_Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN_SLOTS");
 
 /* Lookup routes are written by hand below. */
 #define VT_GEN_ROUTE(ret, name, describe, params, args)
@@ -536,30 +541,12 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
 
 /* The lookup routes' slot wrappers: a cuGetProcAddress found with
  * dlsym(handle) is the one called, routed all the same. */
-VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus), 0)
-VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus), 1)
-VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus), 2)
-VT_GEN_SLOT(CUresult, cuGetProcAddress_v2,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus), 3)
-VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-            (symbol, pfn, cudaVersion, flags), 0)
-VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-            (symbol, pfn, cudaVersion, flags), 1)
-VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-            (symbol, pfn, cudaVersion, flags), 2)
-VT_GEN_SLOT(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-            (symbol, pfn, cudaVersion, flags), 3)
+VT_GEN_SLOTS(CUresult, cuGetProcAddress_v2,
+             (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+              CUdriverProcAddressQueryResult *symbolStatus),
+             (symbol, pfn, cudaVersion, flags, symbolStatus))
+VT_GEN_SLOTS(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+             (symbol, pfn, cudaVersion, flags))
 
 /* The table takes each wrapper's address through a hidden alias generated
  * from the same table, never through the exported name:
