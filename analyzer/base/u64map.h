@@ -14,6 +14,11 @@
  *  - Functions returning int return 0 or VT_E_NOMEM.
  *  - A slot's tag is 0 when free and nonzero (0x80 | 7 bits of the key's
  *    hash) when occupied; probes compare those hash bits before the key.
+ *  - Hostile keys cost at most one long run: the hash multiplier is fixed
+ *    (the same layout every run) until an insertion lands more than
+ *    VT_MAP_LONG_RUN slots from its home, which honest keys do not do at
+ *    half load; the map is then rebuilt once under a random multiplier no
+ *    trace can aim at. Slot order (iteration) then differs between runs.
  */
 #ifndef VT_U64MAP_H
 #define VT_U64MAP_H
@@ -34,7 +39,14 @@ typedef struct vt_map {
     vt_map_slot_t *slots;
     size_t cap;    /* power of two, or 0 */
     size_t count;
+    uint64_t mul;  /* odd: the hash is the top bits of key * mul */
+    uint8_t shift; /* 64 - log2(cap): home = (key * mul) >> shift */
+    uint8_t keyed; /* mul was drawn at random after a long run */
 } vt_map_t;
+
+/* Expected longest displacement with linear probing at load 1/2 is about
+ * ln(n) / 0.19 (83 slots for 10M keys); four times that is no accident. */
+#define VT_MAP_LONG_RUN 320
 
 void vt_map_init(vt_map_t *m);
 void vt_map_free(vt_map_t *m);
@@ -67,26 +79,32 @@ static inline void vt_map_prefetch(const vt_map_t *m, uint64_t key);
 
 /* ---- inline: the lookups on every event's path ----
  *
- * Keys are mixed because device addresses share their low and high bits
- * (512-byte alignment, one VA range). One multiply by an odd constant, its
- * high half folded onto its low half: every key bit below 32 + log2(cap)
- * reaches the home slot (the low bits of the mix), the top 7 bits are the
- * slot's tag, so a probe past another key rarely compares keys. A 64-bit
- * finalizer (two multiplies, three shifts) mixed better but was on every
- * lookup's path to its cache miss: 5M events of the big bench shape took
- * ~8 % longer with it. Hash quality only changes speed, never results;
- * neither mix is keyed, so a hostile trace could force long probes with
- * either. */
-static inline uint64_t vt_map_mix(uint64_t k)
+ * Multiply-shift (Knuth's Fibonacci hashing): the home slot is the top
+ * log2(cap) bits of key * mul, so every key bit reaches it, the low bits
+ * device addresses share (512-byte alignment) and the high ones (one VA
+ * range) included; the 7 bits below the home bits are the slot's tag, so
+ * a probe past another key rarely compares keys. One multiply and one
+ * shift: a 64-bit finalizer (two multiplies, three shifts) mixed no better
+ * for these keys and took ~8 % longer on 5M events of the big bench shape.
+ * A fixed multiplier can be aimed at (keys i * mul^-1 all share slot 0),
+ * hence the random one after a long run; with a random odd mul the family
+ * is universal (Dietzfelbinger et al. 1997: two keys collide with
+ * probability at most 2 / cap). */
+static inline uint64_t vt_map_hash(const vt_map_t *m, uint64_t key)
 {
-    k *= 0x9e3779b97f4a7c15ull;
-    return k ^ k >> 32;
+    return key * m->mul;
 }
 
-/* Nonzero whatever the hash, so it doubles as the occupied flag. */
-static inline uint8_t vt_map_tag(uint64_t h)
+static inline size_t vt_map_home(const vt_map_t *m, uint64_t key)
 {
-    return (uint8_t)(0x80u | (h >> 57));
+    return (size_t)(vt_map_hash(m, key) >> m->shift);
+}
+
+/* Nonzero whatever the hash, so it doubles as the occupied flag. shift is
+ * at least 7 (cap <= 2^57). */
+static inline uint8_t vt_map_tag(const vt_map_t *m, uint64_t h)
+{
+    return (uint8_t)(0x80u | ((h >> (m->shift - 7)) & 0x7fu));
 }
 
 static inline size_t vt_map_find_hole(const vt_map_t *m, uint64_t key, size_t *hole)
@@ -95,9 +113,9 @@ static inline size_t vt_map_find_hole(const vt_map_t *m, uint64_t key, size_t *h
     if (!m->cap)
         return SIZE_MAX;
     size_t mask = m->cap - 1;
-    uint64_t h = vt_map_mix(key);
-    uint8_t t = vt_map_tag(h);
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
+    uint64_t h = vt_map_hash(m, key);
+    uint8_t t = vt_map_tag(m, h);
+    for (size_t i = (size_t)(h >> m->shift);; i = (i + 1) & mask) {
         const vt_map_slot_t *s = &m->slots[i];
         if (!s->tag) {
             *hole = i;
@@ -117,7 +135,7 @@ static inline size_t vt_map_find(const vt_map_t *m, uint64_t key)
 static inline void vt_map_prefetch(const vt_map_t *m, uint64_t key)
 {
     if (m->cap)
-        __builtin_prefetch(&m->slots[vt_map_mix(key) & (m->cap - 1)]);
+        __builtin_prefetch(&m->slots[vt_map_home(m, key)]);
 }
 
 #endif

@@ -1309,7 +1309,7 @@ inline uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int
         const vt_map_t *map = &m->by_ptr;
         if (!map->cap)
             return 0;
-        const vt_map_slot_t *s = &map->slots[vt_map_mix(ev->ptr) & (map->cap - 1)];
+        const vt_map_slot_t *s = &map->slots[vt_map_home(map, ev->ptr)];
         if (!s->tag || s->key != ev->ptr || s->val >= m->nlive)
             return 0;
         prefetch_object(&m->live[s->val], sizeof *m->live);
