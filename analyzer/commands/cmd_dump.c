@@ -29,6 +29,7 @@
 #include "commands.h"
 #include "report.h"
 #include "trace_reader.h"
+#include "u64map.h"
 #include "vramtrace/entrypoints.h"
 
 #define DUMP_MAX_NODES (1u << 22)
@@ -79,64 +80,25 @@ typedef struct node { uint64_t parent, ip; } node_t;
 typedef struct frame { uint64_t module_id; char *function; uint32_t function_len; } frame_t;
 typedef struct module { char *path; uint32_t path_len; } module_t;
 
-/* Open addressing, key -> index into an entry array; keys are unique. */
+/* key -> index into an entry array (the analyzer's address map, whose
+ * hash no trace can aim at), at most max entries. */
 typedef struct idmap {
-    uint64_t *keys;
-    uint32_t *slots;  /* entry index + 1, 0 = empty */
-    size_t cap;       /* power of two */
+    vt_map_t map;
     size_t n, max;
     int full_warned;
 } idmap_t;
-
-static size_t idmap_hash(uint64_t key, size_t cap)
-{
-    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
-}
 
 /* @return the entry index for key, creating one (*added = 1) if absent;
  * -1 when the table is at its cap or memory ran out. */
 static long idmap_get(idmap_t *m, uint64_t key, int create, int *added)
 {
     *added = 0;
-    if (m->cap) {
-        for (size_t h = idmap_hash(key, m->cap);; h = (h + 1) & (m->cap - 1)) {
-            if (!m->slots[h])
-                break;
-            if (m->keys[h] == key)
-                return (long)m->slots[h] - 1;
-        }
-    }
-    if (!create || m->n >= m->max)
+    size_t hole;
+    size_t slot = vt_map_find_hole(&m->map, key, &hole);
+    if (slot != SIZE_MAX)
+        return (long)m->map.slots[slot].val;
+    if (!create || m->n >= m->max || vt_map_put_hole(&m->map, hole, key, (uint32_t)m->n))
         return -1;
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *nk = calloc(ncap, sizeof *nk);
-        uint32_t *ns = calloc(ncap, sizeof *ns);
-        if (!nk || !ns) {
-            free(nk);
-            free(ns);
-            return -1;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->slots[i])
-                continue;
-            size_t h = idmap_hash(m->keys[i], ncap);
-            while (ns[h])
-                h = (h + 1) & (ncap - 1);
-            nk[h] = m->keys[i];
-            ns[h] = m->slots[i];
-        }
-        free(m->keys);
-        free(m->slots);
-        m->keys = nk;
-        m->slots = ns;
-        m->cap = ncap;
-    }
-    size_t h = idmap_hash(key, m->cap);
-    while (m->slots[h])
-        h = (h + 1) & (m->cap - 1);
-    m->keys[h] = key;
-    m->slots[h] = (uint32_t)(m->n + 1);
     *added = 1;
     return (long)m->n++;
 }
@@ -291,10 +253,8 @@ static void stacks_free(stacks_t *st)
     free(st->frames);
     free(st->modules);
     idmap_t *maps[] = { &st->node_map, &st->frame_map, &st->module_map };
-    for (size_t i = 0; i < 3; i++) {
-        free(maps[i]->keys);
-        free(maps[i]->slots);
-    }
+    for (size_t i = 0; i < 3; i++)
+        vt_map_free(&maps[i]->map);
 }
 
 /* ---- record lines ------------------------------------------------------ */
