@@ -1,6 +1,6 @@
 #!/bin/sh
 # The real llama.cpp (node-llama-cpp 3.21.1's prebuilt CUDA 13 build,
-# unmodified) on the simulated GPU, as shipped and after `strip` (as ollama
+# unmodified, or the release VT_LLAMA_VERSION names: 63-llama-real-next.t) on the simulated GPU, as shipped and after `strip` (as ollama
 # installs ggml): per-tag bytes against llama.cpp's own buffer-size log
 # lines within 1%, exact bytes where the scenario defines them, and nothing
 # unknown. The npm packages (about 730 MB) are installed once into
@@ -13,7 +13,7 @@ done
 for c in node npm python3 strip; do
     command -v $c >/dev/null || { echo "1..0 # SKIP $c not installed"; exit 0; }
 done
-VERSION=3.21.1
+VERSION=${VT_LLAMA_VERSION:-3.21.1}
 CACHE=${VT_LLAMA_CACHE:-${HOME:-/tmp}/.cache/vramtrace/llama-$VERSION}
 SHIPPED=$CACHE/shipped/node_modules
 STRIPPED=$CACHE/stripped/node_modules
