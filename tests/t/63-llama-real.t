@@ -1,10 +1,11 @@
 #!/bin/sh
 # The real llama.cpp (node-llama-cpp 3.21.1's prebuilt CUDA 13 build,
-# unmodified, or the release VT_LLAMA_VERSION names: 63-llama-real-next.t) on the simulated GPU, as shipped and after `strip` (as ollama
-# installs ggml): per-tag bytes against llama.cpp's own buffer-size log
+# unmodified, or the release VT_LLAMA_VERSION names: 63-llama-real-next.t)
+# on the simulated GPU, as shipped and after `strip` (as ollama installs
+# ggml): per-tag bytes against llama.cpp's own buffer-size log
 # lines within 1%, exact bytes where the scenario defines them, and nothing
 # unknown. The npm packages (about 730 MB) are installed once into
-# $VT_LLAMA_CACHE (default ~/.cache/vramtrace/llama-3.21.1), never into the
+# $VT_LLAMA_CACHE (default ~/.cache/vramtrace/llama-$VERSION), never into the
 # tree; without npm or the registry the suite skips, saying why.
 . tests/t/lib.sh
 for f in "$SHIM" "$VT" "$SIM/libcudart.so.13" "$SIM/libcublas.so.13"; do
