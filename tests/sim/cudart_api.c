@@ -539,6 +539,13 @@ RT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bl
     (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
     return cudaSuccess;
 }
+/* The exported name CUDA 12 programs link (CUDA 13's header sends its
+ * callers to __cudaLaunchKernel). */
+RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                                       cudaStream_t stream)
+{
+    return __cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
+}
 RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
     (void)config, (void)func, (void)args;
