@@ -314,12 +314,7 @@ static void spill(vt_json_t *j, const vt_model_t *m)
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);
-    uint64_t more = p->oom_shortfall;
-    if (p->fallback_peak > more)
-        more = p->fallback_peak;
-    if (p->oversub_excess > more)
-        more = p->oversub_excess;
-    vt_json_u64(j, "more_vram_bytes", more);
+    vt_json_u64(j, "more_vram_bytes", vt_proc_more_vram(p));
     vt_json_u64(j, "host_fallback_peak_bytes", p->fallback_peak);
     vt_json_u64(j, "oom_shortfall_bytes", p->oom_shortfall);
     vt_json_u64(j, "managed_excess_bytes", p->oversub_excess);
