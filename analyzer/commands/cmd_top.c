@@ -55,12 +55,6 @@ static void put_safe(FILE *o, const char *s, int width)
 /* Free memory now: the driver's last report, moved by what this process
  * allocated or freed since (other processes' changes since then are not
  * seen: an estimate, as the report's). */
-static uint64_t free_now(const vt_dev_t *d)
-{
-    int64_t est = (int64_t)d->last_free - ((int64_t)d->mem.tracked - (int64_t)d->tracked_at_sample);
-    return est > 0 ? (uint64_t)est : 0;
-}
-
 /* The report's VERDICT words for a verdict key (vt_proc_verdict), NULL
  * for the runs with nothing to say (no spill, no GPU memory used). */
 static const char *verdict_words(const char *key)
@@ -158,7 +152,7 @@ static void frame(FILE *o, const vt_report_t *r)
             for (int t = 0; t < VT_TAG_BUILTIN_COUNT; t++)
                 fprintf(o, " %9s", vt_fmt_bytes(a, d->mem.by_tag[t]));
             fprintf(o, " %9s %9s %6s %6s\n", vt_fmt_bytes(b, d->mem.tracked),
-                    d->have_free ? vt_fmt_bytes(c, free_now(d)) : "?", layers(l, p), state);
+                    d->have_free ? vt_fmt_bytes(c, vt_dev_free_now(d)) : "?", layers(l, p), state);
         }
         /* A process that saw no GPU still gets a row, so the rows add up
          * to the header's count: a ggml program that ran on the CPU (its
@@ -185,13 +179,13 @@ static void frame(FILE *o, const vt_report_t *r)
             const vt_dev_t *d = &p->devs[k];
             if (!d->total)
                 continue;
-            uint64_t margin = (uint64_t)(margin_pct / 100.0 * (double)d->total);
+            uint64_t margin = vt_margin_bytes(margin_pct, d->total);
             fprintf(o, "pid %llu GPU %d (", (unsigned long long)p->pid, d->ordinal);
             put_safe(o, d->name, 40);
             fprintf(o, "): %s total, ", vt_fmt_bytes(a, d->total));
             if (d->have_free)
-                fprintf(o, "about %s free, %s the %g%% margin (%s)", vt_fmt_bytes(b, free_now(d)),
-                        free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
+                fprintf(o, "about %s free, %s the %g%% margin (%s)", vt_fmt_bytes(b, vt_dev_free_now(d)),
+                        vt_dev_free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
             else
                 fprintf(o, "free unknown");
             fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");

@@ -1,6 +1,14 @@
-/* Private to model*.c: the live-allocation table and helpers shared by the
- * model (model.c), spill detection (model_spill.c) and fragmentation
- * (model_frag.c). Invariant: every live_t reachable from one of the four
+/* Private to model*.c: the model's state, the live-allocation table and the
+ * functions the model's files share, declared in groups under the name of
+ * the file that defines them. The files call each other one way, never in
+ * a circle (tests/t/67-model-graph.t): model.c dispatches records to
+ * model_events.c and the others; the event handlers call sites, the live
+ * table, devices, spills, fragmentation and ggml's marks; the live table
+ * calls fragmentation; spills call devices; devices and sites call nothing
+ * of the model. Small helpers every side needs on the per-event path are
+ * inline here instead.
+ *
+ * Invariant: every live_t reachable from one of the four
  * maps, or (a released VMM handle) from a live mapping's `link`, has been
  * charged exactly once to its space's counters; releasing it uncharges
  * exactly that.
@@ -15,6 +23,8 @@
 #define VT_MODEL_INTERNAL_H
 
 #include "model.h"
+
+#include <string.h>
 
 enum live_kind {
     L_ALLOC,     /* ALLOC: device, host or managed, by address */
@@ -106,21 +116,21 @@ struct vt_model {
     vt_map_t site_by_key;
     /* site_hint[stack]: the first site made for that stack (UINT32_MAX
      * none), which carries the stack's match; site_by_key and
-     * match_by_stack hold only what it cannot (model.c hint_free). Only
+     * match_by_stack hold only what it cannot (model_sites.c hint_free). Only
      * for stack ids the stack tree has (bounded by its nodes). */
     uint32_t *site_hint;
     size_t site_hint_cap;
     vt_map_t match_by_stack;
     vt_match_t *matches;
     size_t nmatches, matches_cap;
-    /* Rule verdicts per ip (model.c): a stack's match is computed from its
+    /* Rule verdicts per ip (model_sites.c): a stack's match is computed from its
      * frames' verdicts, so 100k stacks sharing their outer frames evaluate
      * the rules once per distinct ip, not once per frame of every stack. */
     vt_map_t verdict_by_ip;
     struct ip_verdict *verdicts;
     size_t nverdicts, verdicts_cap;
     uint64_t module_gen;   /* MODULE records fed; a verdict of another gen is stale */
-    /* Per stack-tree node (model.c stack_match): the nearest user-rule and
+    /* Per stack-tree node (model_sites.c stack_match): the nearest user-rule and
      * built-in hits from that node rootward, so a new stack costs one
      * verdict per node not seen before instead of one per frame. An entry
      * is valid while its epoch equals memo_epoch, which moves whenever a
@@ -167,9 +177,102 @@ void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l);
 int vt_m_placement_finish(vt_model_t *m);
 void vt_m_placement_free_state(vt_model_t *m);
 
-/* model.c */
-int64_t vt_m_free_est(const vt_dev_t *d);
+/* Time since the process started, as the report gives it. */
+static inline uint64_t vt_m_rel(const vt_model_t *m, uint64_t t)
+{
+    return t > m->p.mono_start_ns ? t - m->p.mono_start_ns : 0;
+}
+
+/* model_devices.c. The device table, the driver's samples and the views of
+ * events with a device's state; it calls nothing else in the model.
+ * dev_for: the index of ordinal (a device-space event without a device,
+ * -1, is ordinal 0, the runtime's default), added on first sight; -1 past
+ * VT_MAX_DEVICES or out of memory. view: the view of ev for device index
+ * dev, or without a device (dev < 0). sample: a MEMINFO event on device
+ * di; pool_usage: a POOL_USAGE one; record: a DEVICE record. */
+int vt_m_dev_for(vt_model_t *m, int ordinal);
 void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v);
+void vt_m_dev_sample(vt_model_t *m, int di, const vt_event_t *ev);
+void vt_m_dev_pool_usage(vt_model_t *m, int di, const vt_event_t *ev);
+void vt_m_dev_record(vt_model_t *m, const vt_rec_device_t *r);
+
+/* The estimate of d's free memory: the driver's last word minus what this
+ * process allocated since. */
+static inline int64_t vt_m_free_est(const vt_dev_t *d)
+{
+    /* Unsigned, then reinterpreted: the same value wherever the signed
+     * expression would not overflow, and no overflow on hostile sizes. */
+    return (int64_t)(d->last_free - (d->mem.tracked - d->tracked_at_sample));
+}
+
+/* The fields of a view that come from the event itself. */
+static inline void vt_m_view_event(const vt_model_t *m, const vt_event_t *ev, int tag, vt_event_view_t *v)
+{
+    /* Field by field, not memset then fill: one view per allocation event. */
+    v->valid = 1;
+    v->time_ns = vt_m_rel(m, ev->time_ns);
+    v->api = ev->api;
+    v->bytes = ev->size;
+    v->tag = tag;
+    v->result = ev->result;
+    v->tid = ev->tid;
+    v->stack = ev->stack;
+    v->free_after = 0;
+}
+
+/* vt_m_view for device d (not NULL): inline here because the event
+ * handlers build one per device allocation. */
+static inline void vt_m_view_dev(const vt_model_t *m, const vt_event_t *ev, int tag, const vt_dev_t *d,
+                                 vt_event_view_t *v)
+{
+    vt_m_view_event(m, ev, tag, v);
+    v->device = d->ordinal;
+    v->dev_tracked = d->mem.tracked;
+    memcpy(v->dev_by_tag, d->mem.by_tag, sizeof v->dev_by_tag);
+    v->have_free = d->have_free;
+    v->last_free = d->last_free;
+    v->free_est = vt_m_free_est(d);
+}
+
+/* model_sites.c. site_for: the site of an allocation with this stack, in
+ * space on device index dev (-1 none) with ggml's mark usage (0 none),
+ * made (and its tag decided) on first use; 0 or VT_E_NOMEM. sites_feed: a
+ * MODULE, FRAME or STACK record. */
+int vt_m_site_for(vt_model_t *m, uint32_t stack, int space, int dev, int usage, uint32_t *out);
+int vt_m_sites_feed(vt_model_t *m, const vt_record_t *rec);
+
+/* model_live.c. insert: e->addr must be absent from map (vt_m_map_of of
+ * its kind); hole is where a probe found it absent, or SIZE_MAX. remove:
+ * takes the entry at key out of kind's map; *out (if set) gets a copy and
+ * *phys (if set) the device bytes really given back to the driver.
+ * @return 1 if it was live, 0 if not, or VT_E_NOMEM. A VMM handle that is
+ * still mapped is only detached (see the top of this file): 1, with *phys
+ * 0. remove_slot: remove for the slot a probe of map just found. */
+int vt_m_live_insert(vt_model_t *m, vt_map_t *map, const live_t *e, uint64_t t, size_t hole);
+int vt_m_live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out, uint64_t *phys);
+int vt_m_live_remove_slot(vt_model_t *m, vt_map_t *map, size_t slot, uint64_t t, live_t *out, uint64_t *phys);
+
+/* The map that holds live entries of kind. */
+static inline vt_map_t *vt_m_map_of(vt_model_t *m, int kind)
+{
+    switch (kind) {
+    case L_HANDLE: return &m->by_handle;
+    case L_VA: return &m->by_va;
+    case L_MAP: return &m->by_map;
+    default: return &m->by_ptr;
+    }
+}
+
+/* The tagged bytes and peak of space (on device index dev): NULL for a
+ * device-space entry without a device. */
+static inline vt_tagged_peak_t *vt_m_space_peak(vt_model_t *m, int space, int dev)
+{
+    if (space == VT_SPACE_HOST)
+        return &m->p.host;
+    if (space == VT_SPACE_MANAGED)
+        return &m->p.managed;
+    return dev >= 0 ? &m->p.devs[dev].mem : NULL;
+}
 
 /* model_spill.c */
 void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v);

@@ -1,8 +1,22 @@
 /* Spill bookkeeping: the tipping event (the first spill of any kind) and a
  * bounded summary of every later one; managed oversubscription checks.
  * Invariant: spill_count[k] counts every spill event of kind k, while only
- * the first VT_MAX_LATER_SPILLS after the tip are kept in detail. */
+ * the first VT_MAX_LATER_SPILLS after the tip are kept in detail. It calls
+ * only model_devices.c (vt_m_view), so the event handlers that report
+ * spills here are never called back. */
 #include "model_internal.h"
+
+const char *vt_spill_kind_name(int kind)
+{
+    static const char *const names[] = {
+        [VT_SPILL_OOM] = "oom",
+        [VT_SPILL_HOST_FALLBACK] = "host_fallback",
+        [VT_SPILL_MANAGED_OVERSUB] = "managed_oversubscription",
+        [VT_SPILL_OVER_CAPACITY] = "over_capacity",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == VT_SPILL_KINDS, "one name per enum vt_spill_kind");
+    return kind >= 0 && kind < VT_SPILL_KINDS ? names[kind] : "?";
+}
 
 void vt_m_spill(vt_model_t *m, int kind, const vt_event_view_t *v)
 {

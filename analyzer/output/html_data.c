@@ -62,8 +62,7 @@ static void chart(vt_json_t *j, const char *key, const char *label, const vt_mod
         }
     vt_json_arr_end(j);
     const vt_event_view_t *tip = &p->tip;
-    int here = tip->valid && (d ? tip->device == d->ordinal && p->tip_kind != VT_SPILL_HOST_FALLBACK
-                                : p->tip_kind == VT_SPILL_HOST_FALLBACK && s == &ps->host);
+    int here = d ? vt_proc_tip_on_device(p, d->ordinal) : vt_proc_tip_in_host(p) && s == &ps->host;
     if (here) {
         char a[VT_SIZE_BUF], text[512], href[32];
         snprintf(text, sizeof text, "tipping event (%s): %s of %s for %s", vt_spill_kind_name(p->tip_kind),

@@ -161,24 +161,6 @@ const char *vt_base(const char *path)
     return s ? s + 1 : path ? path : "";
 }
 
-uint64_t vt_dev_reserve(const vt_dev_t *d)
-{
-    return d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
-}
-
-uint64_t vt_dev_untracked(const vt_dev_t *d)
-{
-    if (!d->have_free || d->total < d->last_free)
-        return 0;
-    /* used - reserve - tracked, floored at 0, in unsigned steps: hostile
-     * sizes must not overflow a signed subtraction. */
-    uint64_t used = d->total - d->last_free, reserve = vt_dev_reserve(d);
-    if (used <= reserve)
-        return 0;
-    used -= reserve;
-    return used > d->tracked_at_sample ? used - d->tracked_at_sample : 0;
-}
-
 const char *vt_proc_degraded_note(const vt_proc_t *p)
 {
     switch (p->degraded & (VT_DEGRADED_NO_ZSTD | VT_DEGRADED_NO_LIBUNWIND)) {

@@ -160,12 +160,14 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_u64(j, "allocs", d->allocs);
     vt_json_u64(j, "failures", d->failures);
 
+    vt_headroom_t h;
+    vt_dev_headroom(m, d, &h);
     vt_json_obj(j, "headroom");
-    vt_json_u64(j, "context_bytes", vt_dev_reserve(d));
+    vt_json_u64(j, "context_bytes", h.reserve);
     vt_json_u64(j, "min_free_bytes", d->have_min ? d->min_free : 0);
     vt_json_u64(j, "min_free_time_ns", d->have_min ? d->min_free_time_ns : 0);
     vt_json_bool(j, "min_free_estimated", d->have_min && d->min_free_estimated);
-    vt_json_u64(j, "untracked_bytes", vt_dev_untracked(d));
+    vt_json_u64(j, "untracked_bytes", h.untracked);
     vt_json_u64(j, "tracked_live_bytes", d->mem.tracked);
     vt_json_u64(j, "last_free_bytes", d->have_free ? d->last_free : 0);
     vt_json_u64(j, "last_free_time_ns", d->have_free ? d->last_free_time_ns : 0);
@@ -175,23 +177,20 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     else
         vt_json_null(j, "free_at_peak_bytes");
     vt_json_num(j, "margin_pct", margin);
-    vt_json_u64(j, "margin_bytes", (uint64_t)(margin / 100.0 * (double)d->total));
-    vt_json_bool(j, "above_margin", !d->below_margin.valid);
-    if (d->below_margin.valid) {
+    vt_json_u64(j, "margin_bytes", h.margin_bytes);
+    vt_json_bool(j, "above_margin", h.crossed == VT_MARGIN_ABOVE);
+    if (h.crossed != VT_MARGIN_ABOVE) {
         vt_json_obj(j, "first_below_margin");
         vt_json_u64(j, "time_ns", d->below_margin.time_ns);
         vt_json_str(j, "api", vt_api_name(d->below_margin.api));
         vt_json_u64(j, "bytes", d->below_margin.bytes);
         vt_json_str(j, "tag", vt_rules_tag_name(rules, d->below_margin.tag));
         vt_json_u64(j, "free_after_bytes", d->below_margin.free_after);
-        {
-            const vt_api_info_t *bm = vt_api_info(d->below_margin.api);
-            /* "allocation": this process's request crossed it; "report": a
-             * driver report found free below it, outside_bytes more gone
-             * than this process's own allocations explain. */
-            vt_json_str(j, "crossed_by", bm && bm->kind == VT_KIND_MEMINFO ? "report" : "allocation");
-            vt_json_u64(j, "outside_bytes", d->below_margin_outside);
-        }
+        /* "allocation": this process's request crossed it; "report": a
+         * driver report found free below it, outside_bytes more gone than
+         * this process's own allocations explain. */
+        vt_json_str(j, "crossed_by", h.crossed == VT_MARGIN_CROSSED_BY_REPORT ? "report" : "allocation");
+        vt_json_u64(j, "outside_bytes", h.outside);
         stack(j, m, d->below_margin.stack);
         vt_json_obj_end(j);
     } else {
@@ -229,8 +228,7 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
         vt_json_u64(j, "time_ns", d->first_failed_with_free.time_ns);
         vt_json_str(j, "api", vt_api_name(d->first_failed_with_free.api));
         vt_json_u64(j, "bytes", d->first_failed_with_free.bytes);
-        int64_t fe = d->first_failed_with_free.free_est;
-        vt_json_u64(j, "free_bytes", fe > 0 ? (uint64_t)fe : 0);
+        vt_json_u64(j, "free_bytes", vt_view_free(&d->first_failed_with_free));
         if (d->gun_holes.measured) {
             vt_json_obj(j, "holes");
             vt_json_u64(j, "bytes", d->gun_holes.bytes);
@@ -291,7 +289,7 @@ static void spill(vt_json_t *j, const vt_model_t *m)
     by_tag(j, "by_tag", rules, p->tip.dev_by_tag);
     vt_json_bool(j, "free_known", p->tip.have_free);
     vt_json_u64(j, "last_free_bytes", p->tip.last_free);
-    vt_json_u64(j, "headroom_bytes", p->tip.free_est > 0 ? (uint64_t)p->tip.free_est : 0);
+    vt_json_u64(j, "headroom_bytes", vt_view_free(&p->tip));
     vt_json_obj_end(j);
     vt_json_obj(j, "kinds");
     for (int k = 0; k < VT_SPILL_KINDS; k++) {
@@ -316,12 +314,7 @@ static void spill(vt_json_t *j, const vt_model_t *m)
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);
-    uint64_t more = p->oom_shortfall;
-    if (p->fallback_peak > more)
-        more = p->fallback_peak;
-    if (p->oversub_excess > more)
-        more = p->oversub_excess;
-    vt_json_u64(j, "more_vram_bytes", more);
+    vt_json_u64(j, "more_vram_bytes", vt_proc_more_vram(p));
     vt_json_u64(j, "host_fallback_peak_bytes", p->fallback_peak);
     vt_json_u64(j, "oom_shortfall_bytes", p->oom_shortfall);
     vt_json_u64(j, "managed_excess_bytes", p->oversub_excess);

@@ -28,9 +28,6 @@ static const char *dev_label(const vt_dev_t *d, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t reserve_of(const vt_dev_t *d) { return vt_dev_reserve(d); }
-static uint64_t untracked_of(const vt_dev_t *d) { return vt_dev_untracked(d); }
-
 static int color;   /* set by vt_report_text for this print */
 static int width;   /* columns a stack frame may take; 0: --wide, all of it */
 #define C_RED "\033[1;31m"
@@ -132,40 +129,36 @@ static void host_weights(FILE *o, const vt_model_t *m)
     fprintf(o, "%s.\n", freed ? "; all were freed by the end" : "");
 }
 
-/* "More VRAM needed", with the arithmetic behind the bound, and what the
- * run allocated after the failure that it did not hold then: a program
- * that took another path (fewer layers, a smaller cache) shows what the
- * full path would have needed on top. Only a lower bound is claimed. */
-static void more_vram(FILE *o, const vt_model_t *m, const vt_dev_t *d)
+/* "More VRAM needed", with the arithmetic behind the bound and what the
+ * full path may need on top (vt_more_vram). Only a lower bound is claimed. */
+static void more_vram(FILE *o, const vt_model_t *m)
 {
-    const vt_proc_t *p = vt_model_proc(m);
-    const vt_event_view_t *v = &p->tip;
-    uint64_t more = vt_proc_more_vram(p);
-    if (!more)
+    const vt_event_view_t *v = &vt_model_proc(m)->tip;
+    vt_more_vram_t mv;
+    vt_more_vram(m, &mv);
+    if (!mv.bytes)
         return;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
-    fprintf(o, "  More VRAM needed to hold everything: at least %s", vt_fmt_bytes(a, more));
-    if (more == p->oom_shortfall && p->tip_kind == VT_SPILL_OOM && v->bytes >= more) {
+    fprintf(o, "  More VRAM needed to hold everything: at least %s", vt_fmt_bytes(a, mv.bytes));
+    if (mv.why == VT_MORE_FAILED_REQUEST) {
         fprintf(o, " (the %s request for %s that failed, minus about %s free then)", vt_fmt_bytes(b, v->bytes),
-                tagn(m, v->tag), vt_fmt_bytes(c, v->bytes - more));
-        uint64_t later = 0;
+                tagn(m, v->tag), vt_fmt_bytes(c, mv.free_then));
         char names[128] = "";
         size_t len = 0;
-        for (int t = 0; d && t < vt_rules_tag_count(vt_model_rules(m)); t++) {
-            if (t == v->tag || v->dev_by_tag[t] || !d->mem.peak_by_tag[t])
+        for (int t = 0; t < vt_rules_tag_count(vt_model_rules(m)); t++) {
+            if (!(mv.later_tags >> t & 1))
                 continue;
-            later += d->mem.peak_by_tag[t];
             int n = snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", tagn(m, t));
             if (n > 0 && (size_t)n < sizeof names - len)
                 len += (size_t)n;
         }
-        if (later)
+        if (mv.later)
             fprintf(o, ";\n    the run then also held %s of %s, none of it held when the request failed: "
                        "about %s if the full path needs that too",
-                    vt_fmt_bytes(b, later), names, vt_fmt_bytes(c, more + later));
-    } else if (more == p->fallback_peak) {
+                    vt_fmt_bytes(b, mv.later), names, vt_fmt_bytes(c, mv.bytes + mv.later));
+    } else if (mv.why == VT_MORE_FALLBACK) {
         fprintf(o, " (what sat in pinned host memory at once after device requests failed)");
-    } else if (more == p->oversub_excess) {
+    } else if (mv.why == VT_MORE_OVERSUB) {
         fprintf(o, " (device + managed memory past the card's total)");
     }
     fprintf(o, ".\n");
@@ -326,7 +319,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                     vt_fmt_time(t, p->tip.time_ns));
     } else if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
-        int di = vt_model_dev_index(m, v->device);
+        int di = vt_proc_tip_dev(m);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
         const char *kind = vt_proc_verdict(p, 0);
         if (!strcmp(kind, "failed")) {
@@ -375,12 +368,12 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
             fprintf(o, "  Tipped by: %s of %s for %s at %s succeeded although only %s was free: the driver "
                        "fell back to system memory;",
                     vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), vt_fmt_time(t, v->time_ns),
-                    vt_fmt_bytes(b, v->free_est > 0 ? (uint64_t)v->free_est : 0));
+                    vt_fmt_bytes(b, vt_view_free(v)));
             break;
         }
         if (d)
             fprintf(o, " %s was tracked and about %s free then.\n", vt_fmt_bytes(b, v->dev_tracked),
-                    vt_fmt_bytes(c, v->free_est > 0 ? (uint64_t)v->free_est : 0));
+                    vt_fmt_bytes(c, vt_view_free(v)));
         else
             fprintf(o, "\n");
         if (d && d->failed_with_free) {
@@ -391,11 +384,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         if (d && d->retry_bursts)
             fprintf(o, "  The allocator flushed %s of cached blocks and retried (%" PRIu64 " time%s).\n",
                     vt_fmt_bytes(a, d->retry_freed_bytes), d->retry_bursts, d->retry_bursts == 1 ? "" : "s");
-        if (p->spill_count[VT_SPILL_HOST_FALLBACK] && p->tip_kind != VT_SPILL_HOST_FALLBACK)
+        uint64_t fallbacks = vt_proc_later_spills(p, VT_SPILL_HOST_FALLBACK);
+        if (fallbacks && p->tip_kind != VT_SPILL_HOST_FALLBACK)
             fprintf(o, "  Then %" PRIu64 " allocation%s fell back to pinned host memory (%s at most at once).\n",
-                    p->spill_count[VT_SPILL_HOST_FALLBACK], p->spill_count[VT_SPILL_HOST_FALLBACK] == 1 ? "" : "s",
-                    vt_fmt_bytes(a, p->fallback_peak));
-        more_vram(o, m, d);
+                    fallbacks, fallbacks == 1 ? "" : "s", vt_fmt_bytes(a, p->fallback_peak));
+        more_vram(o, m);
         placement_lines(o, m, 0);
     } else if (p->truncated) {
         fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
@@ -414,7 +407,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     if (!p->placement.offloaded && !vt_proc_pinned_offload(p))
         host_weights(o, m);
     /* The tipping device first, with what filled it; others after. */
-    int tip_di = p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;
+    int tip_di = vt_proc_tip_dev(m);
     for (int k = -1; k < p->ndevs; k++) {
         int i = k < 0 ? tip_di : k;
         if (i < 0 || (k >= 0 && i == tip_di))
@@ -453,46 +446,41 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
     }
     if (!d->have_min || !d->total)
         return;
+    vt_headroom_t h;
+    vt_dev_headroom(m, d, &h);
     fprintf(o, "    %sTrue headroom: %s%s free at the lowest (%.1f%% of the card), at %s; context reserve %s, untracked %s.\n",
             col(C_BOLD), col(C_OFF), vt_fmt_bytes(a, d->min_free), 100.0 * (double)d->min_free / (double)d->total,
-            vt_fmt_time(t, d->min_free_time_ns), vt_fmt_bytes(b, reserve_of(d)), vt_fmt_bytes(cc, untracked_of(d)));
-    /* The reserve is what was missing at first sight of the card: a CUDA
-     * context takes a few hundred MiB (448 MiB on the simulator, about
-     * 500 MiB on an H100); above 1 GiB the rest was held by others. */
-    if (reserve_of(d) > (1ull << 30))
+            vt_fmt_time(t, d->min_free_time_ns), vt_fmt_bytes(b, h.reserve), vt_fmt_bytes(cc, h.untracked));
+    if (h.reserve_by_others)
         fprintf(o, "    The context reserve is what was not free at this process's first sight of the card; %s is more "
                    "than a CUDA context takes, so other processes (or an earlier context) held memory before this "
                    "one started.\n",
-                vt_fmt_bytes(a, reserve_of(d)));
-    /* Free memory as the driver reports it leaves out managed memory,
-     * which it pages into the card when touched: with more managed than
-     * the card can hold beside this process's own, no room is claimed. */
+                vt_fmt_bytes(a, h.reserve));
     const vt_proc_t *p = vt_model_proc(m);
     if (p->managed.peak_bytes) {
-        int over = p->managed.peak_bytes + d->mem.peak_bytes > d->total;
         fprintf(o, "    That free memory does not count the %s of managed memory (at its peak), which the driver pages "
                    "into the card when touched%s\n",
                 vt_fmt_bytes(a, p->managed.peak_bytes),
-                over ? ": with this process's own it is more than the card holds, so the margin is not judged." : ".");
-        if (over)
+                h.managed_over ? ": with this process's own it is more than the card holds, so the margin is not judged."
+                               : ".");
+        if (h.managed_over)
             return;
     }
-    const vt_api_info_t *bm = d->below_margin.valid ? vt_api_info(d->below_margin.api) : NULL;
-    if (bm && bm->kind == VT_KIND_MEMINFO && d->below_margin_outside)
+    if (h.crossed == VT_MARGIN_CROSSED_BY_REPORT && h.outside)
         fprintf(o, "    Below the %g%% margin since %s, when the driver reported %s free: %s less than this "
                    "process's own allocations explain (another process, or the driver, took it).\n",
                 vt_model_margin(m), vt_fmt_time(t, d->below_margin.time_ns), vt_fmt_bytes(a, d->below_margin.free_after),
-                vt_fmt_bytes(b, d->below_margin_outside));
-    else if (bm && bm->kind == VT_KIND_MEMINFO)
+                vt_fmt_bytes(b, h.outside));
+    else if (h.crossed == VT_MARGIN_CROSSED_BY_REPORT)
         fprintf(o, "    Below the %g%% margin since %s, when the driver reported %s free.\n", vt_model_margin(m),
                 vt_fmt_time(t, d->below_margin.time_ns), vt_fmt_bytes(a, d->below_margin.free_after));
-    else if (d->below_margin.valid)
+    else if (h.crossed == VT_MARGIN_CROSSED_BY_ALLOCATION)
         fprintf(o, "    Below the %g%% margin since %s of %s (%s) at %s.\n", vt_model_margin(m),
                 vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes), tagn(m, d->below_margin.tag),
                 vt_fmt_time(t, d->below_margin.time_ns));
     else
         fprintf(o, "    Stayed above the %g%% margin: %s to spare beyond it.\n", vt_model_margin(m),
-                vt_fmt_bytes(a, d->min_free - (uint64_t)(vt_model_margin(m) / 100.0 * (double)d->total)));
+                vt_fmt_bytes(a, h.spare));
 }
 
 static void tag_rows(FILE *o, const vt_model_t *m, const uint64_t *v, uint64_t total, const char *indent)
@@ -516,12 +504,12 @@ static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
     }
     fprintf(o, "\n");
     fprintf(o, "  %-20s %*s\n", "total", W, vt_fmt_bytes(a, d->total));
-    fprintf(o, "  %-20s %*s\n", "context reserve", W, vt_fmt_bytes(a, reserve_of(d)));
+    fprintf(o, "  %-20s %*s\n", "context reserve", W, vt_fmt_bytes(a, vt_dev_reserve(d)));
     fprintf(o, "  %-20s %*s  at %s\n", "peak tracked", W, vt_fmt_bytes(a, d->mem.peak_bytes),
             vt_fmt_time(t, d->mem.peak_time_ns));
     tag_rows(o, m, d->mem.peak_by_tag, d->mem.peak_bytes, "    ");
     fprintf(o, "  %-20s %*s\n", "live at end", W, vt_fmt_bytes(a, d->mem.tracked));
-    fprintf(o, "  %-20s %*s\n", "untracked", W, vt_fmt_bytes(a, untracked_of(d)));
+    fprintf(o, "  %-20s %*s\n", "untracked", W, vt_fmt_bytes(a, vt_dev_untracked(d)));
     if (d->have_free) {
         fprintf(o, "  %-20s %*s  at %s\n", "last free (driver)", W, vt_fmt_bytes(a, d->last_free),
                 vt_fmt_time(t, d->last_free_time_ns));
@@ -712,7 +700,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         if (p->nlater) {
             fprintf(o, "  later spill events: %" PRIu64 "", p->nlater);
             for (int k = 0; k < VT_SPILL_KINDS; k++) {
-                uint64_t n = p->spill_count[k] - (k == p->tip_kind);
+                uint64_t n = vt_proc_later_spills(p, k);
                 if (n)
                     fprintf(o, "; %s %" PRIu64, vt_spill_kind_name(k), n);
             }

@@ -181,10 +181,6 @@ const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc);
  * stderr). */
 int vt_report_load(vt_report_t *r, char *const *args, int nargs);
 
-/* The context reserve (total - free at first sight) and untracked bytes
- * (driver-used - reserve - tracked, at the last driver report) of a device. */
-uint64_t vt_dev_reserve(const vt_dev_t *d);
-uint64_t vt_dev_untracked(const vt_dev_t *d);
 /* The verdict's key: "spill", "near_spill", "failed" (an OOM after which
  * nothing more was allocated), "partial_offload", "cpu_only", "no_spill",
  * "no_gpu_memory",
@@ -227,8 +223,72 @@ const char *vt_proc_degraded_note(const vt_proc_t *p);
  * for a reason this reader does not know. */
 const char *vt_lost_reason_key(int reason);
 const char *vt_lost_reason_text(int reason);
-/* More VRAM the process needed to hold everything (0 without a spill). */
+
+/* findings.c: what the report finds beside the verdict, for every view to
+ * print (docs/report.md gives the evidence behind each). */
+/* The context reserve (total - free at first sight) and untracked bytes
+ * (driver-used - reserve - tracked, at the last driver report) of a device. */
+uint64_t vt_dev_reserve(const vt_dev_t *d);
+uint64_t vt_dev_untracked(const vt_dev_t *d);
+/* margin_pct (--margin) of total bytes. */
+uint64_t vt_margin_bytes(double margin_pct, uint64_t total);
+/* The free memory estimated now (at the end of what was read): the last
+ * driver report less this process's allocations since, 0 at least. */
+uint64_t vt_dev_free_now(const vt_dev_t *d);
+/* How free memory met the margin (vt_headroom_t.crossed). */
+enum vt_margin_crossing {
+    VT_MARGIN_ABOVE,                  /* it stayed above */
+    VT_MARGIN_CROSSED_BY_ALLOCATION,  /* this process's request took it below */
+    VT_MARGIN_CROSSED_BY_REPORT,      /* a driver report found it below */
+};
+/* A device's headroom beyond its lowest free memory (vt_dev_t.min_free). */
+typedef struct vt_headroom {
+    uint64_t reserve, untracked;   /* vt_dev_reserve, vt_dev_untracked */
+    int reserve_by_others;         /* the reserve is more than a CUDA context takes (1 GiB) */
+    int managed_over;              /* managed memory at its peak and the device's own
+                                    * are more than the card holds: the margin is not judged */
+    uint64_t margin_bytes;         /* vt_margin_bytes of the model's margin and the total */
+    int crossed;                   /* enum vt_margin_crossing; the moment is below_margin */
+    uint64_t outside;              /* crossed by a report: bytes gone that this process's own
+                                    * allocations do not explain (another process, the driver) */
+    uint64_t spare;                /* stayed above: min_free beyond the margin */
+} vt_headroom_t;
+void vt_dev_headroom(const vt_model_t *m, const vt_dev_t *d, vt_headroom_t *out);
+/* The free memory an event met, as the model estimated it: 0 at least. */
+uint64_t vt_view_free(const vt_event_view_t *v);
+/* Index in proc->devs of the tipping event's device, -1 without a tipping
+ * event or device. */
+int vt_proc_tip_dev(const vt_model_t *m);
+/* The tipping event on the device with this ordinal (any kind but a host
+ * fallback), or in pinned host memory (a host fallback). */
+int vt_proc_tip_on_device(const vt_proc_t *p, int ordinal);
+int vt_proc_tip_in_host(const vt_proc_t *p);
+/* Spill events of kind after the tipping event. */
+uint64_t vt_proc_later_spills(const vt_proc_t *p, int kind);
+/* More VRAM the process needed to hold everything (0 without a spill):
+ * the largest of the failed requests' shortfall, the pinned host memory
+ * held at once after device requests failed, and device + managed memory
+ * past the card's total. A lower bound. */
 uint64_t vt_proc_more_vram(const vt_proc_t *p);
+/* What that bound rests on (vt_more_vram_t.why). */
+enum vt_more_why {
+    VT_MORE_UNSAID,          /* none of the below can be said */
+    VT_MORE_FAILED_REQUEST,  /* the tipping request, less about free_then free then */
+    VT_MORE_FALLBACK,        /* pinned host memory at once after failures */
+    VT_MORE_OVERSUB,         /* device + managed memory past the card's total */
+};
+typedef struct vt_more_vram {
+    uint64_t bytes;       /* vt_proc_more_vram */
+    int why;              /* enum vt_more_why */
+    uint64_t free_then;   /* VT_MORE_FAILED_REQUEST: the request's bytes less `bytes` */
+    /* VT_MORE_FAILED_REQUEST: bytes at the tipping device's peak of the
+     * tags (a bit each, later_tags) it held none of when the request
+     * failed: what the full path may need on top. */
+    uint64_t later;
+    uint32_t later_tags;
+} vt_more_vram_t;
+_Static_assert(VT_MAX_TAGS <= 32, "vt_more_vram_t.later_tags has a bit per tag");
+void vt_more_vram(const vt_model_t *m, vt_more_vram_t *out);
 
 int vt_gpus_hook(void *ctx, const vt_model_t *m, int dev, uint64_t abs_time_ns);
 void vt_gpus_finish(vt_report_t *r);

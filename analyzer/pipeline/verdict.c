@@ -1,23 +1,14 @@
 /* verdict.c: the findings every view prints, decided once, below the
  * output room: a process's verdict and what fails the --fail-on-spill gate,
- * whether it ran on the CPU, its pinned offload, the VRAM it needed, whether
- * it is a probe that allocated nothing, and the options of its command line
- * that place layers. The text, JSON and HTML reports, `top`, `serve`,
- * `diff` and the exit status read them from here (contracts in report.h),
- * so no two views can disagree on them. */
+ * whether it ran on the CPU, its pinned offload, whether it is a probe that
+ * allocated nothing, and the options of its command line that place layers
+ * (findings.c has the rest: the tipping event, more VRAM needed, headroom
+ * and the margin). The text, JSON and HTML reports, `top`, `serve`, `diff`
+ * and the exit status read them from here (contracts in report.h), so no
+ * two views can disagree on them. */
 #include "report.h"
 
 #include <string.h>
-
-uint64_t vt_proc_more_vram(const vt_proc_t *p)
-{
-    uint64_t more = p->oom_shortfall;
-    if (p->fallback_peak > more)
-        more = p->fallback_peak;
-    if (p->oversub_excess > more)
-        more = p->oversub_excess;
-    return more;
-}
 
 int vt_proc_allocated_nothing(const vt_proc_t *p)
 {

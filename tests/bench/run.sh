@@ -239,7 +239,7 @@ g1=$(date +%s.%N)
 sync
 echo "4. ANALYZER (vramtrace report; $AREPS rounds, formats interleaved; medians; big trace generated in $(calc "$g1 - $g0" 1) s)"
 # The LTO build's speed depends on gcc inlining the per-event helpers into
-# the replay loop (analyzer/model.c, vt_model_prefetch): say so when it did not.
+# the replay loop (analyzer/model/model_events.c, vt_model_prefetch): say so when it did not.
 OUTLINED=$(nm "$VT" 2>/dev/null | sed -n 's/.* [tT] \(vt_model_prefetch\|vt_reader_events\|vt_model_feed_event\)[.a-z_0-9]*$/\1/p' | sort -u | tr '\n' ' ')
 [ -n "$OUTLINED" ] && echo "   note: out of line in this build, the figures below may be low: $OUTLINED"
 echo "   trace                                   format   wall s   Mev/s wall  Mev/s cpu  peak RSS MB  vs text  verdict"

@@ -196,7 +196,7 @@ static void test_hook_increases_only(vt_rules_t *rules)
     m = NULL;
 }
 
-/* A new stack's match comes from per-node memos (model.c stack_match);
+/* A new stack's match comes from per-node memos (model_sites.c stack_match);
  * it must equal vt_rules_match over the stack's frames at that moment,
  * whatever arrived before: FRAME records naming ips already judged, MODULE
  * records, nodes replaced or filled in below the highest id, chains deeper

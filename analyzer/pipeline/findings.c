@@ -1,0 +1,128 @@
+/* findings.c: what the report finds beside the verdict (verdict.c), decided
+ * once, below the output room: the tipping event's device and the free
+ * memory it met, the later spills, how much more VRAM the process needed
+ * and what that bound rests on, and each device's headroom: its context
+ * reserve, untracked bytes, margin and how free memory crossed it. The
+ * text, JSON and HTML reports, `top`, `serve`, `diff` and `replay` read
+ * them from here (contracts in report.h) and only print them, so no two
+ * views can disagree on them. Each is a pure function of the finished
+ * model: nothing here allocates or keeps state. */
+#include "report.h"
+
+uint64_t vt_dev_reserve(const vt_dev_t *d)
+{
+    return d->have_info && d->total >= d->first_free ? d->total - d->first_free : 0;
+}
+
+uint64_t vt_dev_untracked(const vt_dev_t *d)
+{
+    if (!d->have_free || d->total < d->last_free)
+        return 0;
+    /* used - reserve - tracked, floored at 0, in unsigned steps: hostile
+     * sizes must not overflow a signed subtraction. */
+    uint64_t used = d->total - d->last_free, reserve = vt_dev_reserve(d);
+    if (used <= reserve)
+        return 0;
+    used -= reserve;
+    return used > d->tracked_at_sample ? used - d->tracked_at_sample : 0;
+}
+
+uint64_t vt_margin_bytes(double margin_pct, uint64_t total)
+{
+    return (uint64_t)(margin_pct / 100.0 * (double)total);
+}
+
+uint64_t vt_dev_free_now(const vt_dev_t *d)
+{
+    /* The model's estimate (the driver's last word less this process's
+     * allocations since), in unsigned steps as there, floored at 0. */
+    int64_t est = (int64_t)(d->last_free - (d->mem.tracked - d->tracked_at_sample));
+    return est > 0 ? (uint64_t)est : 0;
+}
+
+void vt_dev_headroom(const vt_model_t *m, const vt_dev_t *d, vt_headroom_t *out)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    out->reserve = vt_dev_reserve(d);
+    out->untracked = vt_dev_untracked(d);
+    /* A CUDA context takes a few hundred MiB (448 MiB on the simulator,
+     * about 500 MiB on an H100): above 1 GiB the rest was held by others. */
+    out->reserve_by_others = out->reserve > (1ull << 30);
+    /* Free memory as the driver reports it leaves out managed memory,
+     * which it pages into the card when touched: with more managed than
+     * the card can hold beside this process's own, no room is claimed. */
+    out->managed_over = p->managed.peak_bytes && p->managed.peak_bytes + d->mem.peak_bytes > d->total;
+    out->margin_bytes = vt_margin_bytes(vt_model_margin(m), d->total);
+    out->crossed = VT_MARGIN_ABOVE;
+    if (d->below_margin.valid) {
+        const vt_api_info_t *bm = vt_api_info(d->below_margin.api);
+        out->crossed = bm && bm->kind == VT_KIND_MEMINFO ? VT_MARGIN_CROSSED_BY_REPORT : VT_MARGIN_CROSSED_BY_ALLOCATION;
+    }
+    out->outside = d->below_margin_outside;
+    out->spare = d->min_free - out->margin_bytes;
+}
+
+uint64_t vt_view_free(const vt_event_view_t *v)
+{
+    return v->free_est > 0 ? (uint64_t)v->free_est : 0;
+}
+
+int vt_proc_tip_dev(const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    return p->tip.valid ? vt_model_dev_index(m, p->tip.device) : -1;
+}
+
+int vt_proc_tip_on_device(const vt_proc_t *p, int ordinal)
+{
+    return p->tip.valid && p->tip.device == ordinal && p->tip_kind != VT_SPILL_HOST_FALLBACK;
+}
+
+int vt_proc_tip_in_host(const vt_proc_t *p)
+{
+    return p->tip.valid && p->tip_kind == VT_SPILL_HOST_FALLBACK;
+}
+
+uint64_t vt_proc_later_spills(const vt_proc_t *p, int kind)
+{
+    return p->spill_count[kind] - (kind == p->tip_kind);
+}
+
+uint64_t vt_proc_more_vram(const vt_proc_t *p)
+{
+    uint64_t more = p->oom_shortfall;
+    if (p->fallback_peak > more)
+        more = p->fallback_peak;
+    if (p->oversub_excess > more)
+        more = p->oversub_excess;
+    return more;
+}
+
+void vt_more_vram(const vt_model_t *m, vt_more_vram_t *out)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_event_view_t *v = &p->tip;
+    *out = (vt_more_vram_t){ vt_proc_more_vram(p), VT_MORE_UNSAID, 0, 0, 0 };
+    uint64_t more = out->bytes;
+    if (!more)
+        return;
+    if (more == p->oom_shortfall && p->tip_kind == VT_SPILL_OOM && v->bytes >= more) {
+        out->why = VT_MORE_FAILED_REQUEST;
+        out->free_then = v->bytes - more;
+        /* What the run allocated after the failure that it did not hold
+         * then: a program that took another path (fewer layers, a smaller
+         * cache) shows what the full path would have needed on top. */
+        int di = vt_proc_tip_dev(m);
+        const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
+        for (int t = 0; d && t < vt_rules_tag_count(vt_model_rules(m)); t++) {
+            if (t == v->tag || v->dev_by_tag[t] || !d->mem.peak_by_tag[t])
+                continue;
+            out->later += d->mem.peak_by_tag[t];
+            out->later_tags |= 1u << t;
+        }
+    } else if (more == p->fallback_peak) {
+        out->why = VT_MORE_FALLBACK;
+    } else if (more == p->oversub_excess) {
+        out->why = VT_MORE_OVERSUB;
+    }
+}
