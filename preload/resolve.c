@@ -51,7 +51,8 @@ static unsigned api_by_name(const char *name)
 
 /* A pointer into the shim itself: one of its wrappers (hooks.c), which is
  * never the real function of anything. The linker marks the object's
- * bounds, so the test needs no list of the wrappers. */
+ * bounds, so telling a wrapper from a definition needs no list of the
+ * wrappers: one compare each way, where hooks.c's tables took a scan. */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char _end[] __attribute__((visibility("hidden")));
 
@@ -418,7 +419,7 @@ int vt_shim_shadowed(void)
     return copy;
 }
 
-/* ---- cuGetProcAddress routing ---- */
+/* ---- what cuGetProcAddress returned ---- */
 
 static void *driver_addr[VT_API_COUNT];
 static pthread_once_t driver_addr_once = PTHREAD_ONCE_INIT;
