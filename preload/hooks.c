@@ -28,8 +28,6 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
 
-void *vt_route_procaddr(void *fn);
-
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
 
@@ -92,31 +90,10 @@ static inline int default_stream(const void *stream)
     return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
 }
 
-/* The device the driver placed ptr on (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL),
- * -1 unknown. The real function, looked up once. */
-static int pointer_device(uint64_t ptr)
-{
-    typedef CUresult (*pointer_get_attribute_fn)(void *, CUpointer_attribute, CUdeviceptr);
-    static _Atomic(void *) fn;
-    pointer_get_attribute_fn f = (pointer_get_attribute_fn)atomic_load_explicit(&fn, memory_order_acquire);
-    if (!f) {
-        void *h = vt_libcuda();
-        f = h ? (pointer_get_attribute_fn)vt_real_dlsym(h, "cuPointerGetAttribute") : NULL;
-        if (!f)
-            return -1;
-        atomic_store_explicit(&fn, (void *)f, memory_order_release);
-    }
-    int dev = -1;
-    if (f(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr) != CUDA_SUCCESS || dev < 0 ||
-        dev >= VT_MAX_DEVICES)
-        return -1;
-    return dev;
-}
-
 static void placed_device(vt_event_t *ev, uint32_t r)
 {
     if (r == 0 && ev->ptr) {
-        int dev = pointer_device(ev->ptr);
+        int dev = vt_driver_pointer_device(ev->ptr);
         if (dev >= 0)
             ev->device = (int16_t)dev;
     }
@@ -268,10 +245,17 @@ static void describe_pool_trim(vt_event_t *ev, uint32_t r, CUmemoryPool pool, si
     ev->size = keep;
 }
 
+/* The CUmemPool_attribute values that are cuuint64_t byte counts (4..8,
+ * RELEASE_THRESHOLD to USED_MEM_HIGH in cuda.h); the rest are ints. */
+static inline int pool_attr_is_bytes(unsigned attr)
+{
+    return attr >= 4 && attr <= 8;
+}
+
 _Static_assert(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD == 4 && CU_MEMPOOL_ATTR_USED_MEM_HIGH == 8 &&
                    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT == VT_POOL_ATTR_RESERVED_CURRENT &&
                    CU_MEMPOOL_ATTR_USED_MEM_CURRENT == VT_POOL_ATTR_USED_CURRENT,
-               "vt_pool_attr_is_bytes matches cuda.h");
+               "pool_attr_is_bytes matches cuda.h");
 
 /* Only the byte-valued attributes are read back: the others are ints, and a
  * wider read would go past what the program gave us. */
@@ -280,7 +264,7 @@ static void describe_pool_attr(vt_event_t *ev, uint32_t r, CUmemoryPool pool, CU
 {
     ev->ptr = (uint64_t)(uintptr_t)pool;
     ev->aux = (uint64_t)attr;
-    if (r == 0 && value && vt_pool_attr_is_bytes((unsigned)attr))
+    if (r == 0 && value && pool_attr_is_bytes((unsigned)attr))
         ev->size = *(const cuuint64_t *)value;
 }
 
@@ -419,7 +403,7 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
 /* One body per entry point, written into each way in: the linked export,
  * which calls what its caller would reach without the shim (vt_real_for),
  * and VT_SLOTS slot wrappers, each calling the one pointer a dlsym or
- * cuGetProcAddress lookup found (interpose.c). A macro, not a function
+ * cuGetProcAddress lookup found (resolve.c). A macro, not a function
  * taking the real pointer beside the arguments: every way in has the same
  * frames for the stack's skip count, and an entry point without arguments
  * (cudaDeviceReset's (void)) needs no parameter list joined to another. */
@@ -497,6 +481,26 @@ _Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN
 
 /* ---- lookup routes ---- */
 
+static void *wrapper(unsigned api);
+static void *slot_wrapper(unsigned api, unsigned k);
+
+/* What a lookup hands the program for real, the definition it found of
+ * entry point api: the wrapper that calls real (resolve.c picks which), or
+ * real itself, untraced, when every slot is taken. */
+void *vt_hand_out(unsigned api, void *real)
+{
+    unsigned k = vt_resolve_slot(api, real);
+    return k == VT_SLOT_LINKED ? wrapper(api) : k < VT_SLOTS ? slot_wrapper(api, k) : real;
+}
+
+/* A pointer cuGetProcAddress returned: a wrapper in its place when it is
+ * an entry point of the table. */
+static void *route_procaddr(void *fn)
+{
+    unsigned api = vt_resolve_procaddr(fn);
+    return api < VT_API_COUNT ? vt_hand_out(api, fn) : fn;
+}
+
 typedef CUresult (*vt_real_t_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
                                                   CUdriverProcAddressQueryResult *);
 static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v2(
@@ -507,7 +511,7 @@ static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = vt_route_procaddr(*pfn);
+        *pfn = route_procaddr(*pfn);
     return r;
 }
 
@@ -528,7 +532,7 @@ static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(v
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = vt_route_procaddr(*pfn);
+        *pfn = route_procaddr(*pfn);
     return r;
 }
 
@@ -567,7 +571,7 @@ VT_GEN_SLOTS(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cu
 #include "vramtrace/entrypoints.def"
 #undef VT_ENTRY
 
-void *vt_wrapper(unsigned api)
+static void *wrapper(unsigned api)
 {
     static void *const wrappers[VT_API_COUNT] = {
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) (void *)&vt_self_##name,
@@ -599,7 +603,7 @@ void *vt_wrapper(unsigned api)
 #define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
 
-void *vt_slot_wrapper(unsigned api, unsigned k)
+static void *slot_wrapper(unsigned api, unsigned k)
 {
     static void *const slots[VT_API_COUNT][VT_SLOTS] = {
 #define VT_ENTRY VT_SLOT_ROW

@@ -1,6 +1,6 @@
 /* real_dl.c: the loader's own dlsym and dlclose, for the shim's lookups.
  *
- * The shim exports dlsym and dlclose (interpose.c), so a plain call from
+ * The shim exports dlsym and dlclose (dl_hooks.c), so a plain call from
  * here would reach ours. glibc's dlsym comes from dlvsym (GLIBC_2.34 first,
  * then 2.2.5), since asking for "dlsym" from inside this library would find
  * ourselves; glibc's dlclose is the next one after ours (RTLD_NEXT).
@@ -15,7 +15,7 @@ void *vt_next_dlsym;
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-/* Not instrumented: interpose.c's dlsym route calls it before ASan or TSan
+/* Not instrumented: dl_hooks.c's dlsym route calls it before ASan or TSan
  * have their shadow memory (they call dlsym while setting themselves up). */
 __attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlsym_resolve(void)
 {

@@ -4,29 +4,41 @@
  * version script that exports only the wrapped CUDA entry points, dlsym
  * and dlclose.
  *
- * The hub, which may call each other (and any leaf):
+ * The files in layers, top first. A file calls only files listed after it,
+ * so the calls go one way and there is no circle (tests/t/56-shim-graph.t
+ * reads this list and checks it on the objects). What must reach upward is
+ * done by the upper file itself: dlclose (dl_hooks.c) has the writer name
+ * a library's frames and the stacks drop its cached rules, and the wrappers
+ * (hooks.c) hand out the pointer for what a lookup found.
+ * layer entry: the wrappers the program calls in place of CUDA's, ggml's
+ * and the loader's functions
+ *   dl_hooks.c   dlsym and dlclose: lookups routed, unloads noticed
+ *   ggml_buffers.c  ggml's buffer API; may start the shim without CUDA
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
- *   interpose.c  finds the real functions; routes dlsym and cuGetProcAddress
+ * layer record: what a call records
  *   record.c     the recording API the wrappers call, and the shim's
  *                lifecycle: start-up, fork, device facts, pools, samples
- * The leaves, which call only files listed below them (tests/t/56-shim-graph.t
- * checks it on the objects):
+ * layer trace: the writer's side
  *   writer.c     background thread: encode, compress, write the trace file
- *   stacks.c     unwinding and calling-context-tree interning
- *   unwind_cfi.c the .eh_frame rules stacks.c caches
- *   pyframes.c   CPython frames merged into stacks as pseudo frames
- *   ranges.c     annotation API and NVTX injection: range pseudo frames
- *   ggml_queue.c the GGML_* records waiting for the writer
  *   symbols.c    module map and symbol names (writer thread only)
  *   elf_symtab.c an ELF file's symbols, for symbols.c
+ * layer stacks: what a stack is made of
+ *   stacks.c     unwinding and calling-context-tree interning
+ *   pyframes.c   CPython frames merged into stacks as pseudo frames
+ *   ranges.c     annotation API and NVTX injection: range pseudo frames
+ *   unwind_cfi.c the .eh_frame rules stacks.c caches
+ * layer driver: the real driver, asked on the shim's own account
+ *   driver.c     device facts, samples, where memory was placed
+ * layer resolve: which function is the real one
+ *   resolve.c    the real function for a caller, what a lookup found
+ * layer base: what everything shares
  *   livemap.c    live device bytes per pointer, for peak-triggered samples
  *   ring.c       the event queue between the wrappers and the writer
+ *   ggml_queue.c the GGML_* records waiting for the writer
  *   real_dl.c    the loader's own dlsym and dlclose, past ours
  *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
  *   options.c    VRAMTRACE_* environment, parsed once
  *   state.c      the state word, the thread guard, device facts, warnings
- * Above them, called by nobody in the shim: ggml_buffers.c, the hooks on
- * ggml's buffer API, which may start the shim (record.c) as a wrapper does.
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
  * the writer thread.
  */
@@ -366,10 +378,36 @@ int vt_live_init(void);
 /* Forgets every pointer and total: the child traces from its own calls. */
 void vt_live_atfork_child(void);
 
-/* ---- interpose.c ---- */
+/* ---- hooks.c ---- */
+/* What a lookup (dlsym, cuGetProcAddress) hands the program for real, the
+ * definition of entry point api it found: the wrapper that calls real
+ * (vt_resolve_slot says which), or real itself, untraced, once every slot
+ * of api is taken. */
+void *vt_hand_out(unsigned api, void *real);
+
+/* ---- driver.c ----
+ * The real driver on the shim's own account (device facts, samples), never
+ * through a wrapper. Each returns -1 when the driver is not loaded or says
+ * no. */
+int vt_driver_current_device(void);
+/* The device the driver placed ptr on, -1 unknown. */
+int vt_driver_pointer_device(uint64_t ptr);
+int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
+int vt_driver_device_facts(int device, vt_device_slot_t *out);
+/* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */
+int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used);
+/* The device's current mempool (what cuMemAllocAsync draws from); 0 on
+ * success. */
+int vt_driver_device_pool(int device, uint64_t *pool);
+
+/* ---- resolve.c ----
+ * Which function is the real one, for a caller or for a lookup. A leaf
+ * above the base: it never calls a wrapper, the recording API or the
+ * writer, and what it found is dropped when a library goes (dl_hooks.c
+ * calls vt_real_forget). */
 /* The real function behind an entry point for a linked call from caller
  * (a return address): the definition the caller would bind to without the
- * shim (interpose.c says how). NULL when the driver/runtime lacks it. The
+ * shim (resolve.c says how). NULL when the driver/runtime lacks it. The
  * hot path is one load and a branch: vt_real_fn holds the answer when it
  * is the same for every caller. */
 extern _Atomic(void *) vt_real_fn[VT_API_COUNT];
@@ -385,7 +423,24 @@ void *vt_real(unsigned api);
  * point is what one lookup found, called by its slot wrapper (hooks.c). */
 #define VT_SLOTS 4
 extern _Atomic(void *) vt_slot_fn[VT_API_COUNT][VT_SLOTS];
-void *vt_slot_wrapper(unsigned api, unsigned k);
+/* Which wrapper calls real, a definition of api a lookup found: slot k
+ * (< VT_SLOTS, claimed for real if it had none), VT_SLOT_LINKED for the
+ * linked export (real is what every caller's linked call gets), or
+ * VT_SLOT_NONE when every slot holds another definition (said once). */
+enum { VT_SLOT_LINKED = VT_SLOTS, VT_SLOT_NONE };
+unsigned vt_resolve_slot(unsigned api, void *real);
+/* The entry point a pointer cuGetProcAddress returned is (the driver's own
+ * definition of it), VT_API_COUNT when none of the table's or the shim's
+ * own. */
+unsigned vt_resolve_procaddr(void *fn);
+/* What dlsym(handle, name) from caller (a return address) should answer:
+ * VT_LOOKUP_FORWARD, glibc's dlsym answers untouched (not an entry point
+ * of the table, RTLD_NEXT, the driver's own lookup, inside the shim);
+ * VT_LOOKUP_MISSING, NULL (RTLD_DEFAULT and nothing but the shim defines
+ * it); VT_LOOKUP_FOUND, *api was found at *real. Not instrumented: it runs
+ * for every dlsym, the sanitizers' own included. */
+enum { VT_LOOKUP_FORWARD, VT_LOOKUP_MISSING, VT_LOOKUP_FOUND };
+int vt_resolve_dlsym(void *handle, const char *name, void *caller, unsigned *api, void **real);
 /* A library was unloaded: every real function is found again (dlclose).
  * vt_unload_gen counts these, for caches kept elsewhere (ggml_buffers.c). */
 void vt_real_forget(void);
@@ -394,24 +449,6 @@ extern _Atomic unsigned vt_unload_gen;
 int vt_shim_shadowed(void);
 /* The process's libcuda handle (RTLD_NOLOAD), or NULL. */
 void *vt_libcuda(void);
-/* Real driver helpers used for device facts and samples. */
-int vt_driver_current_device(void);
-int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
-int vt_driver_device_facts(int device, vt_device_slot_t *out);
-/* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */
-int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used);
-/* The device's current mempool (what cuMemAllocAsync draws from); 0 on
- * success. */
-int vt_driver_device_pool(int device, uint64_t *pool);
-/* The CUmemPool_attribute values that are cuuint64_t byte counts (4..8,
- * RELEASE_THRESHOLD to USED_MEM_HIGH in cuda.h); the rest are ints. */
-static inline int vt_pool_attr_is_bytes(unsigned attr)
-{
-    return attr >= 4 && attr <= 8;
-}
-/* Handles for the wrappers the table generates, by api id. */
-void *vt_wrapper(unsigned api);
-unsigned vt_api_by_name(const char *name);
 
 /* ---- pyframes.c, ranges.c: pseudo frames (trace_format.h) ---- */
 typedef void (*vt_emit_fn)(uint8_t type, const uint8_t *payload, size_t len);
@@ -455,13 +492,13 @@ int vt_ranges_open(void);
 /* ---- real_dl.c ----
  * The loader's own dlsym and dlclose. A leaf: every file that looks a
  * symbol up or closes a handle it opened goes through these, never through
- * the shim's exports (interpose.c), which would route the lookup again. */
+ * the shim's exports (dl_hooks.c), which would route the lookup again. */
 /* dlsym that bypasses our own interposition. */
 void *vt_real_dlsym(void *handle, const char *name);
 /* libc's dlclose, not our export. */
 int vt_real_dlclose(void *handle);
 /* glibc's dlsym, found on first use; NULL until vt_real_dlsym_resolve (or
- * when glibc has none). interpose.c's dlsym trampoline jumps through it. */
+ * when glibc has none). dl_hooks.c's dlsym trampoline jumps through it. */
 extern void *vt_next_dlsym;
 void vt_real_dlsym_resolve(void);
 
