@@ -28,7 +28,8 @@ and the load average, to docs/bench/results.txt; the table between
 <!-- bench-table --> comments of docs/performance.md is written from that
 file and checked against it byte for byte.
 
---links checks that every relative link of README.md and docs/*.md (or of
+--links checks that every relative link of README.md, examples/README.md
+and docs/*.md (or of
 the PAGEs named) names a file that exists and, with '#', a heading of it."""
 import difflib
 import glob
@@ -64,20 +65,31 @@ class Traces:
         self.top = top
         self.done = {}
 
-    def __call__(self, name, env, argv):
+    def environ(self, d, env):
+        """The environment of a traced program writing into D."""
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith("VTSIM_") and not k.startswith("VRAMTRACE_") and not k.startswith("GGML_")}
+        # A sanitized build's runtime must come before the shim
+        # (tests/tests.mk sets VT_SAN_RT).
+        preload = os.path.abspath(B + "/libvramtrace.so")
+        if os.environ.get("VT_SAN_RT"):
+            preload = os.environ["VT_SAN_RT"] + " " + preload
+        e.update(env, LD_LIBRARY_PATH=B + "/sim", LD_PRELOAD=preload, VRAMTRACE_DIR=d)
+        return e
+
+    def __call__(self, name, env, argv, run=None):
+        """Traces ARGV into the directory NAME, once; RUN(argv, real
+        executable, environment) runs it when the program needs more than
+        to be started and waited for."""
         if name not in self.done:
             d = os.path.join(self.top, name)
             os.mkdir(d)
-            e = {k: v for k, v in os.environ.items()
-                 if not k.startswith("VTSIM_") and not k.startswith("VRAMTRACE_") and not k.startswith("GGML_")}
-            # A sanitized build's runtime must come before the shim
-            # (tests/tests.mk sets VT_SAN_RT).
-            preload = os.path.abspath(B + "/libvramtrace.so")
-            if os.environ.get("VT_SAN_RT"):
-                preload = os.environ["VT_SAN_RT"] + " " + preload
-            e.update(env, LD_LIBRARY_PATH=B + "/sim", LD_PRELOAD=preload, VRAMTRACE_DIR=d)
+            e = self.environ(d, env)
             real = REAL_EX + argv[0][len(EX):] if argv[0].startswith(EX + "/") else argv[0]
-            subprocess.run(argv, executable=real, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if run:
+                run(argv, real, e)
+            else:
+                subprocess.run(argv, executable=real, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.done[name] = d
         return name
 
@@ -184,6 +196,47 @@ def runtimes_unknown_site(traces):
     return "\n".join(s.strip("\n") for s in sites if re.match(r"\s+\d+\.\s+\S+ \S+\s+unknown\s", s))
 
 
+def hog_midrun(argv, real, env):
+    """Story 3a as tests/t/60-examples.t runs it: the server takes one
+    request (1000 tokens) from stdin; gpu-hog, untraced, then takes 2048 MiB
+    of the same simulated card (VTSIM_SHARED); two more requests follow."""
+    shared = os.path.join(os.path.dirname(env["VRAMTRACE_DIR"]), "3a.shared")
+    env = dict(env, VTSIM_SHARED=shared)
+    server = subprocess.Popen(argv, executable=real, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    server.stdin.write("1000\n")
+    server.stdin.flush()
+    server.stdout.readline()
+    hog_env = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "VRAMTRACE_DIR")}
+    hog = subprocess.Popen([REAL_EX + "/gpu-hog", "2048"], env=hog_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
+    while hog.stdout.readline().strip() not in ("ready", ""):
+        pass
+    server.communicate("1000\n1000\n")
+    hog.terminate()
+    hog.wait()
+
+
+STORY_3A = ({"VTSIM_DEVICES": "12GiB"},
+            [EX + "/llama-server-chat", "-m", "llama-13b-q4_k_m", "--mmap", "-c", "2048", "--kv-grow", "1024", "--stdin"])
+
+
+def story_3a(traces):
+    traces("hog-midrun", *STORY_3A, run=hog_midrun)
+    out = traces.vramtrace("report", "--color", "never", "hog-midrun")
+    return out.split("\n\n")[0].strip("\n")
+
+
+def story_3a_free(traces):
+    """The free memory when request 3's KV block failed, as the report
+    states it."""
+    return re.search(r"about (\S+ \S+) free then", story_3a(traces)).group(1)
+
+
+def story_3a_untracked(traces):
+    return re.search(r"untracked (\S+ \S+)\.", story_3a(traces)).group(1)
+
+
 # (page, text that precedes the block on that page whatever its line
 #  breaks, what makes the block)
 SAMPLES = [
@@ -194,6 +247,9 @@ SAMPLES = [
          "--turns", "8", "--turn-tokens", "1000"])),
     ("docs/stories.md", "sees less free memory and offloads fewer layers:",
      story("shared", {"VTSIM_DEVICES": "24GiB", "VTSIM_EXTERNAL": "3GiB"}, QWEN)),
+    ("docs/stories.md", "the server's report:", story_3a),
+    ("examples/README.md", "<!-- 3a-free -->", story_3a_free),
+    ("examples/README.md", "<!-- 3a-untracked -->", story_3a_untracked),
     ("docs/stories.md", "allocator):", story("torch-swap", {"VTSIM_DEVICES": "24GiB"}, [EX + "/torch-swap"])),
     ("docs/stories.md", "pages migrate at PCIe speed:",
      story("unified", {"VTSIM_DEVICES": "24GiB", "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "1"},
@@ -205,7 +261,7 @@ SAMPLES = [
     ("docs/views.md", "recorded on a 24 GiB card:", replay_sample),
     ("docs/runtimes.md", "llama.cpp as A and the Go engine as B:", runtimes_diff),
     ("docs/runtimes.md", "engine's report lists the site as:", runtimes_unknown_site),
-    ("docs/performance.md", "<!-- bench-table -->", lambda traces: bench_table()),
+    ("docs/performance.md", "<!-- bench-table -->", lambda traces: "\n" + bench_table() + "\n"),
 ]
 PAGES = sorted({page for page, _, _ in SAMPLES}, key=lambda p: (p != "README.md", p))
 
@@ -411,17 +467,17 @@ def check_page(page, path, traces, check):
         if home != page:
             continue
         if marker.startswith("<!--"):
-            # A generated table: between the marker and its closing
-            # comment, compared byte for byte.
-            what, fresh = "table", "the recorded results"
-            start = text.find(marker + "\n")
+            # A generated table or figure: between the marker and its
+            # closing comment, compared byte for byte.
+            what, fresh = ("table", "the recorded results") if marker == "<!-- bench-table -->" else ("figure", "a fresh run")
+            start = text.find(marker)
             if start < 0:
                 sys.exit("readme-samples: marker not found in %s: %r" % (path, marker))
-            start += len(marker) + 1
+            start += len(marker)
             end = text.find(marker.replace("<!-- ", "<!-- /"), start)
             if end < 0:
                 sys.exit("readme-samples: no closing %r in %s" % (marker.replace("<!-- ", "<!-- /"), path))
-            new = make(traces) + "\n"
+            new = make(traces)
             old = text[start:end]
             if old == new:
                 continue
@@ -456,7 +512,7 @@ def main():
     if args == ["--record-bench"]:
         sys.exit(record_bench())
     if args[:1] == ["--links"]:
-        pages = args[1:] or ["README.md"] + sorted(glob.glob("docs/*.md"))
+        pages = args[1:] or ["README.md", "examples/README.md"] + sorted(glob.glob("docs/*.md"))
         broken = check_links(pages)
         for b in broken:
             print("readme-samples: broken link: " + b)

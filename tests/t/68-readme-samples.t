@@ -10,7 +10,7 @@
 # files and headings it names, and the README against its length.
 . tests/t/lib.sh
 EX=$B/examples
-for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13"; do
+for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/gpu-hog" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13"; do
     if [ ! -e "$f" ]; then
         echo "1..0 # SKIP $f not built (make test-bins)"
         exit 0
@@ -20,7 +20,7 @@ command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed to run scrip
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 samples() { VT_B=$B python3 scripts/readme-samples.py "$@" >"$TMP/out" 2>&1; }
-PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md"
+PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md examples/README.md"
 
 for p in $PAGES; do mkdir -p "$TMP/before/$(dirname $p)"; cp $p "$TMP/before/$p"; done
 samples --check
@@ -82,7 +82,7 @@ check "the check names the table" grep -q "docs/performance.md: the table after"
 # with a missing file and a missing heading fails, naming both.
 samples --links
 rc=$?
-is "$rc" 0 "every relative link of README.md and docs/*.md names a file (and heading) that exists"
+is "$rc" 0 "every relative link of README.md, examples/README.md and docs/*.md names a file (and heading) that exists"
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$TMP/out"
 mkdir -p "$TMP/docs"
 printf '# A page\n\n[gone](gone.md), [there](page.md#a-page), [nowhere](#no-such-heading)\n' >"$TMP/docs/page.md"
