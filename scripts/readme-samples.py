@@ -196,6 +196,18 @@ def runtimes_unknown_site(traces):
     return "\n".join(s.strip("\n") for s in sites if re.match(r"\s+\d+\.\s+\S+ \S+\s+unknown\s", s))
 
 
+def figure(name, env, argv, pattern):
+    """One figure of a program's report: PATTERN's group in its verdict
+    paragraph; a paragraph without it is an error, not a blank."""
+    def make(traces):
+        verdict = story(name, env, argv)(traces)
+        found = re.search(pattern, verdict)
+        if not found:
+            sys.exit("readme-samples: %r not in the report of %s:\n%s" % (pattern, name, verdict))
+        return found.group(1)
+    return make
+
+
 def hog_midrun(argv, real, env):
     """Story 3a as tests/t/60-examples.t runs it: the server takes one
     request (1000 tokens) from stdin; gpu-hog, untraced, then takes 2048 MiB
@@ -241,6 +253,17 @@ def story_3a_untracked(traces):
 #  breaks, what makes the block)
 SAMPLES = [
     ("README.md", "the report says it, with how many layers fit:", story("demo", *DEMO)),
+    ("README.md", "<!-- demo-layer -->", figure("demo", *DEMO, r"A layer here is about\s+(\S+ \S+) of weights")),
+    ("README.md", "<!-- demo-kv -->", figure("demo", *DEMO, r"KV cache: \S+ \S+ of (\S+ \S+) \(")),
+    ("README.md", "<!-- 1a-free -->", figure(
+        "ngl39", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-server", "-m", "llama-70b-q4_k_m", "-ngl", "39", "-c", "8192"],
+        r"(?s)True headroom: (\S+ \S+) free at the lowest.*Stayed above the 15% margin")),
+    ("README.md", "<!-- 1a-host -->", figure(
+        "ngl39", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-server", "-m", "llama-70b-q4_k_m", "-ngl", "39", "-c", "8192"],
+        r"VERDICT: PARTIAL OFFLOAD\. (\d+ of \d+) layers run from host memory")),
+    ("README.md", "<!-- 1b-weights -->", figure(
+        "ngl99", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-cli", "-m", "llama-70b-q4_k_m", "-ngl", "99", "-c", "8192", "--no-mmap"],
+        r"(?s)VERDICT: OUT OF MEMORY\..*the model load failed.*cudaMalloc of (\S+ \S+) for weights\s+failed")),
     ("docs/stories.md", "(`llama-server-chat`, 12 GiB card):", story(
         "kv-grows", {"VTSIM_DEVICES": "12GiB"},
         [EX + "/llama-server-chat", "-m", "llama-13b-q4_k_m", "--mmap", "-c", "2048", "--kv-grow", "1024",
