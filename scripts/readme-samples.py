@@ -208,6 +208,27 @@ def figure(name, env, argv, pattern):
     return make
 
 
+def trace_size(hidden):
+    """The size of story 2's trace (55-shim-nolibs.t's run) with the
+    sonames HIDDEN made impossible to load (tests/shim/hidelibs.c,
+    preloaded before the shim), in kB."""
+    name = "nolibs-" + (hidden or "none")
+
+    def run(argv, real, env):
+        preload = env["LD_PRELOAD"].split()
+        hide = os.path.abspath(B + "/tests/shim/libhidelibs.so")
+        env = dict(env, VT_HIDE_LIBS=hidden, LD_PRELOAD=" ".join(preload[:-1] + [hide, preload[-1]]))
+        subprocess.run(argv, executable=real, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def make(traces):
+        traces(name, {"VTSIM_DEVICES": "12GiB"},
+               [EX + "/llama-server-chat", "-m", "llama-13b-q4_k_m", "--mmap", "-c", "2048", "--kv-grow", "1024",
+                "--turns", "8", "--turn-tokens", "1000"], run=run)
+        d = os.path.join(traces.top, name)
+        return "%.1f kB" % (sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1000)
+    return make
+
+
 def hog_midrun(argv, real, env):
     """Story 3a as tests/t/60-examples.t runs it: the server takes one
     request (1000 tokens) from stdin; gpu-hog, untraced, then takes 2048 MiB
@@ -250,7 +271,8 @@ def story_3a_untracked(traces):
 
 
 # (page, text that precedes the block on that page whatever its line
-#  breaks, what makes the block)
+#  breaks, what makes the block[, the relative difference a figure may
+#  have from a fresh run's: for sizes that vary by a few bytes a run])
 SAMPLES = [
     ("README.md", "the report says it, with how many layers fit:", story("demo", *DEMO)),
     ("README.md", "<!-- demo-layer -->", figure("demo", *DEMO, r"A layer here is about\s+(\S+ \S+) of weights")),
@@ -273,6 +295,8 @@ SAMPLES = [
     ("docs/stories.md", "the server's report:", story_3a),
     ("examples/README.md", "<!-- 3a-free -->", story_3a_free),
     ("examples/README.md", "<!-- 3a-untracked -->", story_3a_untracked),
+    ("docs/services.md", "<!-- size-nozstd -->", trace_size("libzstd.so.1"), 0.05),
+    ("docs/services.md", "<!-- size-zstd -->", trace_size(""), 0.05),
     ("docs/stories.md", "allocator):", story("torch-swap", {"VTSIM_DEVICES": "24GiB"}, [EX + "/torch-swap"])),
     ("docs/stories.md", "pages migrate at PCIe speed:",
      story("unified", {"VTSIM_DEVICES": "24GiB", "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "1"},
@@ -286,10 +310,20 @@ SAMPLES = [
     ("docs/runtimes.md", "engine's report lists the site as:", runtimes_unknown_site),
     ("docs/performance.md", "<!-- bench-table -->", lambda traces: "\n" + bench_table() + "\n"),
 ]
-PAGES = sorted({page for page, _, _ in SAMPLES}, key=lambda p: (p != "README.md", p))
+PAGES = sorted({sample[0] for sample in SAMPLES}, key=lambda p: (p != "README.md", p))
 
 TIME = re.compile(r"(<\s*)?\b\d+(\.\d+)? (ms|us|s)\b")
 PID = re.compile(r"\b(pid|thread) \d+\b")
+
+
+def near(old, new, tolerance):
+    """Whether figures OLD and NEW ("10.7 kB") have the same unit and
+    differ by at most TOLERANCE of NEW."""
+    a, b = old.split(), new.split()
+    try:
+        return len(a) == len(b) == 2 and a[1] == b[1] and abs(float(a[0]) - float(b[0])) <= tolerance * float(b[0])
+    except ValueError:
+        return False
 
 
 def current(old, new):
@@ -486,7 +520,7 @@ def check_page(page, path, traces, check):
     how many are not (printed as a diff with CHECK, else updated in PATH)."""
     text = open(path, encoding="utf-8").read()
     stale = 0
-    for home, marker, make in SAMPLES:
+    for home, marker, make, *tolerance in SAMPLES:
         if home != page:
             continue
         if marker.startswith("<!--"):
@@ -502,7 +536,7 @@ def check_page(page, path, traces, check):
                 sys.exit("readme-samples: no closing %r in %s" % (marker.replace("<!-- ", "<!-- /"), path))
             new = make(traces)
             old = text[start:end]
-            if old == new:
+            if old == new or (tolerance and near(old, new, tolerance[0])):
                 continue
         else:
             what, fresh = "block", "a fresh run"
@@ -521,7 +555,8 @@ def check_page(page, path, traces, check):
         stale += 1
         if check:
             print("readme-samples: %s: the %s after %r differs from %s:" % (page, what, " ".join(marker.split()[-4:]), fresh))
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path, "fresh run"))
+            lines = [(t if t.endswith("\n") else t + "\n").splitlines(True) for t in (old, new)]
+            sys.stdout.writelines(difflib.unified_diff(lines[0], lines[1], path, "fresh run"))
         else:
             print("readme-samples: %s: the %s after %r: updated" % (page, what, " ".join(marker.split()[-4:])))
             text = text[:start] + new + text[end:]

@@ -10,7 +10,7 @@
 # files and headings it names, and the README against its length.
 . tests/t/lib.sh
 EX=$B/examples
-for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/gpu-hog" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13"; do
+for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/gpu-hog" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13" "$B/tests/shim/libhidelibs.so"; do
     if [ ! -e "$f" ]; then
         echo "1..0 # SKIP $f not built (make test-bins)"
         exit 0
@@ -20,7 +20,7 @@ command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed to run scrip
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 samples() { VT_B=$B python3 scripts/readme-samples.py "$@" >"$TMP/out" 2>&1; }
-PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md examples/README.md"
+PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md docs/services.md examples/README.md"
 
 for p in $PAGES; do mkdir -p "$TMP/before/$(dirname $p)"; cp $p "$TMP/before/$p"; done
 samples --check
@@ -61,6 +61,22 @@ PY
 check "the copy has the verdict on one line" grep -q '^VERDICT: PARTIAL OFFLOAD. .* at host-memory speed for them.$' "$TMP/wide.md"
 samples --check README.md "$TMP/wide.md"
 is "$?" 1 "a line wider than the fresh output's fails the check"
+
+# A trace's size varies by a few hundred bytes from run to run: its figure
+# is checked within the 5% the page states, not to the byte.
+sed 's|-->\([0-9.]*\) kB<!-- /size-zstd|-->\1X kB<!-- /size-zstd|' docs/services.md >"$TMP/mark.md"
+python3 - "$TMP/mark.md" "$TMP/near.md" "$TMP/far.md" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+size = float(re.search(r"-->([0-9.]+)X kB<!-- /size-zstd", text).group(1))
+open(sys.argv[2], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.02), text))
+open(sys.argv[3], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.2), text))
+PY
+samples --check docs/services.md "$TMP/near.md"
+is "$?:$(cat "$TMP/out")" "0:" "a trace size 2% off the fresh run's is within the stated 5%"
+samples --check docs/services.md "$TMP/far.md"
+is "$?" 1 "a trace size 20% off fails"
+check "the check names the figure" grep -q "docs/services.md: the figure after '<!-- size-zstd -->' differs" "$TMP/out"
 
 # The performance table is written from docs/bench/results.txt: a figure
 # that is not the recorded one fails.
