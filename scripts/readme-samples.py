@@ -251,6 +251,24 @@ def stack_added(mode):
     return make
 
 
+GENTRACE_20K = ["-e", "200000", "-s", "20000", "-d", "30"]
+
+
+def json_size(what):
+    """WHAT ("trace" or "json"): the size in MB of a gentrace trace of 20k
+    stacks of 30 frames, or of its `report --json`."""
+    def make(traces):
+        path = os.path.join(traces.top, "20k-stacks.vtrace")
+        if not os.path.exists(path):
+            subprocess.run([B + "/bench/gentrace", "-o", path] + GENTRACE_20K, stdout=subprocess.DEVNULL, check=True)
+        if what == "trace":
+            size = os.path.getsize(path)
+        else:
+            size = len(subprocess.run([VT, "report", "--json", path], capture_output=True).stdout)
+        return "%.1f MB" % (size / 1e6)
+    return make
+
+
 def hog_midrun(argv, real, env):
     """Story 3a as tests/t/60-examples.t runs it: the server takes one
     request (1000 tokens) from stdin; gpu-hog, untraced, then takes 2048 MiB
@@ -321,6 +339,8 @@ SAMPLES = [
     ("docs/services.md", "<!-- size-zstd -->", trace_size(""), 0.05),
     ("docs/robustness.md", "<!-- stack-later -->", stack_added("later")),
     ("docs/robustness.md", "<!-- stack-first -->", stack_added("first")),
+    ("docs/robustness.md", "<!-- json-size -->", json_size("json"), 0.1),
+    ("docs/robustness.md", "<!-- json-trace -->", json_size("trace"), 0.1),
     ("docs/stories.md", "allocator):", story("torch-swap", {"VTSIM_DEVICES": "24GiB"}, [EX + "/torch-swap"])),
     ("docs/stories.md", "pages migrate at PCIe speed:",
      story("unified", {"VTSIM_DEVICES": "24GiB", "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "1"},

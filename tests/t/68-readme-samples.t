@@ -10,7 +10,7 @@
 # files and headings it names, and the README against its length.
 . tests/t/lib.sh
 EX=$B/examples
-for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/gpu-hog" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13" "$B/tests/shim/libhidelibs.so"; do
+for f in "$SHIM" "$VT" "$EX/llama-cli" "$EX/llama-server-chat" "$EX/gpu-hog" "$EX/torch-swap" "$EX/ollama-engine" "$SIM/libcudart.so.13" "$B/tests/shim/libhidelibs.so" "$B/tests/shim/smallstack" "$B/bench/gentrace"; do
     if [ ! -e "$f" ]; then
         echo "1..0 # SKIP $f not built (make test-bins)"
         exit 0
@@ -20,7 +20,7 @@ command -v python3 >/dev/null || { echo "1..0 # SKIP python3 needed to run scrip
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 samples() { VT_B=$B python3 scripts/readme-samples.py "$@" >"$TMP/out" 2>&1; }
-PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md docs/services.md examples/README.md"
+PAGES="README.md docs/stories.md docs/views.md docs/runtimes.md docs/performance.md docs/services.md docs/robustness.md examples/README.md"
 
 for p in $PAGES; do mkdir -p "$TMP/before/$(dirname $p)"; cp $p "$TMP/before/$p"; done
 samples --check
