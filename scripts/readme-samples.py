@@ -49,6 +49,8 @@ REAL_EX = os.path.relpath(B) + "/examples"
 VT = os.path.abspath(B + "/vramtrace")
 DEMO = ({"VTSIM_DEVICES": "24GiB"}, [EX + "/ollama-serve", "-m", "llama-70b-q4_k_m", "-c", "8192"])
 QWEN = [EX + "/llama-cli", "-m", "qwen2.5-32b-q4_k_m"]
+# The demo's estimate, run (story 1a).
+NGL39 = ({"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-server", "-m", "llama-70b-q4_k_m", "-ngl", "39", "-c", "8192"])
 # llama.cpp loading the model shape of examples/ollama-engine.cpp: 4096 MiB
 # of weights on the GPU, 512 MiB pinned (token_embd with --no-mmap), a
 # 1024 MiB KV cache (8192 cells x 32 layers x 4096 B) and 256 MiB compute.
@@ -318,11 +320,9 @@ SAMPLES = [
     ("README.md", "<!-- demo-layer -->", figure("demo", *DEMO, r"A layer here is about\s+(\S+ \S+) of weights")),
     ("README.md", "<!-- demo-kv -->", figure("demo", *DEMO, r"KV cache: \S+ \S+ of (\S+ \S+) \(")),
     ("README.md", "<!-- 1a-free -->", figure(
-        "ngl39", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-server", "-m", "llama-70b-q4_k_m", "-ngl", "39", "-c", "8192"],
-        r"(?s)True headroom: (\S+ \S+) free at the lowest.*Stayed above the 15% margin")),
+        "ngl39", *NGL39, r"(?s)True headroom: (\S+ \S+) free at the lowest.*Stayed above the 15% margin")),
     ("README.md", "<!-- 1a-host -->", figure(
-        "ngl39", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-server", "-m", "llama-70b-q4_k_m", "-ngl", "39", "-c", "8192"],
-        r"VERDICT: PARTIAL OFFLOAD\. (\d+ of \d+) layers run from host memory")),
+        "ngl39", *NGL39, r"VERDICT: PARTIAL OFFLOAD\. (\d+ of \d+) layers run from host memory")),
     ("README.md", "<!-- 1b-weights -->", figure(
         "ngl99", {"VTSIM_DEVICES": "24GiB"}, [EX + "/llama-cli", "-m", "llama-70b-q4_k_m", "-ngl", "99", "-c", "8192", "--no-mmap"],
         r"(?s)VERDICT: OUT OF MEMORY\..*the model load failed.*cudaMalloc of (\S+ \S+) for weights\s+failed")),
