@@ -10,10 +10,13 @@
  * cache), prints "ready" on stdout, and holds them until SIGTERM or SIGINT,
  * then frees them and exits 0.
  *
- * Story 3: with gpu-hog holding 3072 MiB of a 24 GiB card, a
- * qwen2.5-32b-q4_k_m that fits an empty card (21948 MiB) loads with -ngl 63:
- * one layer and the output layer go to the CPU. Traced or not, the 3072 MiB
- * show up in the llama-cli report as untracked.
+ * Story 3a (examples/README.md, docs/stories.md): a traced
+ * llama-server-chat --stdin on a 12 GiB card serves its first request,
+ * then gpu-hog 2048 takes 2048 MiB of the same card: the third request's
+ * 800 MiB KV block fails with 36 MiB free, and the server's report counts
+ * 2.44 GiB untracked (the 2048 MiB and gpu-hog's own 448 MiB context).
+ * Memory taken before a process starts shows in its report as context
+ * reserve instead (story 3b, told with VTSIM_EXTERNAL).
  */
 #include <cuda_runtime_api.h>
 #include <signal.h>

@@ -12,7 +12,9 @@
  * Story 3b: another process holds 3 GiB before the load; --fit offloads
  * fewer layers of qwen2.5-32b than an empty card would take.
  * Story 5: GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 -ngl 99: the 70B loads "fully"
- * into managed memory, 16340 MiB more than the card holds.
+ * into managed memory, 40468 MiB on a 24576 MiB card: with the device's
+ * own 16 MiB, 15.54 GiB past the card's total (the report's "More VRAM
+ * needed", docs/stories.md).
  * Story 8: -m qwen3-32b-q8_0 -ts 24,12 on a 24 GiB + 12 GiB pair: --fit
  * stops where the 12 GiB card is full.
  *

@@ -30,9 +30,10 @@
  * until end of input, and keeps serving after a failed request. Field
  * story 3 uses it: request 1 (1000 tokens) is served, then gpu-hog takes
  * 2048 MiB (a browser opening a WebGL tab), request 2 (2000 tokens) still
- * fits the 2048 cells, request 3 needs 800 MiB more KV with 484 MiB free
+ * fits the 2048 cells, request 3 needs 800 MiB more KV with 36 MiB free
  * and fails. Without gpu-hog it would have succeeded; in the report the
- * 2048 MiB are untracked (another process), not the server's.
+ * 2048 MiB and gpu-hog's own 448 MiB context are untracked (another
+ * process: 2.44 GiB), not the server's.
  *
  * stdout, one line per request:  request=N n_past=N n_ctx=N status=ok|error
  */

@@ -3,7 +3,7 @@
 # SECONDS, one after the other (the machine may have only two cores, and
 # the report target is the slow one). The growing corpus stays in
 # DIR/corpus/TARGET between runs; crashes land in DIR/crashes/TARGET/.
-# Seconds fuzzed are added to DIR/fuzz-seconds (for the README's figure).
+# Seconds fuzzed are added to DIR/fuzz-seconds (for docs/robustness.md's figure).
 # Exit 1 if any target crashed, naming the inputs to triage and then to
 # copy into tests/fuzz/regressions/TARGET/.
 set -u

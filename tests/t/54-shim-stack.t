@@ -4,7 +4,7 @@
 # fibers and coroutines give them. The stack's high-water mark with and
 # without the shim bounds what the shim adds: on the process's first CUDA
 # call (the shim starts its writer there) and on later ones. The bounds are
-# the ones README.md states.
+# the ones docs/robustness.md states.
 . tests/t/lib.sh
 P=$B/tests/shim/smallstack
 [ -x "$P" ] || { echo "1..0 # SKIP $P not built (make test-bins)"; exit 0; }

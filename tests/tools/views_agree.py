@@ -9,7 +9,7 @@ usage: views_agree.py REPORT.json TOP.txt SERVE.om PAGE.html GATE_RC ACCEPT_RC
 Compared per process: the verdict; per GPU: the peak bytes and the least
 free memory (serve's gauges); the number of processes (top's header,
 serve's vramtrace_processes + vramtrace_idle_processes). Probes that
-allocated nothing are counted, not listed, by top and serve, as the README
+allocated nothing are counted, not listed, by top and serve, as docs/services.md
 says.
 """
 import json
