@@ -17,6 +17,12 @@
  *  - ggml_backend_tensor_alloc: how libllama places each weight in an
  *    mmapped buffer (CPU_Mapped). Calls from inside libggml-base (the graph
  *    allocator, per node and per evaluation) pass straight through.
+ *    Where ggml and llama.cpp are one object (@fugood/llama.node 1.7's
+ *    index.node: only set_usage, tensor_alloc and two getters go through
+ *    its PLT), llama's calls come from inside too, and so do the tensor
+ *    allocator's for every buffer llama fills (KV caches, weights with
+ *    mmap off): those are recorded, with their buffer, unless the buffer
+ *    is a compute buffer (the graph allocator's).
  *  - ggml_backend_buffer_free: a GGML_FREE record.
  *
  * Contract:
@@ -104,6 +110,7 @@ typedef struct ggml_copy {
     const void *anchor;   /* the hooked function found in it */
     void *get_base, *get_size, *get_name, *get_usage, *is_host, *is_multi, *is_meta;
     void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data;
+    _Atomic int holds_llama; /* 0 not looked at yet, 1 no, 2 llama.cpp is in the same object */
 } ggml_copy_t;
 #define GGML_COPIES 8
 static ggml_copy_t copies[GGML_COPIES];
@@ -142,6 +149,7 @@ static ggml_copy_t *copy_of(const void *real)
             c->anchor = real;
             c->get_base = c->get_size = c->get_name = c->get_usage = c->is_host = c->is_multi = c->is_meta = NULL;
             c->first_tensor = c->next_tensor = c->tensor_name = c->tensor_nbytes = c->tensor_data = NULL;
+            atomic_store_explicit(&c->holds_llama, 0, memory_order_relaxed);
             atomic_store_explicit(&c->state, 2, memory_order_release);
             return c;
         }
@@ -361,8 +369,57 @@ static int extent_of(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
-/* The copy of ggml that defines fn calls it itself (the graph allocator,
- * per node and evaluation): not a placement of the model. */
+/* Whether llama.cpp is linked into copy c's own object: its
+ * llama_backend_init (in every release since 2023) lies in c's extent. */
+static int holds_llama(ggml_copy_t *c)
+{
+    int v = atomic_load_explicit(&c->holds_llama, memory_order_acquire);
+    if (!v) {
+        uintptr_t a = (uintptr_t)defined_near(c->anchor, "llama_backend_init");
+        v = a && a >= c->lo && a < c->hi ? 2 : 1;
+        atomic_store_explicit(&c->holds_llama, v, memory_order_release);
+    }
+    return v == 2;
+}
+
+/* The buffer whose GGML_BUFFER record a tensor from inside a combined copy
+ * last came with: the tensor allocator places a buffer's tensors in one
+ * run, so one record per run. A race gives a second record of the same
+ * buffer, which readers take as the same buffer marked again. */
+static _Atomic(uintptr_t) noted_buffer, noted_base;
+
+/* A placement of a tensor in buffer from inside the copy of ggml that
+ * defines fn. In a separate libggml-base these are ggml's own (the graph
+ * allocator's per node; the tensor allocator's inside the alloc_ctx hook,
+ * which records them itself): not recorded. In a copy that holds
+ * llama.cpp too they are also llama's placements of its weights and KV
+ * cache: recorded, with their buffer first (nothing marks a KV buffer),
+ * unless inside the alloc_ctx hook or into a compute buffer.
+ * @return whether the tensor is to be recorded. */
+static int inside_placement_counts(void *buffer, const void *fn)
+{
+    ggml_copy_t *c = copy_of(fn);
+    if (!c || vt_tls.ggml_hook_depth > 0 || !holds_llama(c))
+        return 0;
+    get_usage_fn usage_of = (get_usage_fn)copy_symbol(&c->get_usage, "ggml_backend_buffer_get_usage", c);
+    get_base_fn base_of = (get_base_fn)copy_symbol(&c->get_base, "ggml_backend_buffer_get_base", c);
+    if (!usage_of || !base_of)
+        return 0;
+    int usage = usage_of(buffer);
+    if (usage == VT_GGML_USAGE_COMPUTE)
+        return 0;
+    uintptr_t base = (uintptr_t)base_of(buffer);
+    if (atomic_load_explicit(&noted_buffer, memory_order_relaxed) != (uintptr_t)buffer ||
+        atomic_load_explicit(&noted_base, memory_order_relaxed) != base) {
+        if (!note_buffer(buffer, usage, fn, 1))
+            return 0;
+        atomic_store_explicit(&noted_buffer, (uintptr_t)buffer, memory_order_relaxed);
+        atomic_store_explicit(&noted_base, base, memory_order_relaxed);
+    }
+    return 1;
+}
+
+/* The copy of ggml that defines fn calls it itself. */
 static int called_from_definer(const void *fn, uintptr_t caller)
 {
     ggml_copy_t *c = copy_of(fn);
@@ -380,7 +437,9 @@ VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
         return -1;  /* GGML_STATUS_FAILED */
     }
     int status = fn(buffer, tensor, addr);
-    if (status != 0 || !buffer || !tensor || called_from_definer((const void *)fn, caller) || !recording_allowed())
+    if (status != 0 || !buffer || !tensor || !recording_allowed())
+        return status;
+    if (called_from_definer((const void *)fn, caller) && !inside_placement_counts(buffer, (const void *)fn))
         return status;
     note_tensor(buffer, tensor, (const void *)fn);
     return status;

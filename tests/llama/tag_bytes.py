@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Per-tag bytes of the llama.cpp process in a `vramtrace report --json`,
-one "KEY BYTES" line each, for tests/t/63-llama-real.t:
+one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
+(the process whose argv runs tests/llama/run*.mjs):
 
   TAG.SPACE           bytes live at once, summed over the sites with that
                       tag (SPACE: device or pinned)
@@ -22,7 +23,8 @@ import json
 import sys
 
 r = json.load(open(sys.argv[1]))
-procs = [p for p in r["processes"] if any("run.mjs" in a for a in p.get("argv", []))]
+procs = [p for p in r["processes"]
+         if any("/llama/run" in a and a.endswith(".mjs") for a in p.get("argv", []))]
 out = {"unknown": 0, "unknown_calls": 0, "disagreements": 0}
 if procs:
     p = procs[0]

@@ -3,6 +3,10 @@
 #   $(B)/sim/libcudart.so.13    runtime that reaches it via cuGetProcAddress
 #                               (symbols under the libcudart.so.13 version node)
 #   $(B)/sim/libcublas.so.13    cuBLAS stub: what libggml-cuda.so imports
+#   $(B)/sim12/                 a CUDA 12 program's libraries: the same runtime
+#                               and cuBLAS stub under the .so.12 names and
+#                               version nodes, a libnccl.so.2 stub, and the
+#                               driver (@fugood/llama.node's CUDA build)
 #   $(B)/sim-nov2/libcuda.so.1  the same driver without cuGetProcAddress_v2
 #                               and cuMemAllocFromPoolAsync_ptsz (pre-12.0)
 #   $(B)/sim/test_sim           its TAP test (tests/t/10-sim.t)
@@ -23,7 +27,8 @@ SIM_SOFLAGS := $(LDFLAGS_COMMON) -shared -pthread -Wl,-Bsymbolic-functions
 
 SIM_LIBS := $(B)/sim/libcuda.so.1 $(B)/sim/libcuda.so $(B)/sim/libcudart.so.13 \
 	$(B)/sim/libcudart.so $(B)/sim/libcublas.so.13 $(B)/sim-nov2/libcuda.so.1 $(B)/sim-nov2/libcuda.so
-TEST_BINS += $(SIM_LIBS) $(B)/sim/test_sim
+SIM12_LIBS := $(B)/sim12/libcudart.so.12 $(B)/sim12/libcublas.so.12 $(B)/sim12/libnccl.so.2 $(B)/sim12/libcuda.so.1
+TEST_BINS += $(SIM_LIBS) $(SIM12_LIBS) $(B)/sim/test_sim
 
 $(B)/obj/sim/%.o: tests/sim/%.c
 	@mkdir -p $(@D)
@@ -51,6 +56,26 @@ $(B)/sim/libcublas.so.13: $(B)/obj/sim/cublas.o tests/sim/cublas.map
 	@mkdir -p $(@D)
 	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcublas.so.13 -Wl,--version-script=tests/sim/cublas.map \
 		-o $@ $(B)/obj/sim/cublas.o
+
+# The same objects under CUDA 12's names: a program linked against 12
+# asks for symbols under the libcudart.so.12 version node.
+$(B)/sim12/libcudart.so.12: $(SIM_RT_OBJS) tests/sim/cudart.map
+	@mkdir -p $(@D)
+	sed 's/libcudart.so.13/libcudart.so.12/' tests/sim/cudart.map >$@.map
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcudart.so.12 -Wl,--version-script=$@.map -o $@ $(SIM_RT_OBJS) -ldl
+
+$(B)/sim12/libcublas.so.12: $(B)/obj/sim/cublas.o tests/sim/cublas.map
+	@mkdir -p $(@D)
+	sed 's/libcublas.so.13/libcublas.so.12/' tests/sim/cublas.map >$@.map
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libcublas.so.12 -Wl,--version-script=$@.map -o $@ $(B)/obj/sim/cublas.o
+
+$(B)/sim12/libnccl.so.2: $(B)/obj/sim/nccl.o
+	@mkdir -p $(@D)
+	$(CC) $(SIM_SOFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $<
+
+$(B)/sim12/libcuda.so.1: $(B)/sim/libcuda.so.1
+	@mkdir -p $(@D)
+	ln -sf ../sim/libcuda.so.1 $@
 
 $(B)/sim/libcuda.so $(B)/sim-nov2/libcuda.so: %/libcuda.so: %/libcuda.so.1
 	ln -sf libcuda.so.1 $@

@@ -1,0 +1,29 @@
+// Loads a GGUF with @fugood/llama.node's prebuilt CUDA llama.cpp (ggml and
+// llama.cpp linked into one addon, index.node, against CUDA 12) and runs
+// its warm-up evaluation; llama.cpp's own log goes to stderr. A load that
+// fails prints "failed: ..." and exits 3.
+// usage: node run-llama-node.mjs NODE_MODULES MODEL GPU_LAYERS CONTEXT MMAP(0|1)
+// Flash attention is off: its kernel launch divides by a device property
+// the simulated GPU does not model.
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+
+const [modules, modelPath, layers, context, mmap] = process.argv.slice(2);
+const {loadModel, toggleNativeLog, addNativeLogListener} = await import(
+    pathToFileURL(path.join(modules, "@fugood", "llama.node", "lib", "index.js")).href);
+await toggleNativeLog(true);
+addNativeLogListener((level, text) => process.stderr.write(text));
+let rc = 0;
+try {
+    const ctx = await loadModel({
+        model: modelPath, n_ctx: Number(context), n_gpu_layers: Number(layers), use_mmap: mmap === "1",
+        lib_variant: "cuda", flash_attn_type: "off",
+    });
+    await ctx.release();
+    console.log("done");
+} catch (e) {
+    console.log("failed: " + e.message);
+    rc = 3;
+}
+// The native log listener keeps the event loop alive.
+process.exit(rc);
