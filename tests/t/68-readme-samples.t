@@ -62,20 +62,23 @@ check "the copy has the verdict on one line" grep -q '^VERDICT: PARTIAL OFFLOAD.
 samples --check README.md "$TMP/wide.md"
 is "$?" 1 "a line wider than the fresh output's fails the check"
 
-# A trace's size varies by a few hundred bytes from run to run: its figure
-# is checked within the 5% the page states, not to the byte.
+# A trace's size varies from run to run (the shim's periodic samples): its
+# figure is checked within the 10% the page states, not to the byte. The
+# rule itself on fixed figures (runs differ by more than the margins
+# between these); then a figure 50% off a fresh run fails.
+is "$(python3 -c 'import importlib.util as u, sys
+s = u.spec_from_file_location("samples", "scripts/readme-samples.py"); m = u.module_from_spec(s); s.loader.exec_module(m)
+print(m.near("10.9 kB", "10.0 kB", 0.10), m.near("11.1 kB", "10.0 kB", 0.10), m.near("10.0 MB", "10.0 kB", 0.10))')" \
+    "True False False" "a figure is near within the tolerance, not past it, and never in another unit"
 sed 's|-->\([0-9.]*\) kB<!-- /size-zstd|-->\1X kB<!-- /size-zstd|' docs/services.md >"$TMP/mark.md"
-python3 - "$TMP/mark.md" "$TMP/near.md" "$TMP/far.md" <<'PY'
+python3 - "$TMP/mark.md" "$TMP/far.md" <<'PY'
 import re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 size = float(re.search(r"-->([0-9.]+)X kB<!-- /size-zstd", text).group(1))
-open(sys.argv[2], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.02), text))
-open(sys.argv[3], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.2), text))
+open(sys.argv[2], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.5), text))
 PY
-samples --check docs/services.md "$TMP/near.md"
-is "$?:$(cat "$TMP/out")" "0:" "a trace size 2% off the fresh run's is within the stated 5%"
 samples --check docs/services.md "$TMP/far.md"
-is "$?" 1 "a trace size 20% off fails"
+is "$?" 1 "a trace size 50% off fails"
 check "the check names the figure" grep -q "docs/services.md: the figure after '<!-- size-zstd -->' differs" "$TMP/out"
 
 # The performance table is written from docs/bench/results.txt: a figure
