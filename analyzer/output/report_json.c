@@ -469,6 +469,7 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_str(j, "hostname", p->hostname);
     vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
     vt_json_str(j, "verdict", vt_proc_verdict(p, 1));
+    vt_json_bool(j, "placement_unseen", vt_proc_placement_unseen(p));
     vt_json_str(j, "verdict_of_read_part", vt_proc_verdict(p, 0));
     placement(j, p);
     vt_json_obj(j, "trace");

@@ -199,6 +199,12 @@ int vt_proc_ran_on_cpu(const vt_proc_t *p);
  * freed before the end, and pinned weights of a ggml program (its
  * records speak for it), do not count. */
 int vt_proc_pinned_offload(const vt_proc_t *p);
+/* A "no_spill" whose model placement the trace cannot vouch for: weights
+ * on a device, but no record of where ggml placed the model's tensors
+ * (ggml built into the program, whose calls no hook sees, or a runtime
+ * without ggml; ggml's buffer marks alone name no layer). Layers kept in pageable or mapped
+ * host memory never reach CUDA, so nothing says whether some were. */
+int vt_proc_placement_unseen(const vt_proc_t *p);
 /* 1 when --fail-on-spill must fail for p: any spill or failure, and a
  * partial offload or CPU run unless accept_offload (--accept-offload: a
  * planned split, nothing failed). */

@@ -37,6 +37,16 @@ int vt_proc_pinned_offload(const vt_proc_t *p)
            !(p->fallback_tags & (1u << VT_TAG_WEIGHTS)) && p->host_weights_after < 0;
 }
 
+int vt_proc_placement_unseen(const vt_proc_t *p)
+{
+    if (p->placement.layers_known || strcmp(vt_proc_verdict(p, 0), "no_spill"))
+        return 0;
+    for (int i = 0; i < p->ndevs; i++)
+        if (p->devs[i].mem.peak_by_tag[VT_TAG_WEIGHTS])
+            return 1;
+    return 0;
+}
+
 const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 {
     if (whole && p->truncated)

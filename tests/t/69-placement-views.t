@@ -89,6 +89,40 @@ for s in partial full plain cpu failed; do gen $s; done
 is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; l=p["placement"]["layers"]; print(p["verdict"], l["gpu"], l["total"])' "$D/partial.json")" \
     "partial_offload 2 5" "report --json: the partial run is a partial offload, 2 of 5 layers on the GPU"
 
+# A model on the GPU but no record of where ggml placed its tensors (ggml
+# linked into the program: no hook sees its calls): NO SPILL is what the
+# device allocations show, and the report says what it cannot.
+mkdir -p "$D/u"
+{
+    header 305 'llama-server,-m,m.gguf'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=768MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=768MiB name=CUDA0 host=1'
+    echo 'end t=10000000 events=1 dropped=0'
+} >"$D/unseen.vt"
+"$GEN" "$D/unseen.vt" -o "$D/u/unseen.vtrace" || nok "vtgen unseen"
+"$VT" report "$D/u/unseen.vtrace" >"$D/unseen.txt" 2>&1
+is "$(sed -n '2,7p' "$D/unseen.txt")" "VERDICT: NO SPILL. Every device allocation succeeded within the card's free
+  memory.
+  Whether part of the model stays in host memory, the trace does not say: it
+    holds no record of where the model's tensors were placed, and host memory
+    outside CUDA is not traced.
+  GPU 0 (NVIDIA Sim): peak 768.0 MiB of 8.00 GiB at 1.0 ms:" "report: weights on the GPU, no placement record: NO SPILL, and what the trace cannot say"
+unseen() { "$VT" report --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(*[p["placement_unseen"] for p in json.load(sys.stdin)["processes"]])'; }
+is "$(unseen "$D/u/unseen.vtrace") $(unseen "$D/t/full.vtrace") $(unseen "$D/t/plain.vtrace") $(unseen "$D/t/partial.vtrace")" \
+    "True False False False" "report --json: placement_unseen for it alone (not a full offload ggml placed, a run with no weights, a partial offload)"
+"$VT" report --html "$D/unseen.html" "$D/u/unseen.vtrace" 2>/dev/null
+check "report --html: the same sentence" grep -q "Whether part of the model stays in host memory, the trace does not say" "$D/unseen.html"
+# Host buffers marked WEIGHTS but no tensor named: their bytes, and what
+# they cannot tell (llama.cpp keeps the token embeddings there anyway).
+sed -e 's/^end .*//' "$D/unseen.vt" >"$D/marked.vt"
+echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=1792MiB name=CPU_Mapped host=2' >>"$D/marked.vt"
+echo 'end t=10000000 events=1 dropped=0' >>"$D/marked.vt"
+"$GEN" "$D/marked.vt" -o "$D/u/marked.vtrace" || nok "vtgen marked"
+"$VT" report --wide "$D/u/marked.vtrace" >"$D/marked.txt" 2>&1
+is "$(sed -n 3p "$D/marked.txt")" "  1.75 GiB of model weights are in host memory (ggml's buffers), but no record names their tensors: whether they hold layers or only the token embeddings, the trace does not say." \
+    "report: host WEIGHTS buffers with no tensor named: their bytes, and that they may be the embeddings alone"
+is "$(unseen "$D/u/marked.vtrace")" True "report --json: placement_unseen there too"
+
 # ---- top --once ----
 "$VT" top --once "$D/t" >"$D/top.txt" 2>"$D/top.err"
 is "$?" 0 "top --once exits 0"
