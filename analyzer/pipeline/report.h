@@ -215,10 +215,17 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */
 int vt_proc_allocated_nothing(const vt_proc_t *p);
-/* 1 for a whole trace (END read, not cut or damaged) of a process that
- * allocated nothing and loaded no model ggml told of (a CPU run is not
- * idle): done, and nothing to watch. `serve` gives it no series
- * and `top` no row; both count it. */
+/* 1 when a trace without END is of a process known to be over: it ran
+ * on this machine (the trace's hostname is this one's) and no process has
+ * its pid now (SIGKILL, or a crash before the shim's exit handler could
+ * write END). A trace from another machine, or whose pid was taken again,
+ * reads as still running: 0. */
+int vt_proc_gone(const vt_proc_t *p);
+/* 1 for a whole trace (not cut or damaged) of a process that ended (END
+ * read, or vt_proc_gone), allocated nothing and loaded no model ggml told
+ * of (a CPU run is not idle): done, and nothing to watch. `serve` gives it
+ * no series and `top` no row; both count it, as the text report gives it
+ * no tables. */
 int vt_report_input_idle(const vt_report_input_t *in);
 /* What the shim did without (the PROCESS record's degraded bits), as one
  * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */

@@ -7,7 +7,10 @@
  * so no two views can disagree on them. */
 #include "report.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 uint64_t vt_proc_more_vram(const vt_proc_t *p)
 {
@@ -24,12 +27,23 @@ int vt_proc_allocated_nothing(const vt_proc_t *p)
     return !p->events.allocs && !p->events.failed && !p->events.frees;
 }
 
+int vt_proc_gone(const vt_proc_t *p)
+{
+    char host[256];
+    if (p->ended || !p->pid || p->pid > INT32_MAX || !p->hostname || gethostname(host, sizeof host))
+        return 0;
+    host[sizeof host - 1] = 0;
+    /* kill(pid, 0) sends nothing: it only asks whether the pid exists. */
+    return !strcmp(host, p->hostname) && kill((pid_t)p->pid, 0) && errno == ESRCH;
+}
+
 int vt_report_input_idle(const vt_report_input_t *in)
 {
     const vt_proc_t *p = vt_model_proc(in->model);
     /* A model run on the CPU allocated nothing through CUDA but is no
      * probe: it is what the user asks about. */
-    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) && !p->placement.known;
+    return (p->ended || vt_proc_gone(p)) && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) &&
+           !p->placement.known;
 }
 
 int vt_proc_ran_on_cpu(const vt_proc_t *p)
