@@ -32,8 +32,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Appends path, or every *.vtrace of a directory in name order (those
- * marked in *from_dir). */
-static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path)
+ * marked in *from_dir, as path itself is when found_in_dir). */
+static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path, int found_in_dir)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -86,7 +86,7 @@ static int add_path(char ***paths, unsigned char **from_dir, int *n, const char 
         return VT_E_NOMEM;
     }
     *from_dir = dir;
-    memset(dir + *n, S_ISDIR(st.st_mode), (size_t)nl);
+    memset(dir + *n, S_ISDIR(st.st_mode) || found_in_dir, (size_t)nl);
     memcpy(all + *n, list, (size_t)nl * sizeof *list);
     *n += nl;
     free(list);
@@ -576,6 +576,33 @@ static int read_again_with_marks(vt_report_t *r)
     return feed_merged(r);
 }
 
+/* vt_report_list, every path marked found in a directory when
+ * found_in_dir. */
+static int list_paths(char *const *args, int nargs, int found_in_dir, char ***paths, unsigned char **from_dir, int *n)
+{
+    int rc = 0;
+    *paths = NULL;
+    *from_dir = NULL;
+    *n = 0;
+    for (int i = 0; i < nargs && !rc; i++)
+        rc = add_path(paths, from_dir, n, args[i], found_in_dir);
+    if (rc) {
+        for (int k = 0; k < *n; k++)
+            free((*paths)[k]);
+        free(*paths);
+        free(*from_dir);
+        *paths = NULL;
+        *from_dir = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int vt_report_list(char *const *args, int nargs, char ***paths, unsigned char **from_dir, int *n)
+{
+    return list_paths(args, nargs, 0, paths, from_dir, n);
+}
+
 int vt_report_load(vt_report_t *r, char *const *args, int nargs)
 {
     vt_error_t err = { 0 };
@@ -590,9 +617,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     }
     char **paths = NULL;
     unsigned char *from_dir = NULL;
-    int npaths = 0, rc = 0;
-    for (int i = 0; i < nargs && !rc; i++)
-        rc = add_path(&paths, &from_dir, &npaths, args[i]);
+    int npaths = 0, rc = list_paths(args, nargs, r->found_in_dir, &paths, &from_dir, &npaths);
     r->in = rc ? NULL : calloc((size_t)npaths, sizeof *r->in);
     r->bad = rc || !r->keep_going ? NULL : calloc((size_t)npaths, sizeof *r->bad);
     if (!r->in || (r->keep_going && !r->bad)) {

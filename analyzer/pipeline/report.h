@@ -128,6 +128,9 @@ struct vt_report {
     vt_report_bad_t *bad;
     int nbad;
     int unselected;   /* traces left out by --pid, --since, --until, --last */
+    /* Every path vt_report_load is given was found in a directory (by
+     * vt_report_list): read as a directory's traces are, regular files only. */
+    int found_in_dir;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's
@@ -180,6 +183,11 @@ const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc);
  * what was left out). A truncated trace is not an error (a note on
  * stderr). */
 int vt_report_load(vt_report_t *r, char *const *args, int nargs);
+/* The trace files vt_report_load would read for args, in its order: a
+ * TRACE as named, a DIR's *.vtrace by name, those found in a directory
+ * marked in (*from_dir)[i]. The caller frees each path and both arrays.
+ * @return 0, or a VT_E_* after printing why (nothing is returned). */
+int vt_report_list(char *const *args, int nargs, char ***paths, unsigned char **from_dir, int *n);
 
 /* The context reserve (total - free at first sight) and untracked bytes
  * (driver-used - reserve - tracked, at the last driver report) of a device. */
@@ -221,6 +229,8 @@ int vt_proc_allocated_nothing(const vt_proc_t *p);
  * write END). A trace from another machine, or whose pid was taken again,
  * reads as still running: 0. */
 int vt_proc_gone(const vt_proc_t *p);
+/* The same test for a pid and hostname kept from a trace read earlier. */
+int vt_pid_gone(uint64_t pid, const char *hostname);
 /* 1 for a whole trace (not cut or damaged) of a process that ended (END
  * read, or vt_proc_gone), allocated nothing and loaded no model ggml told
  * of (a CPU run is not idle): done, and nothing to watch. `serve` gives it

@@ -27,14 +27,19 @@ int vt_proc_allocated_nothing(const vt_proc_t *p)
     return !p->events.allocs && !p->events.failed && !p->events.frees;
 }
 
-int vt_proc_gone(const vt_proc_t *p)
+int vt_pid_gone(uint64_t pid, const char *hostname)
 {
     char host[256];
-    if (p->ended || !p->pid || p->pid > INT32_MAX || !p->hostname || gethostname(host, sizeof host))
+    if (!pid || pid > INT32_MAX || !hostname || gethostname(host, sizeof host))
         return 0;
     host[sizeof host - 1] = 0;
     /* kill(pid, 0) sends nothing: it only asks whether the pid exists. */
-    return !strcmp(host, p->hostname) && kill((pid_t)p->pid, 0) && errno == ESRCH;
+    return !strcmp(host, hostname) && kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+int vt_proc_gone(const vt_proc_t *p)
+{
+    return !p->ended && vt_pid_gone(p->pid, p->hostname);
 }
 
 int vt_report_input_idle(const vt_report_input_t *in)
