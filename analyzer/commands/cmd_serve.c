@@ -324,19 +324,12 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
 }
 
 /* What a scrape keeps of a trace (trace_cache.h): its samples, family by
- * family, or only that it is idle. A process that ended having allocated
- * nothing (a GPU probe: ollama's discovery starts one per library, and a
- * server's directory gathers them) is counted in vramtrace_idle_processes
- * and gets no series of its own, so probes do not grow the series a fleet
- * stores. A ggml program that ran on the CPU allocated nothing either: it
- * keeps its series, its verdict being the news. A probe not ended yet
- * keeps its pid, to be found ended at a later scrape once the pid is gone
- * (vt_report_input_idle), with no read: its trace does not change. */
+ * family. A process that ended having allocated nothing (a GPU probe:
+ * ollama's discovery starts one per library, and a server's directory
+ * gathers them) is counted in vramtrace_idle_processes and its samples are
+ * left out (vt_tcache_idle), so probes do not grow the series a fleet
+ * stores. */
 typedef struct summary {
-    int idle;
-    int probe;   /* idle once it ends */
-    uint64_t pid;
-    char *hostname;
     char *text[F_COUNT];
     size_t len[F_COUNT];
 } summary_t;
@@ -348,33 +341,21 @@ static void summary_free(void *v)
         return;
     for (int k = 0; k < F_COUNT; k++)
         free(s->text[k]);
-    free(s->hostname);
     free(s);
 }
 
 static void *summarize(void *ctx, const vt_report_t *r, int i)
 {
     (void)ctx;
-    const vt_report_input_t *in = &r->in[i];
-    const vt_proc_t *p = vt_model_proc(in->model);
     summary_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->idle = vt_report_input_idle(in) && !vt_proc_ran_on_cpu(p);
-    if (s->idle)
-        return s;
-    s->probe = !p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) && !p->placement.known;
-    s->pid = p->pid;
-    if (s->probe && p->hostname && !(s->hostname = strdup(p->hostname))) {
-        summary_free(s);
-        return NULL;
-    }
     FILE *f[F_COUNT] = { 0 };
     int ok = 1;
     for (int k = F_DEVICE; k < F_COUNT && ok; k++)
         ok = (f[k] = open_memstream(&s->text[k], &s->len[k])) != NULL;
     if (ok)
-        trace_samples(f, in);
+        trace_samples(f, &r->in[i]);
     for (int k = F_DEVICE; k < F_COUNT; k++)
         if (f[k])
             fclose(f[k]);
@@ -415,11 +396,15 @@ static int scrape(serve_conf_t *conf, char **text, size_t *len)
     vt_tcache_t *c = &conf->cache;
     int rc = vt_tcache_scan(c, conf->paths, conf->npaths) ? VT_EXIT_BAD_INPUT : 0;
     int good = 0, bad = 0, idle = 0;
+    /* An entry is idle or not for the whole scrape: a probe's pid may go
+     * while the exposition is written. */
+    unsigned char *quiet = calloc((size_t)(c->n ? c->n : 1), 1);
+    if (!quiet)
+        rc = VT_EXIT_BAD_INPUT;
     for (int i = 0; !rc && i < c->n; i++) {
-        const summary_t *s = c->e[i].summary;
-        bad += !s;
-        good += s != NULL;
-        idle += s && (s->idle || (s->probe && vt_pid_gone(s->pid, s->hostname)));
+        bad += !c->e[i].summary;
+        good += c->e[i].summary != NULL;
+        idle += quiet[i] = (unsigned char)vt_tcache_idle(&c->e[i]);
     }
     if (!rc && good) {
         family(o, F_UP);
@@ -436,7 +421,7 @@ static int scrape(serve_conf_t *conf, char **text, size_t *len)
             family(o, k);
             for (int i = 0; i < c->n; i++) {
                 const summary_t *s = c->e[i].summary;
-                if (s && !s->idle && !(s->probe && vt_pid_gone(s->pid, s->hostname)) && s->len[k])
+                if (s && !quiet[i] && s->len[k])
                     fwrite(s->text[k], 1, s->len[k], o);
             }
         }
@@ -448,6 +433,7 @@ static int scrape(serve_conf_t *conf, char **text, size_t *len)
         fputs("vramtrace_up 0\n# EOF\n", o);
         rc = VT_EXIT_BAD_INPUT;
     }
+    free(quiet);
     fclose(o);
     return rc;
 }

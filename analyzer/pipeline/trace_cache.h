@@ -35,6 +35,14 @@ typedef struct vt_tcache_entry {
     int64_t mtime_ns;
     int bad;                 /* left out at its last read (said on stderr) */
     void *summary;           /* summarize's, NULL when bad */
+    /* Whether its process gets rows or series of its own (vt_tcache_idle):
+     * idle, a probe that ended (vt_report_input_idle; a ggml program that
+     * ran on the CPU is not idle, its verdict being the news); probe, one
+     * that allocated nothing and has not ended yet, idle once its pid is
+     * gone (vt_pid_gone), which needs no read: its trace does not change. */
+    int idle, probe;
+    uint64_t pid;
+    char *hostname;          /* a probe's, else NULL */
 } vt_tcache_entry_t;
 
 /* What the command keeps of input `i` of a loaded report r (r->in[i]'s
@@ -60,6 +68,8 @@ typedef struct vt_tcache {
  * 0, or a VT_E_* when args cannot be listed (said on stderr; the entries
  * are kept as they were). */
 int vt_tcache_scan(vt_tcache_t *c, char *const *args, int nargs);
+/* 1 when e's process is an idle one now (see the entry's idle and probe). */
+int vt_tcache_idle(const vt_tcache_entry_t *e);
 /* Drops every entry (drop on each summary). */
 void vt_tcache_clear(vt_tcache_t *c);
 

@@ -4,7 +4,7 @@
 # again (its new chunks counted once, not added to what was counted
 # before), and a trace replaced or cut is read afresh. Each scrape is the
 # exposition a fresh `serve --once` gives, but for the two self-metrics
-# that say what the scrape read.
+# that say what the scrape read; `top` keeps its traces the same way.
 . tests/t/lib.sh
 for f in "$VT" "$B/vtgen"; do
     [ -e "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
@@ -105,4 +105,30 @@ rm $D/b.vtrace
 scrape
 is "$(grep -E '^vramtrace_processes ' $TMP/s7.om)" "vramtrace_processes 1" "removed: gone from the scrape"
 check "removed: the exposition of a fresh read" same 7
+kill -TERM $EXP; wait $EXP 2>/dev/null; EXP=
+
+# top keeps its traces the same way: its frames, before and after a trace
+# grew, are `top --once`'s of the directory as it was (the clock aside).
+TD=$TMP/top
+mkdir -p $TD
+cp $TMP/a.vtrace $TD/a.vtrace
+cp $TMP/b1.vtrace $TD/b.vtrace
+"$VT" top --once $TD | sed 1d >$TMP/top1.want
+"$VT" top --interval 0.2 $TD </dev/null >$TMP/top.out 2>&1 &
+EXP=$!
+sleep 1
+tail -c +$((s1 + 1)) $TMP/b2.vtrace >>$TD/b.vtrace
+"$VT" top --once $TD | sed 1d >$TMP/top2.want
+sleep 1
+kill -TERM $EXP; wait $EXP 2>/dev/null; EXP=
+# The frames, each after the screen's home-and-clear, the clock line cut.
+python3 - $TMP/top.out $TMP/frame <<'PY'
+import sys
+frames = open(sys.argv[1]).read().split("\033[H\033[2J")[1:]
+for name, f in (("first", frames[0]), ("last", frames[-1])):
+    open(sys.argv[2] + "." + name, "w").write(f.split("\n", 1)[1])
+PY
+check "top: the first frame is top --once's" cmp -s $TMP/frame.first $TMP/top1.want
+check "top: the last frame, after the trace grew, is top --once's then" cmp -s $TMP/frame.last $TMP/top2.want
+check "top: the grown trace's third allocation shows (3 GiB more live)" test "$(cat $TMP/top1.want)" != "$(cat $TMP/top2.want)"
 done_testing
