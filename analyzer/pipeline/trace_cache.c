@@ -59,12 +59,10 @@ static int find(const vt_tcache_t *c, const char *path, int *hint)
 }
 
 /* Reads entry e alone, into a report of its own, and keeps its summary.
- * Alone, not with the other changed traces: the merged reading of N traces
- * picks each event's trace among N (load.c, feed_merged), so a first scan
- * of 1,000 traces read together took 36x the time of 100, where one at a
- * time it grows with their bytes; and no process's figures depend on
- * another's (only report's combined GPU view, which these commands do not
- * show). */
+ * Alone, not with the other changed traces: no process's figures depend
+ * on another's (only report's combined GPU view, which these commands do
+ * not show), and one model at a time is all a scan holds, where a merged
+ * reading keeps every trace's model and current chunk at once. */
 static void read_one(vt_tcache_t *c, vt_tcache_entry_t *e)
 {
     vt_report_t *r = c->fresh(c->ctx);
