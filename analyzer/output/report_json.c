@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "json.h"
 #include "u64map.h"
 #include "report.h"
@@ -31,13 +32,17 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
  * VT_MAX_STACK_DEPTH frames (as the text's does), so a node met deeper
  * than that in one stack starts it there, with no prefix, and is another
  * entry. */
+typedef struct stack_entry {
+    uint32_t frame;    /* index in ips */
+    uint32_t prefix;   /* its caller's entry, UINT32_MAX for none */
+} stack_entry_t;
+
 typedef struct frame_table {
     vt_map_t index;   /* ip -> position in ips */
     uint64_t *ips;    /* in order of first use */
     size_t n, cap;
-    vt_map_t stack_index;  /* node | frames kept << 32 -> entry */
-    uint32_t *stack_frame; /* entry -> index in ips */
-    uint32_t *stack_prefix; /* entry -> its caller's entry, UINT32_MAX for none */
+    vt_map_t stack_index;    /* node | frames kept << 32 -> entry */
+    stack_entry_t *stacks;   /* in order of first use, a caller before its callees */
     size_t nstacks, stacks_cap;
 } frame_table_t;
 
@@ -59,8 +64,7 @@ static void frames_free(void)
     vt_map_free(&frames.index);
     vt_map_free(&frames.stack_index);
     free(frames.ips);
-    free(frames.stack_frame);
-    free(frames.stack_prefix);
+    free(frames.stacks);
     frames = (frame_table_t){ 0 };
 }
 
@@ -70,16 +74,8 @@ static int64_t frame_index(uint64_t ip)
     uint32_t e;
     if (vt_map_get(&frames.index, ip, &e))
         return e;
-    if (frames.n >= UINT32_MAX)
+    if (frames.n >= UINT32_MAX || vt_grow((void **)&frames.ips, &frames.cap, frames.n + 1, sizeof *frames.ips, 1024))
         return -1;
-    if (frames.n == frames.cap) {
-        size_t ncap = frames.cap ? frames.cap * 2 : 1024;
-        uint64_t *ni = realloc(frames.ips, ncap * sizeof *ni);
-        if (!ni)
-            return -1;
-        frames.ips = ni;
-        frames.cap = ncap;
-    }
     if (vt_map_put(&frames.index, ip, (uint32_t)frames.n))
         return -1;
     frames.ips[frames.n] = ip;
@@ -91,24 +87,11 @@ static int64_t frame_index(uint64_t ip)
 static int64_t stack_add(uint64_t key, uint64_t ip, uint32_t prefix)
 {
     int64_t f = frame_index(ip);
-    if (f < 0 || frames.nstacks >= UINT32_MAX - 1)
+    if (f < 0 || frames.nstacks >= UINT32_MAX - 1 ||
+        vt_grow((void **)&frames.stacks, &frames.stacks_cap, frames.nstacks + 1, sizeof *frames.stacks, 1024) ||
+        vt_map_put(&frames.stack_index, key, (uint32_t)frames.nstacks))
         return -1;
-    if (frames.nstacks == frames.stacks_cap) {
-        size_t ncap = frames.stacks_cap ? frames.stacks_cap * 2 : 1024;
-        uint32_t *nf = realloc(frames.stack_frame, ncap * sizeof *nf);
-        if (!nf)
-            return -1;
-        frames.stack_frame = nf;
-        uint32_t *np = realloc(frames.stack_prefix, ncap * sizeof *np);
-        if (!np)
-            return -1;
-        frames.stack_prefix = np;
-        frames.stacks_cap = ncap;
-    }
-    if (vt_map_put(&frames.stack_index, key, (uint32_t)frames.nstacks))
-        return -1;
-    frames.stack_frame[frames.nstacks] = (uint32_t)f;
-    frames.stack_prefix[frames.nstacks] = prefix;
+    frames.stacks[frames.nstacks] = (stack_entry_t){ .frame = (uint32_t)f, .prefix = prefix };
     return (int64_t)frames.nstacks++;
 }
 
@@ -170,16 +153,16 @@ static void frame_table(vt_json_t *j, const vt_model_t *m)
     vt_json_arr(j, "frame");
     j->compact = 1;   /* one line an array */
     for (size_t i = 0; i < frames.nstacks; i++)
-        vt_json_u64(j, NULL, frames.stack_frame[i]);
+        vt_json_u64(j, NULL, frames.stacks[i].frame);
     vt_json_arr_end(j);
     j->compact = compact;
     vt_json_arr(j, "prefix");
     j->compact = 1;
     for (size_t i = 0; i < frames.nstacks; i++) {
-        if (frames.stack_prefix[i] == UINT32_MAX)
+        if (frames.stacks[i].prefix == UINT32_MAX)
             vt_json_null(j, NULL);
         else
-            vt_json_u64(j, NULL, frames.stack_prefix[i]);
+            vt_json_u64(j, NULL, frames.stacks[i].prefix);
     }
     vt_json_arr_end(j);
     j->compact = compact;
