@@ -127,13 +127,41 @@ static void put_line(FILE *o, const char *s, size_t n, size_t width)
     }
 }
 
+/* The stream's writes: each complete line goes out fitted as soon as its
+ * newline arrives, so what is held is one line, not the whole report (a
+ * report of 1,000 traces buffered 16 MB of text before its first line). */
+static ssize_t fit_write(void *cookie, const char *p, size_t n)
+{
+    vt_fit_t *f = cookie;
+    if (f->len + n > f->cap) {
+        size_t ncap = f->cap ? f->cap : 256;
+        while (ncap < f->len + n)
+            ncap *= 2;
+        char *nb = realloc(f->mem, ncap);
+        if (!nb)
+            return -1;
+        f->mem = nb;
+        f->cap = ncap;
+    }
+    memcpy(f->mem + f->len, p, n);
+    f->len += n;
+    const char *s = f->mem, *end = f->mem + f->len, *nl;
+    while (s < end && (nl = memchr(s, '\n', (size_t)(end - s)))) {
+        put_line(f->out, s, (size_t)(nl - s), (size_t)f->width);
+        s = nl + 1;
+    }
+    f->len = (size_t)(end - s);
+    memmove(f->mem, s, f->len);
+    return (ssize_t)n;
+}
+
 FILE *vt_fit_begin(vt_fit_t *f, FILE *out, int width)
 {
     memset(f, 0, sizeof *f);
     f->out = out;
     f->width = width;
     if (width > 0)
-        f->buf = open_memstream(&f->mem, &f->len);
+        f->buf = fopencookie(f, "w", (cookie_io_functions_t){ .write = fit_write });
     return f->buf ? f->buf : out;
 }
 
@@ -142,18 +170,11 @@ void vt_fit_end(vt_fit_t *f)
     if (!f->buf)
         return;
     fclose(f->buf);
-    const char *s = f->mem, *end = f->mem + f->len;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        if (!nl) {   /* a last line without its newline stays without one */
-            fwrite(s, 1, n, f->out);
-            break;
-        }
-        put_line(f->out, s, n, (size_t)f->width);
-        s = nl + 1;
-    }
+    /* A last line without its newline stays without one. */
+    if (f->len)
+        fwrite(f->mem, 1, f->len, f->out);
     free(f->mem);
     f->buf = NULL;
     f->mem = NULL;
+    f->len = f->cap = 0;
 }

@@ -11,8 +11,10 @@
  * report prints of its own is ASCII.
  *
  * Ownership: vt_fit_begin returns the stream to print into (the caller
- * does not close it); vt_fit_end writes what was printed to the real
- * output and frees the buffer. Without memory the stream is the real
+ * does not close it); each line reaches the real output when its newline
+ * is printed (the stream's buffer aside), and vt_fit_end writes the rest
+ * and frees the buffer. The caller must not write to the real output
+ * in between. Without memory the stream is the real
  * output itself, unwrapped: the report still prints, only wider. */
 #ifndef VT_ANALYZER_FIT_H
 #define VT_ANALYZER_FIT_H
@@ -25,8 +27,8 @@
 typedef struct vt_fit {
     FILE *out;     /* the real output */
     FILE *buf;     /* what the command prints into; NULL: it prints to out */
-    char *mem;
-    size_t len;
+    char *mem;     /* the line being printed, not fitted yet */
+    size_t len, cap;
     int width;
 } vt_fit_t;
 

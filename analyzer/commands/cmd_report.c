@@ -34,7 +34,7 @@ static void usage(FILE *f)
             "one report, per process and per GPU.\n"
             "\n"
             "options:\n"
-            "  --json            machine-readable output, schema vramtrace-report/2\n"
+            "  --json            machine-readable output, schema vramtrace-report/3\n"
             "                    (docs/report.md)\n"
             "  --html FILE       one self-contained page (charts, sites, address space)\n"
             "                    into FILE\n"

@@ -32,6 +32,7 @@
 
 #include "commands.h"
 #include "report.h"
+#include "trace_cache.h"
 
 #define MAX_SAVED_OPTS 32
 #define LABEL_MAX 128
@@ -42,6 +43,7 @@ typedef struct serve_conf {
     vt_saved_opts_t opts;
     char *const *paths;
     int npaths;
+    vt_tcache_t cache;   /* the traces as the last scrape left them */
 } serve_conf_t;
 
 static void usage(FILE *out)
@@ -100,52 +102,31 @@ static void dev_labels(FILE *o, const vt_proc_t *p, const vt_dev_t *d)
     fprintf(o, ",gpu=\"%d\",gpu_uuid=\"%s\"", d->ordinal, uuid);
 }
 
-static void family(FILE *o, const char *name, const char *type, const char *help)
-{
-    fprintf(o, "# TYPE %s %s\n# HELP %s %s\n", name, type, name, help);
-}
+/* The families, in exposition order: three counts of the whole directory,
+ * then the per-trace ones (a counter's samples get OpenMetrics' _total
+ * suffix). */
+enum {
+    F_UP,
+    F_PROCESSES,
+    F_IDLE,
+    F_READ_TRACES,
+    F_READ_BYTES,
+    F_DEVICE,   /* the nine of dev_families, from here */
+    F_HOST_PINNED = F_DEVICE + 9,
+    F_MANAGED,
+    F_SPILLS,
+    F_VERDICT,
+    F_MODEL_HOST,
+    F_LAYERS,
+    F_EVENTS,
+    F_DROPPED,
+    F_PARTIAL,
+    F_SHIM_LIBRARY,
+    F_ENDED,
+    F_COUNT
+};
 
-/* A process that ended having allocated nothing (a GPU probe: ollama's
- * discovery starts one per library, and a server's directory gathers
- * them) is counted in vramtrace_idle_processes and gets no series of its
- * own, so probes do not grow the series a fleet stores. A ggml program
- * that ran on the CPU allocated nothing either: it keeps its series, its
- * verdict being the news. */
-static int has_series(const vt_report_input_t *in)
-{
-    return !vt_report_input_idle(in) || vt_proc_ran_on_cpu(vt_model_proc(in->model));
-}
-
-/* One sample per process-device, or per tag of it (tags != NULL). */
 typedef uint64_t (*dev_value_fn)(const vt_dev_t *d, int tag, int *have);
-
-static void dev_samples(FILE *o, const vt_report_t *r, const char *sample, dev_value_fn value, int per_tag)
-{
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const vt_rules_t *rules = vt_model_rules(r->in[i].model);
-        for (int k = 0; k < p->ndevs; k++) {
-            const vt_dev_t *d = &p->devs[k];
-            int ntags = per_tag ? vt_rules_tag_count(rules) : 1;
-            for (int t = 0; t < ntags; t++) {
-                int have = 1;
-                uint64_t v = value(d, per_tag ? t : -1, &have);
-                if (!have)
-                    continue;
-                fprintf(o, "%s{", sample);
-                dev_labels(o, p, d);
-                if (per_tag) {
-                    fputs(",tag=\"", o);
-                    label_value(o, vt_rules_tag_name(rules, t));
-                    fputc('"', o);
-                }
-                fprintf(o, "} %llu\n", (unsigned long long)v);
-            }
-        }
-    }
-}
 
 static uint64_t live_by_tag(const vt_dev_t *d, int tag, int *have) { (void)have; return d->mem.by_tag[tag]; }
 static uint64_t peak_by_tag(const vt_dev_t *d, int tag, int *have) { (void)have; return d->mem.peak_by_tag[tag]; }
@@ -157,101 +138,135 @@ static uint64_t min_free(const vt_dev_t *d, int tag, int *have) { (void)tag; *ha
 static uint64_t failures(const vt_dev_t *d, int tag, int *have) { (void)tag; (void)have; return d->failures; }
 static uint64_t below_margin(const vt_dev_t *d, int tag, int *have) { (void)tag; (void)have; return d->below_margin.valid; }
 
-/* The per process-device families, in exposition order (a counter's
- * samples get OpenMetrics' _total suffix). */
-typedef struct dev_family {
+typedef struct family {
     const char *name, *type, *help;
+} family_t;
+
+/* The per process-device families: one sample per process-device, or per
+ * tag of it. */
+typedef struct dev_family {
     dev_value_fn value;
     int per_tag;
 } dev_family_t;
 
-static const dev_family_t dev_families[] = {
-    { "vramtrace_device_bytes", "gauge", "device memory live now, by tag", live_by_tag, 1 },
-    { "vramtrace_device_peak_bytes", "gauge", "device memory at the process's peak on this GPU, by tag", peak_by_tag, 1 },
-    { "vramtrace_device_total_bytes", "gauge", "the card's memory as the driver reported it", total, 0 },
-    { "vramtrace_device_free_bytes", "gauge", "free memory at the driver's last report in the trace", last_free, 0 },
-    { "vramtrace_device_min_free_bytes", "gauge", "the least free memory seen or estimated", min_free, 0 },
-    { "vramtrace_context_reserve_bytes", "gauge", "memory in use before the process's first allocation", reserve, 0 },
-    { "vramtrace_untracked_bytes", "gauge", "memory in use by nobody traced (other processes, libraries' own)",
-      untracked, 0 },
-    { "vramtrace_below_margin", "gauge", "1 once free memory went below the margin", below_margin, 0 },
-    { "vramtrace_alloc_failures", "counter", "failed device allocations", failures, 0 },
+static const family_t families[F_COUNT] = {
+    [F_UP] = { "vramtrace_up", "gauge", "1 when every trace could be read at this scrape (0: one was left out or is damaged)" },
+    [F_PROCESSES] = { "vramtrace_processes", "gauge", "traced processes (one trace each)" },
+    [F_IDLE] = { "vramtrace_idle_processes", "gauge",
+                 "traced processes that ended having allocated nothing (such as GPU probes); no series of their own" },
+    [F_READ_TRACES] = { "vramtrace_scrape_read_traces", "gauge",
+                         "traces read at this scrape: the new and the changed (a trace unchanged since the last scrape "
+                         "is not opened)" },
+    [F_READ_BYTES] = { "vramtrace_scrape_read_bytes", "gauge", "the bytes of the traces read at this scrape" },
+    [F_DEVICE + 0] = { "vramtrace_device_bytes", "gauge", "device memory live now, by tag" },
+    [F_DEVICE + 1] = { "vramtrace_device_peak_bytes", "gauge", "device memory at the process's peak on this GPU, by tag" },
+    [F_DEVICE + 2] = { "vramtrace_device_total_bytes", "gauge", "the card's memory as the driver reported it" },
+    [F_DEVICE + 3] = { "vramtrace_device_free_bytes", "gauge", "free memory at the driver's last report in the trace" },
+    [F_DEVICE + 4] = { "vramtrace_device_min_free_bytes", "gauge", "the least free memory seen or estimated" },
+    [F_DEVICE + 5] = { "vramtrace_context_reserve_bytes", "gauge", "memory in use before the process's first allocation" },
+    [F_DEVICE + 6] = { "vramtrace_untracked_bytes", "gauge",
+                       "memory in use by nobody traced (other processes, libraries' own)" },
+    [F_DEVICE + 7] = { "vramtrace_below_margin", "gauge", "1 once free memory went below the margin" },
+    [F_DEVICE + 8] = { "vramtrace_alloc_failures", "counter", "failed device allocations" },
+    [F_HOST_PINNED] = { "vramtrace_host_pinned_bytes", "gauge", "pinned host memory live now, by tag" },
+    [F_MANAGED] = { "vramtrace_managed_bytes", "gauge", "managed (unified) memory live now, by tag" },
+    [F_SPILLS] = { "vramtrace_spills", "counter",
+                   "spill events (oom, host_fallback, managed_oversubscription, over_capacity) of a process the report "
+                   "says spilled or ran out of memory; 0 for one it does not (a near spill's failures are "
+                   "vramtrace_alloc_failures)" },
+    [F_VERDICT] = { "vramtrace_verdict", "gauge",
+                    "1 for the process's verdict as the report gives it (spill, near_spill, failed, partial_offload, "
+                    "cpu_only, no_spill, no_gpu_memory), 0 for the others" },
+    [F_MODEL_HOST] = { "vramtrace_model_host_bytes", "gauge",
+                       "a ggml program's model in host memory (pinned, mapped or pageable) when the most weights and "
+                       "KV cache were live: weights = the layers' (blocks and output layer; not the token embeddings "
+                       "llama.cpp keeps there by design), kv = the KV cache" },
+    [F_LAYERS] = { "vramtrace_layers", "gauge",
+                   "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in "
+                   "total" },
+    [F_EVENTS] = { "vramtrace_events", "counter", "events read from the trace" },
+    [F_DROPPED] = { "vramtrace_dropped_events", "counter",
+                    "events the shim counted as lost (ring full, signal handler, call not returned, not written)" },
+    [F_PARTIAL] = { "vramtrace_trace_partial", "gauge",
+                    "1 while the trace ends in a chunk still being written (a live process) or cut short" },
+    [F_SHIM_LIBRARY] = { "vramtrace_shim_library_missing", "gauge",
+                         "1 when the shim ran without this library (libzstd.so.1: the trace is uncompressed; "
+                         "libunwind.so.8: glibc's backtrace() took the frames the shim's unwinder could not follow)" },
+    [F_ENDED] = { "vramtrace_process_ended", "gauge", "1 once the trace holds the process's end record" },
 };
 
-static void proc_counter(FILE *o, const vt_report_t *r, const char *sample, size_t offset)
+static const dev_family_t dev_families[9] = {
+    { live_by_tag, 1 }, { peak_by_tag, 1 }, { total, 0 },     { last_free, 0 },    { min_free, 0 },
+    { reserve, 0 },     { untracked, 0 },   { below_margin, 0 }, { failures, 0 },
+};
+
+static void family(FILE *o, int f)
 {
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        fprintf(o, "%s{", sample);
-        proc_labels(o, p);
-        fprintf(o, "} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)p + offset));
-    }
+    fprintf(o, "# TYPE %s %s\n# HELP %s %s\n", families[f].name, families[f].type, families[f].name, families[f].help);
 }
 
-static void host_samples(FILE *o, const vt_report_t *r, const char *sample, int managed)
+/* The sample name of family f. */
+static const char *sample_name(char buf[96], int f)
 {
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const vt_rules_t *rules = vt_model_rules(r->in[i].model);
-        const vt_tagged_peak_t *tp = managed ? &p->managed : &p->host;
-        for (int t = 0; t < vt_rules_tag_count(rules); t++) {
+    snprintf(buf, 96, "%s%s", families[f].name, strcmp(families[f].type, "counter") ? "" : "_total");
+    return buf;
+}
+
+static void dev_samples(FILE *o, const vt_proc_t *p, const vt_rules_t *rules, int f)
+{
+    char sample[96];
+    const dev_family_t *df = &dev_families[f - F_DEVICE];
+    sample_name(sample, f);
+    for (int k = 0; k < p->ndevs; k++) {
+        const vt_dev_t *d = &p->devs[k];
+        int ntags = df->per_tag ? vt_rules_tag_count(rules) : 1;
+        for (int t = 0; t < ntags; t++) {
+            int have = 1;
+            uint64_t v = df->value(d, df->per_tag ? t : -1, &have);
+            if (!have)
+                continue;
             fprintf(o, "%s{", sample);
-            proc_labels(o, p);
-            fputs(",tag=\"", o);
-            label_value(o, vt_rules_tag_name(rules, t));
-            fprintf(o, "\"} %llu\n", (unsigned long long)tp->by_tag[t]);
+            dev_labels(o, p, d);
+            if (df->per_tag) {
+                fputs(",tag=\"", o);
+                label_value(o, vt_rules_tag_name(rules, t));
+                fputc('"', o);
+            }
+            fprintf(o, "} %llu\n", (unsigned long long)v);
         }
     }
 }
 
-/* The exposition of a loaded report. Families are in a fixed order and
- * samples in trace order, so two scrapes of unchanged traces are equal. */
-static void exposition(FILE *o, const vt_report_t *r)
+static void host_samples(FILE *o, const vt_proc_t *p, const vt_rules_t *rules, int f)
 {
-    family(o, "vramtrace_up", "gauge", "1 when every trace could be read at this scrape (0: one was left out or is damaged)");
-    fprintf(o, "vramtrace_up %d\n", !r->nbad);
-    family(o, "vramtrace_processes", "gauge", "traced processes (one trace each)");
-    fprintf(o, "vramtrace_processes %d\n", r->nin);
-    int idle = 0;
-    for (int i = 0; i < r->nin; i++)
-        idle += !has_series(&r->in[i]);
-    family(o, "vramtrace_idle_processes", "gauge",
-           "traced processes that ended having allocated nothing (such as GPU probes); no series of their own");
-    fprintf(o, "vramtrace_idle_processes %d\n", idle);
-
-    for (size_t i = 0; i < sizeof dev_families / sizeof dev_families[0]; i++) {
-        const dev_family_t *f = &dev_families[i];
-        char sample[96];
-        snprintf(sample, sizeof sample, "%s%s", f->name, strcmp(f->type, "counter") ? "" : "_total");
-        family(o, f->name, f->type, f->help);
-        dev_samples(o, r, sample, f->value, f->per_tag);
+    const vt_tagged_peak_t *tp = f == F_MANAGED ? &p->managed : &p->host;
+    for (int t = 0; t < vt_rules_tag_count(rules); t++) {
+        fprintf(o, "%s{", families[f].name);
+        proc_labels(o, p);
+        fputs(",tag=\"", o);
+        label_value(o, vt_rules_tag_name(rules, t));
+        fprintf(o, "\"} %llu\n", (unsigned long long)tp->by_tag[t]);
     }
+}
 
-    family(o, "vramtrace_host_pinned_bytes", "gauge", "pinned host memory live now, by tag");
-    host_samples(o, r, "vramtrace_host_pinned_bytes", 0);
-    family(o, "vramtrace_managed_bytes", "gauge", "managed (unified) memory live now, by tag");
-    host_samples(o, r, "vramtrace_managed_bytes", 1);
+/* The samples of one process with series (has_series), each family's into
+ * its own stream: f[F_DEVICE..F_ENDED]. */
+static void trace_samples(FILE *const *f, const vt_report_input_t *in)
+{
+    const vt_proc_t *p = vt_model_proc(in->model);
+    const vt_rules_t *rules = vt_model_rules(in->model);
+    for (int k = F_DEVICE; k < F_HOST_PINNED; k++)
+        dev_samples(f[k], p, rules, k);
+    host_samples(f[F_HOST_PINNED], p, rules, F_HOST_PINNED);
+    host_samples(f[F_MANAGED], p, rules, F_MANAGED);
 
-    family(o, "vramtrace_spills", "counter",
-           "spill events (oom, host_fallback, managed_oversubscription, over_capacity) of a process the report "
-           "says spilled or ran out of memory; 0 for one it does not (a near spill's failures are "
-           "vramtrace_alloc_failures)");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const char *v = vt_proc_verdict(p, 0);
-        int spilled = !strcmp(v, "spill") || !strcmp(v, "failed");
-        for (int k = 0; k < VT_SPILL_KINDS; k++) {
-            fputs("vramtrace_spills_total{", o);
-            proc_labels(o, p);
-            fprintf(o, ",kind=\"%s\"} %llu\n", vt_spill_kind_name(k),
-                    (unsigned long long)(spilled ? p->spill_count[k] : 0));
-        }
+    const char *v = vt_proc_verdict(p, 0);
+    int spilled = !strcmp(v, "spill") || !strcmp(v, "failed");
+    for (int k = 0; k < VT_SPILL_KINDS; k++) {
+        fputs("vramtrace_spills_total{", f[F_SPILLS]);
+        proc_labels(f[F_SPILLS], p);
+        fprintf(f[F_SPILLS], ",kind=\"%s\"} %llu\n", vt_spill_kind_name(k),
+                (unsigned long long)(spilled ? p->spill_count[k] : 0));
     }
     /* The report's verdict, one sample per key, 1 for the process's
      * (vt_proc_verdict as far as the trace goes: a live one is not
@@ -259,127 +274,166 @@ static void exposition(FILE *o, const vt_report_t *r)
      * flips values rather than making and ending series. */
     static const char *const verdicts[] = { "spill",    "near_spill", "failed",       "partial_offload",
                                             "cpu_only", "no_spill",   "no_gpu_memory" };
-    family(o, "vramtrace_verdict", "gauge",
-           "1 for the process's verdict as the report gives it (spill, near_spill, failed, partial_offload, "
-           "cpu_only, no_spill, no_gpu_memory), 0 for the others");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const char *v = vt_proc_verdict(p, 0);
-        for (size_t k = 0; k < sizeof verdicts / sizeof verdicts[0]; k++) {
-            fputs("vramtrace_verdict{", o);
-            proc_labels(o, p);
-            fprintf(o, ",verdict=\"%s\"} %d\n", verdicts[k], !strcmp(v, verdicts[k]));
-        }
+    for (size_t k = 0; k < sizeof verdicts / sizeof verdicts[0]; k++) {
+        fputs("vramtrace_verdict{", f[F_VERDICT]);
+        proc_labels(f[F_VERDICT], p);
+        fprintf(f[F_VERDICT], ",verdict=\"%s\"} %d\n", verdicts[k], !strcmp(v, verdicts[k]));
     }
     /* Where a ggml program's model ran (its GGML_* records; none without
      * them): what is in host memory at its fullest moment, and its layers. */
-    family(o, "vramtrace_model_host_bytes", "gauge",
-           "a ggml program's model in host memory (pinned, mapped or pageable) when the most weights and KV cache "
-           "were live: weights = the layers' (blocks and output layer; not the token embeddings llama.cpp keeps "
-           "there by design), kv = the KV cache");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const vt_placement_t *pl = &p->placement;
-        if (!pl->known)
-            continue;
-        fputs("vramtrace_model_host_bytes{", o);
-        proc_labels(o, p);
-        fprintf(o, ",content=\"weights\"} %llu\n", (unsigned long long)pl->layer_weights_host);
-        fputs("vramtrace_model_host_bytes{", o);
-        proc_labels(o, p);
-        fprintf(o, ",content=\"kv\"} %llu\n", (unsigned long long)vt_place_host(&pl->kv));
+    const vt_placement_t *pl = &p->placement;
+    if (pl->known) {
+        fputs("vramtrace_model_host_bytes{", f[F_MODEL_HOST]);
+        proc_labels(f[F_MODEL_HOST], p);
+        fprintf(f[F_MODEL_HOST], ",content=\"weights\"} %llu\n", (unsigned long long)pl->layer_weights_host);
+        fputs("vramtrace_model_host_bytes{", f[F_MODEL_HOST]);
+        proc_labels(f[F_MODEL_HOST], p);
+        fprintf(f[F_MODEL_HOST], ",content=\"kv\"} %llu\n", (unsigned long long)vt_place_host(&pl->kv));
     }
-    family(o, "vramtrace_layers", "gauge",
-           "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in total");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const vt_placement_t *pl = &p->placement;
-        if (!pl->known || !pl->layers_known)
-            continue;
-        fputs("vramtrace_layers{", o);
-        proc_labels(o, p);
-        fprintf(o, ",where=\"gpu\"} %u\n", pl->layers_gpu);
-        fputs("vramtrace_layers{", o);
-        proc_labels(o, p);
-        fprintf(o, ",where=\"total\"} %u\n", pl->layers_total);
+    if (pl->known && pl->layers_known) {
+        fputs("vramtrace_layers{", f[F_LAYERS]);
+        proc_labels(f[F_LAYERS], p);
+        fprintf(f[F_LAYERS], ",where=\"gpu\"} %u\n", pl->layers_gpu);
+        fputs("vramtrace_layers{", f[F_LAYERS]);
+        proc_labels(f[F_LAYERS], p);
+        fprintf(f[F_LAYERS], ",where=\"total\"} %u\n", pl->layers_total);
     }
-    family(o, "vramtrace_events", "counter", "events read from the trace");
-    proc_counter(o, r, "vramtrace_events_total", offsetof(vt_proc_t, events.total));
-    family(o, "vramtrace_dropped_events", "counter",
-           "events the shim counted as lost (ring full, signal handler, call not returned, not written)");
-    proc_counter(o, r, "vramtrace_dropped_events_total", offsetof(vt_proc_t, events.dropped));
-    family(o, "vramtrace_trace_partial", "gauge",
-           "1 while the trace ends in a chunk still being written (a live process) or cut short");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        fputs("vramtrace_trace_partial{", o);
-        proc_labels(o, vt_model_proc(r->in[i].model));
-        fprintf(o, "} %d\n", r->in[i].truncated);
-    }
+    fputs("vramtrace_events_total{", f[F_EVENTS]);
+    proc_labels(f[F_EVENTS], p);
+    fprintf(f[F_EVENTS], "} %llu\n", (unsigned long long)p->events.total);
+    fputs("vramtrace_dropped_events_total{", f[F_DROPPED]);
+    proc_labels(f[F_DROPPED], p);
+    fprintf(f[F_DROPPED], "} %llu\n", (unsigned long long)p->events.dropped);
+    fputs("vramtrace_trace_partial{", f[F_PARTIAL]);
+    proc_labels(f[F_PARTIAL], p);
+    fprintf(f[F_PARTIAL], "} %d\n", in->truncated);
     /* A container without these libraries is still traced (trace_format.h,
      * vt_degraded): the fleet sees which hosts run that way. */
     static const struct {
         uint64_t bit;
         const char *library;
     } missing[] = { { VT_DEGRADED_NO_ZSTD, "libzstd.so.1" }, { VT_DEGRADED_NO_LIBUNWIND, "libunwind.so.8" } };
-    family(o, "vramtrace_shim_library_missing", "gauge",
-           "1 when the shim ran without this library (libzstd.so.1: the trace is uncompressed; libunwind.so.8: "
-           "glibc's backtrace() took the frames the shim's unwinder could not follow)");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        for (size_t k = 0; k < sizeof missing / sizeof missing[0]; k++) {
-            fputs("vramtrace_shim_library_missing{", o);
-            proc_labels(o, p);
-            fprintf(o, ",library=\"%s\"} %d\n", missing[k].library, (p->degraded & missing[k].bit) != 0);
-        }
+    for (size_t k = 0; k < sizeof missing / sizeof missing[0]; k++) {
+        fputs("vramtrace_shim_library_missing{", f[F_SHIM_LIBRARY]);
+        proc_labels(f[F_SHIM_LIBRARY], p);
+        fprintf(f[F_SHIM_LIBRARY], ",library=\"%s\"} %d\n", missing[k].library, (p->degraded & missing[k].bit) != 0);
     }
-    family(o, "vramtrace_process_ended", "gauge", "1 once the trace holds the process's end record");
-    for (int i = 0; i < r->nin; i++) {
-        if (!has_series(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        fputs("vramtrace_process_ended{", o);
-        proc_labels(o, p);
-        fprintf(o, "} %d\n", p->ended);
-    }
-    fputs("# EOF\n", o);
+    fputs("vramtrace_process_ended{", f[F_ENDED]);
+    proc_labels(f[F_ENDED], p);
+    fprintf(f[F_ENDED], "} %d\n", p->ended);
 }
 
-/* Reads the traces afresh and writes the exposition into a malloc'd
- * buffer. A load that fails still answers: vramtrace_up 0, the reason on
- * stderr. @return 0, or VT_EXIT_BAD_INPUT when the traces could not be read. */
-static int scrape(const serve_conf_t *conf, char **text, size_t *len)
+/* What a scrape keeps of a trace (trace_cache.h): its samples, family by
+ * family. A process that ended having allocated nothing (a GPU probe:
+ * ollama's discovery starts one per library, and a server's directory
+ * gathers them) is counted in vramtrace_idle_processes and its samples are
+ * left out (vt_tcache_idle), so probes do not grow the series a fleet
+ * stores. */
+typedef struct summary {
+    char *text[F_COUNT];
+    size_t len[F_COUNT];
+} summary_t;
+
+static void summary_free(void *v)
+{
+    summary_t *s = v;
+    if (!s)
+        return;
+    for (int k = 0; k < F_COUNT; k++)
+        free(s->text[k]);
+    free(s);
+}
+
+static void *summarize(void *ctx, const vt_report_t *r, int i)
+{
+    (void)ctx;
+    summary_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    FILE *f[F_COUNT] = { 0 };
+    int ok = 1;
+    for (int k = F_DEVICE; k < F_COUNT && ok; k++)
+        ok = (f[k] = open_memstream(&s->text[k], &s->len[k])) != NULL;
+    if (ok)
+        trace_samples(f, &r->in[i]);
+    for (int k = F_DEVICE; k < F_COUNT; k++)
+        if (f[k])
+            fclose(f[k]);
+    if (!ok) {
+        summary_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static vt_report_t *fresh_report(void *ctx)
+{
+    const serve_conf_t *conf = ctx;
+    vt_report_t *r = vt_report_new();
+    if (!r)
+        return NULL;
+    r->opts.quiet = 1;
+    r->keep_going = 1;
+    if (vt_saved_opts_apply(r, "serve", &conf->opts)) {
+        vt_report_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* A scrape: the traces that changed since the last are read (trace_cache.h),
+ * and the exposition written into a malloc'd buffer from what is kept of
+ * each. Families are in a fixed order and samples in trace order, so two
+ * scrapes of unchanged traces are equal, and equal to a fresh read's. A
+ * listing that fails, or traces none of which could be read, still answer:
+ * vramtrace_up 0, the reason on stderr. @return 0, or VT_EXIT_BAD_INPUT
+ * when a trace could not be read. */
+static int scrape(serve_conf_t *conf, char **text, size_t *len)
 {
     FILE *o = open_memstream(text, len);
     if (!o)
         return VT_EXIT_BAD_INPUT;
-    int rc = VT_EXIT_BAD_INPUT;
-    vt_report_t *r = vt_report_new();
-    if (r) {
-        r->opts.quiet = 1;
-        r->keep_going = 1;
-        rc = vt_saved_opts_apply(r, "serve", &conf->opts);
-        if (!rc)
-            rc = vt_report_load(r, conf->paths, conf->npaths);
+    vt_tcache_t *c = &conf->cache;
+    int rc = vt_tcache_scan(c, conf->paths, conf->npaths) ? VT_EXIT_BAD_INPUT : 0;
+    int good = 0, bad = 0, idle = 0;
+    /* An entry is idle or not for the whole scrape: a probe's pid may go
+     * while the exposition is written. */
+    unsigned char *quiet = calloc((size_t)(c->n ? c->n : 1), 1);
+    if (!quiet)
+        rc = VT_EXIT_BAD_INPUT;
+    for (int i = 0; !rc && i < c->n; i++) {
+        bad += !c->e[i].summary;
+        good += c->e[i].summary != NULL;
+        idle += quiet[i] = (unsigned char)vt_tcache_idle(&c->e[i]);
     }
-    if (rc == 0) {
-        exposition(o, r);
-        if (r->nbad)
+    if (!rc && good) {
+        family(o, F_UP);
+        fprintf(o, "vramtrace_up %d\n", !bad);
+        family(o, F_PROCESSES);
+        fprintf(o, "vramtrace_processes %d\n", good);
+        family(o, F_IDLE);
+        fprintf(o, "vramtrace_idle_processes %d\n", idle);
+        family(o, F_READ_TRACES);
+        fprintf(o, "vramtrace_scrape_read_traces %d\n", c->reads);
+        family(o, F_READ_BYTES);
+        fprintf(o, "vramtrace_scrape_read_bytes %llu\n", (unsigned long long)c->bytes_read);
+        for (int k = F_DEVICE; k < F_COUNT; k++) {
+            family(o, k);
+            for (int i = 0; i < c->n; i++) {
+                const summary_t *s = c->e[i].summary;
+                if (s && !quiet[i] && s->len[k])
+                    fwrite(s->text[k], 1, s->len[k], o);
+            }
+        }
+        fputs("# EOF\n", o);
+        if (bad)
             rc = VT_EXIT_BAD_INPUT;   /* said on stderr; the readable ones are served */
     } else {
-        family(o, "vramtrace_up", "gauge", "1 when every trace could be read at this scrape");
+        fprintf(o, "# TYPE vramtrace_up gauge\n# HELP vramtrace_up 1 when every trace could be read at this scrape\n");
         fputs("vramtrace_up 0\n# EOF\n", o);
+        rc = VT_EXIT_BAD_INPUT;
     }
-    vt_report_free(r);
+    free(quiet);
     fclose(o);
     return rc;
 }
@@ -490,7 +544,7 @@ static int read_request(int fd, char *buf, size_t cap)
     return -1;
 }
 
-static void serve_one(int cfd, const serve_conf_t *conf)
+static void serve_one(int cfd, serve_conf_t *conf)
 {
     struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
     setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -524,7 +578,7 @@ static void serve_one(int cfd, const serve_conf_t *conf)
     }
 }
 
-static int serve(int lfd, const serve_conf_t *conf)
+static int serve(int lfd, serve_conf_t *conf)
 {
     struct sigaction sa = { .sa_handler = on_stop };
     sigemptyset(&sa.sa_mask);
@@ -585,6 +639,7 @@ int vt_cmd_serve(int argc, char **argv)
         return vt_usage_error("serve", optind < argc ? "give exactly one of --metrics and --once" : "no TRACE or DIR given");
     conf.paths = argv + optind;
     conf.npaths = argc - optind;
+    conf.cache = (vt_tcache_t){ .summarize = summarize, .drop = summary_free, .fresh = fresh_report, .ctx = &conf };
     if (once) {
         char *text = NULL;
         size_t len = 0;
@@ -592,6 +647,7 @@ int vt_cmd_serve(int argc, char **argv)
         if (text)
             fwrite(text, 1, len, stdout);
         free(text);
+        vt_tcache_clear(&conf.cache);
         return rc;
     }
     /* Bad --rules or --margin fail now, not at the first scrape. */
@@ -601,5 +657,7 @@ int vt_cmd_serve(int argc, char **argv)
     if (rc)
         return rc;
     int lfd = listen_on(listen_spec);
-    return lfd < 0 ? VT_EXIT_BAD_INPUT : serve(lfd, &conf);
+    rc = lfd < 0 ? VT_EXIT_BAD_INPUT : serve(lfd, &conf);
+    vt_tcache_clear(&conf.cache);
+    return rc;
 }

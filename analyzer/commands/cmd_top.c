@@ -3,14 +3,16 @@
  *
  *   vramtrace top [--interval SECONDS] [--once] TRACE|DIR...
  *
- * Every refresh reads the traces again exactly as `report` does (chunks
- * land every VRAMTRACE_FLUSH_MS), so the figures are the report's: per GPU
- * and process, the bytes live by tag, the driver's last free figure against
- * the margin, the layers a ggml program put on a GPU, failed requests and
- * the report's verdict. Nothing is cached between frames and the traces
- * are never written. On a terminal the screen is redrawn in
- * place and `q` quits (the terminal is put back as it was on every exit
- * path); --once prints one frame and exits, for scripts. Strings from the
+ * Every refresh reads the traces that changed exactly as `report` does
+ * (chunks land every VRAMTRACE_FLUSH_MS), so the figures are the report's:
+ * per GPU and process, the bytes live by tag, the driver's last free figure
+ * against the margin, the layers a ggml program put on a GPU, failed
+ * requests and the report's verdict. A trace unchanged since the last
+ * frame is not read again (pipeline/trace_cache.h), so a frame of a
+ * directory where little moves costs a stat per trace. The traces are
+ * never written. On a terminal the screen is redrawn in place and `q`
+ * quits (the terminal is put back as it was on every exit path); --once
+ * prints one frame and exits, for scripts. Strings from the
  * traces are printed with control characters replaced, so a hostile trace
  * cannot drive the terminal.
  */
@@ -28,6 +30,7 @@
 #include "commands.h"
 #include "report.h"
 #include "sizes.h"
+#include "trace_cache.h"
 
 static void usage(FILE *out)
 {
@@ -52,9 +55,6 @@ static void put_safe(FILE *o, const char *s, int width)
         fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, o);
 }
 
-/* Free memory now: the driver's last report, moved by what this process
- * allocated or freed since (other processes' changes since then are not
- * seen: an estimate, as the report's). */
 /* The report's VERDICT words for a verdict key (vt_proc_verdict), NULL
  * for the runs with nothing to say (no spill, no GPU memory used). */
 static const char *verdict_words(const char *key)
@@ -72,14 +72,6 @@ static const char *verdict_words(const char *key)
         if (!strcmp(key, words[i].key))
             return words[i].words;
     return NULL;
-}
-
-/* A process gets rows unless it ended having allocated nothing (a GPU
- * probe); a ggml program that ran on the CPU allocated nothing either, and
- * its verdict is the one thing to see. */
-static int shown(const vt_report_input_t *in)
-{
-    return !vt_report_input_idle(in) || vt_proc_ran_on_cpu(vt_model_proc(in->model));
 }
 
 /* The PID and PROCESS columns. */
@@ -126,88 +118,138 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
                 ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers);
 }
 
-static void frame(FILE *o, const vt_report_t *r)
+/* The rows of one process: one per GPU it used, or one without a GPU. */
+static void rows(FILE *o, const vt_proc_t *p)
 {
-    double margin_pct = r->opts.margin_pct;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], l[24];
+    const char *state = p->ended ? "ended" : "live";
+    for (int k = 0; k < p->ndevs; k++) {
+        const vt_dev_t *d = &p->devs[k];
+        row_start(o, p);
+        fprintf(o, " %4d", d->ordinal);
+        for (int t = 0; t < VT_TAG_BUILTIN_COUNT; t++)
+            fprintf(o, " %9s", vt_fmt_bytes(a, d->mem.by_tag[t]));
+        fprintf(o, " %9s %9s %6s %6s\n", vt_fmt_bytes(b, d->mem.tracked),
+                d->have_free ? vt_fmt_bytes(c, vt_dev_free_now(d)) : "?", layers(l, p), state);
+    }
+    /* A process that saw no GPU still gets a row, so the rows add up
+     * to the header's count: a ggml program that ran on the CPU (its
+     * layers), or one that has allocated nothing yet and not ended (a
+     * probe still running). */
+    if (!p->ndevs) {
+        row_start(o, p);
+        fprintf(o, " %4s", "-");
+        for (int t = 0; t < VT_TAG_BUILTIN_COUNT + 2; t++)
+            fprintf(o, " %9s", "-");
+        fprintf(o, " %6s %6s\n", layers(l, p), state);
+    }
+}
+
+/* The lines under the table for one process: each GPU's card, margin and
+ * failures, then what went wrong. */
+static void lines(FILE *o, const vt_proc_t *p, double margin_pct)
+{
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    for (int k = 0; k < p->ndevs; k++) {
+        const vt_dev_t *d = &p->devs[k];
+        if (!d->total)
+            continue;
+        uint64_t margin = vt_margin_bytes(margin_pct, d->total);
+        fprintf(o, "pid %llu GPU %d (", (unsigned long long)p->pid, d->ordinal);
+        put_safe(o, d->name, 40);
+        fprintf(o, "): %s total, ", vt_fmt_bytes(a, d->total));
+        if (d->have_free)
+            fprintf(o, "about %s free, %s the %g%% margin (%s)", vt_fmt_bytes(b, vt_dev_free_now(d)),
+                    vt_dev_free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
+        else
+            fprintf(o, "free unknown");
+        fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
+    }
+    /* The report's verdict (a live trace's, as far as it goes). */
+    const char *words = verdict_words(vt_proc_verdict(p, 0));
+    if (words) {
+        fprintf(o, "pid %llu: %s", (unsigned long long)p->pid, words);
+        if (p->tip.valid)
+            fprintf(o, " (first: %s of %s, %s)", vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes),
+                    vt_spill_kind_name(p->tip_kind));
+        fputc('\n', o);
+    }
+    placement_lines(o, p);
+    if (p->events.dropped)
+        fprintf(o, "pid %llu: %llu events dropped by the shim: figures are lower bounds\n",
+                (unsigned long long)p->pid, (unsigned long long)p->events.dropped);
+    /* A container without these still traces (report: the NOTE line). */
+    int nozstd = (p->degraded & VT_DEGRADED_NO_ZSTD) != 0, nounwind = (p->degraded & VT_DEGRADED_NO_LIBUNWIND) != 0;
+    if (nozstd || nounwind)
+        fprintf(o, "pid %llu: traced without %s%s%s\n", (unsigned long long)p->pid, nozstd ? "libzstd.so.1" : "",
+                nozstd && nounwind ? " and " : "", nounwind ? "libunwind.so.8" : "");
+}
+
+/* What a frame keeps of a trace until it changes (trace_cache.h): its
+ * rows and its lines, written when it was read. */
+typedef struct summary {
+    char *rows, *lines;
+    size_t nrows, nlines;
+} summary_t;
+
+static void summary_free(void *v)
+{
+    summary_t *s = v;
+    if (s) {
+        free(s->rows);
+        free(s->lines);
+        free(s);
+    }
+}
+
+static void *summarize(void *ctx, const vt_report_t *r, int i)
+{
+    (void)ctx;
+    const vt_proc_t *p = vt_model_proc(r->in[i].model);
+    summary_t *s = calloc(1, sizeof *s);
+    FILE *fr = s ? open_memstream(&s->rows, &s->nrows) : NULL;
+    FILE *fl = fr ? open_memstream(&s->lines, &s->nlines) : NULL;
+    if (fl) {
+        rows(fr, p);
+        lines(fl, p, r->opts.margin_pct);
+    }
+    if (fr)
+        fclose(fr);
+    if (fl)
+        fclose(fl);
+    if (!fl) {
+        summary_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The frame: every process's rows, those that ended having allocated
+ * nothing (GPU probes, vt_tcache_idle) counted in one line, then each
+ * process's lines. */
+static void frame(FILE *o, const vt_tcache_t *c, const unsigned char *idle, int good)
+{
     time_t now = time(NULL);
     char when[32];
     strftime(when, sizeof when, "%H:%M:%S", localtime(&now));
-    fprintf(o, "vramtrace top  %s  %d process%s  (q quits)\n\n", when, r->nin, r->nin == 1 ? "" : "es");
+    fprintf(o, "vramtrace top  %s  %d process%s  (q quits)\n\n", when, good, good == 1 ? "" : "es");
     fprintf(o, "%-7s %-18s %4s %9s %9s %9s %9s %9s %9s %6s %6s\n", "PID", "PROCESS", "GPU", "WEIGHTS", "KV", "SCRATCH",
             "UNKNOWN", "LIVE", "FREE~", "LAYERS", "STATE");
-    int idle = 0;
-    for (int i = 0; i < r->nin; i++) {
-        /* Ended having allocated nothing (GPU probes): counted below. */
-        if (!shown(&r->in[i])) {
-            idle++;
-            continue;
-        }
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        const char *state = p->ended ? "ended" : "live";
-        for (int k = 0; k < p->ndevs; k++) {
-            const vt_dev_t *d = &p->devs[k];
-            row_start(o, p);
-            fprintf(o, " %4d", d->ordinal);
-            for (int t = 0; t < VT_TAG_BUILTIN_COUNT; t++)
-                fprintf(o, " %9s", vt_fmt_bytes(a, d->mem.by_tag[t]));
-            fprintf(o, " %9s %9s %6s %6s\n", vt_fmt_bytes(b, d->mem.tracked),
-                    d->have_free ? vt_fmt_bytes(c, vt_dev_free_now(d)) : "?", layers(l, p), state);
-        }
-        /* A process that saw no GPU still gets a row, so the rows add up
-         * to the header's count: a ggml program that ran on the CPU (its
-         * layers), or one that has allocated nothing yet and not ended (a
-         * probe killed before its END, or still running). */
-        if (!p->ndevs) {
-            row_start(o, p);
-            fprintf(o, " %4s", "-");
-            for (int t = 0; t < VT_TAG_BUILTIN_COUNT + 2; t++)
-                fprintf(o, " %9s", "-");
-            fprintf(o, " %6s %6s\n", layers(l, p), state);
-        }
+    int nidle = 0;
+    for (int i = 0; i < c->n; i++) {
+        const summary_t *s = c->e[i].summary;
+        nidle += idle[i];
+        if (s && !idle[i])
+            fwrite(s->rows, 1, s->nrows, o);
     }
-    if (idle)
-        fprintf(o, "(not shown: %d ended process%s that allocated nothing, such as GPU probes)\n", idle,
-                idle == 1 ? "" : "es");
-    /* Per GPU (across processes): the card, the margin, what went wrong. */
+    if (nidle)
+        fprintf(o, "(not shown: %d ended process%s that allocated nothing, such as GPU probes)\n", nidle,
+                nidle == 1 ? "" : "es");
     fputc('\n', o);
-    for (int i = 0; i < r->nin; i++) {
-        if (!shown(&r->in[i]))
-            continue;
-        const vt_proc_t *p = vt_model_proc(r->in[i].model);
-        for (int k = 0; k < p->ndevs; k++) {
-            const vt_dev_t *d = &p->devs[k];
-            if (!d->total)
-                continue;
-            uint64_t margin = vt_margin_bytes(margin_pct, d->total);
-            fprintf(o, "pid %llu GPU %d (", (unsigned long long)p->pid, d->ordinal);
-            put_safe(o, d->name, 40);
-            fprintf(o, "): %s total, ", vt_fmt_bytes(a, d->total));
-            if (d->have_free)
-                fprintf(o, "about %s free, %s the %g%% margin (%s)", vt_fmt_bytes(b, vt_dev_free_now(d)),
-                        vt_dev_free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
-            else
-                fprintf(o, "free unknown");
-            fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
-        }
-        /* The report's verdict (a live trace's, as far as it goes). */
-        const char *words = verdict_words(vt_proc_verdict(p, 0));
-        if (words) {
-            fprintf(o, "pid %llu: %s", (unsigned long long)p->pid, words);
-            if (p->tip.valid)
-                fprintf(o, " (first: %s of %s, %s)", vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes),
-                        vt_spill_kind_name(p->tip_kind));
-            fputc('\n', o);
-        }
-        placement_lines(o, p);
-        if (p->events.dropped)
-            fprintf(o, "pid %llu: %llu events dropped by the shim: figures are lower bounds\n",
-                    (unsigned long long)p->pid, (unsigned long long)p->events.dropped);
-        /* A container without these still traces (report: the NOTE line). */
-        int nozstd = (p->degraded & VT_DEGRADED_NO_ZSTD) != 0, nounwind = (p->degraded & VT_DEGRADED_NO_LIBUNWIND) != 0;
-        if (nozstd || nounwind)
-            fprintf(o, "pid %llu: traced without %s%s%s\n", (unsigned long long)p->pid, nozstd ? "libzstd.so.1" : "",
-                    nozstd && nounwind ? " and " : "", nounwind ? "libunwind.so.8" : "");
+    for (int i = 0; i < c->n; i++) {
+        const summary_t *s = c->e[i].summary;
+        if (s && !idle[i])
+            fwrite(s->lines, 1, s->nlines, o);
     }
 }
 
@@ -217,6 +259,7 @@ typedef struct top_conf {
     char *const *paths;
     int npaths;
     vt_saved_opts_t opts;
+    vt_tcache_t cache;   /* the traces as the last frame left them */
 } top_conf_t;
 
 /* A report with the command's options applied. @return 0, or
@@ -234,24 +277,39 @@ static int new_report(const top_conf_t *conf, vt_report_t **out)
     return rc;
 }
 
-/* One frame into a malloc'd buffer. @return 0, or VT_EXIT_BAD_INPUT. */
-static int render(const top_conf_t *conf, char **text, size_t *len)
+static vt_report_t *fresh_report(void *ctx)
+{
+    vt_report_t *r;
+    if (new_report(ctx, &r))
+        return NULL;
+    r->opts.quiet = 1;
+    r->keep_going = 1;
+    return r;
+}
+
+/* One frame into a malloc'd buffer: the traces that changed since the
+ * last frame are read (trace_cache.h), the others shown as they were.
+ * @return 0, or VT_EXIT_BAD_INPUT when no trace could be read. */
+static int render(top_conf_t *conf, char **text, size_t *len)
 {
     FILE *o = open_memstream(text, len);
     if (!o)
         return VT_EXIT_BAD_INPUT;
-    vt_report_t *r;
-    int rc = new_report(conf, &r);
-    if (r) {
-        r->opts.quiet = 1;
-        r->keep_going = 1;
-        rc = vt_report_load(r, conf->paths, conf->npaths);
+    vt_tcache_t *c = &conf->cache;
+    int rc = vt_tcache_scan(c, conf->paths, conf->npaths) ? VT_EXIT_BAD_INPUT : 0;
+    unsigned char *idle = rc ? NULL : calloc((size_t)(c->n ? c->n : 1), 1);
+    int good = 0;
+    for (int i = 0; idle && i < c->n; i++) {
+        good += c->e[i].summary != NULL;
+        idle[i] = (unsigned char)vt_tcache_idle(&c->e[i]);
     }
-    if (!rc)
-        frame(o, r);
-    else
+    if (good)
+        frame(o, c, idle, good);
+    else {
         fprintf(o, "vramtrace top: the traces cannot be read (see above); retrying\n");
-    vt_report_free(r);
+        rc = VT_EXIT_BAD_INPUT;
+    }
+    free(idle);
     fclose(o);
     return rc;
 }
@@ -323,6 +381,7 @@ int vt_cmd_top(int argc, char **argv)
         return vt_usage_error("top", "no TRACE or DIR given");
     conf.paths = argv + optind;
     conf.npaths = argc - optind;
+    conf.cache = (vt_tcache_t){ .summarize = summarize, .drop = summary_free, .fresh = fresh_report, .ctx = &conf };
     vt_report_t *check;
     if (new_report(&conf, &check))   /* a bad option fails now, not at every frame */
         return VT_EXIT_BAD_INPUT;
@@ -336,6 +395,7 @@ int vt_cmd_top(int argc, char **argv)
         if (!rc)
             fwrite(text, 1, len, stdout);
         free(text);
+        vt_tcache_clear(&conf.cache);
         return rc;
     }
     struct sigaction sa = { .sa_handler = on_stop };
@@ -379,5 +439,6 @@ int vt_cmd_top(int argc, char **argv)
         }
     }
     restore_tty();
+    vt_tcache_clear(&conf.cache);
     return VT_EXIT_OK;
 }

@@ -1,4 +1,4 @@
-/* --json output, schema "vramtrace-report/2". Every field is documented in
+/* --json output, schema "vramtrace-report/3". Every field is documented in
  * docs/report.md; adding a field is compatible, renaming or removing one
  * needs a new schema version. by_tag objects always hold the four built-in
  * tags (then any custom tag); times are ns since the process's trace start
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "json.h"
 #include "u64map.h"
 #include "report.h"
@@ -19,15 +20,30 @@ static void by_tag(vt_json_t *j, const char *key, const vt_rules_t *rules, const
     vt_json_obj_end(j);
 }
 
-/* A process's frames, each written once: a stack is an array of indices
- * into the process's "frames" (schema /2). Written whole, every site
- * repeated its stack: 200k sites of 200 frames were 3.47 GB from a 1.7 MB
- * trace. A frame's text depends only on its ip within one process (the
- * stacks are final by now), so the ip is the key. */
+/* A process's frames and stacks, each written once (schema /3): "frames"
+ * holds every frame its stacks name, "stacks" is a prefix table, each
+ * entry a frame and the entry of the stack it was called from, as the
+ * Firefox Profiler's stackTable; a stack is one index. Arrays of frame
+ * indices per site (schema /2) grew with sites x depth: 20,000 sites of
+ * 200 frames were 19.8 MB of JSON from a 445 KB trace. A frame's text
+ * depends only on its ip within one process (the stacks are final by now),
+ * so the ip is a frame's key. An entry's key is the trace's node and how
+ * many frames the walk keeps from it outwards: a walk stops at
+ * VT_MAX_STACK_DEPTH frames (as the text's does), so a node met deeper
+ * than that in one stack starts it there, with no prefix, and is another
+ * entry. */
+typedef struct stack_entry {
+    uint32_t frame;    /* index in ips */
+    uint32_t prefix;   /* its caller's entry, UINT32_MAX for none */
+} stack_entry_t;
+
 typedef struct frame_table {
     vt_map_t index;   /* ip -> position in ips */
     uint64_t *ips;    /* in order of first use */
     size_t n, cap;
+    vt_map_t stack_index;    /* node | frames kept << 32 -> entry */
+    stack_entry_t *stacks;   /* in order of first use, a caller before its callees */
+    size_t nstacks, stacks_cap;
 } frame_table_t;
 
 /* The process being written: process() resets it, stack() fills it. */
@@ -37,7 +53,19 @@ static void frames_reset(void)
 {
     vt_map_free(&frames.index);
     vt_map_init(&frames.index);
+    vt_map_free(&frames.stack_index);
+    vt_map_init(&frames.stack_index);
     frames.n = 0;
+    frames.nstacks = 0;
+}
+
+static void frames_free(void)
+{
+    vt_map_free(&frames.index);
+    vt_map_free(&frames.stack_index);
+    free(frames.ips);
+    free(frames.stacks);
+    frames = (frame_table_t){ 0 };
 }
 
 /* @return ip's index in the table, added if new; -1 when out of memory. */
@@ -46,41 +74,60 @@ static int64_t frame_index(uint64_t ip)
     uint32_t e;
     if (vt_map_get(&frames.index, ip, &e))
         return e;
-    if (frames.n >= UINT32_MAX)
+    if (frames.n >= UINT32_MAX || vt_grow((void **)&frames.ips, &frames.cap, frames.n + 1, sizeof *frames.ips, 1024))
         return -1;
-    if (frames.n == frames.cap) {
-        size_t ncap = frames.cap ? frames.cap * 2 : 1024;
-        uint64_t *ni = realloc(frames.ips, ncap * sizeof *ni);
-        if (!ni)
-            return -1;
-        frames.ips = ni;
-        frames.cap = ncap;
-    }
     if (vt_map_put(&frames.index, ip, (uint32_t)frames.n))
         return -1;
     frames.ips[frames.n] = ip;
     return (int64_t)frames.n++;
 }
 
-static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
+/* @return the entry for frame ip called from entry prefix, keyed by key,
+ * added; -1 when out of memory. */
+static int64_t stack_add(uint64_t key, uint64_t ip, uint32_t prefix)
 {
-    uint64_t ips[VT_MAX_STACK_DEPTH];
-    int n = vt_stacks_ips(vt_model_stacks(m), leaf, ips, VT_MAX_STACK_DEPTH);
-    vt_json_arr(j, "stack");
-    int compact = j->compact;
-    j->compact = 1;   /* one line a stack */
-    for (int i = 0; i < n; i++) {
-        int64_t k = frame_index(ips[i]);
-        if (k < 0)
-            vt_json_null(j, NULL);   /* documented: a frame lost to memory */
-        else
-            vt_json_u64(j, NULL, (uint64_t)k);
-    }
-    vt_json_arr_end(j);
-    j->compact = compact;
+    int64_t f = frame_index(ip);
+    if (f < 0 || frames.nstacks >= UINT32_MAX - 1 ||
+        vt_grow((void **)&frames.stacks, &frames.stacks_cap, frames.nstacks + 1, sizeof *frames.stacks, 1024) ||
+        vt_map_put(&frames.stack_index, key, (uint32_t)frames.nstacks))
+        return -1;
+    frames.stacks[frames.nstacks] = (stack_entry_t){ .frame = (uint32_t)f, .prefix = prefix };
+    return (int64_t)frames.nstacks++;
 }
 
-/* The process's "frames": every frame its stacks named, in index order. */
+/* "stack": the entry of the stack whose leaf is node leaf, its frames
+ * those vt_stacks_get gives; null for no frames, or when out of memory. */
+static void stack(vt_json_t *j, const vt_model_t *m, uint32_t leaf)
+{
+    const vt_stacks_t *st = vt_model_stacks(m);
+    uint32_t ids[VT_MAX_STACK_DEPTH];
+    uint64_t ips[VT_MAX_STACK_DEPTH];
+    uint32_t parent, have = UINT32_MAX, e;
+    int n = 0, known = -1;
+    for (uint32_t id = leaf; n < (int)VT_MAX_STACK_DEPTH && vt_stacks_node(st, id, &ips[n], &parent); id = parent)
+        ids[n++] = id;
+    /* ids[i] keeps n - i frames from itself outwards. */
+    for (int i = 0; i < n; i++)
+        if (vt_map_get(&frames.stack_index, ids[i] | (uint64_t)(n - i) << 32, &e)) {
+            known = i;
+            have = e;
+            break;
+        }
+    for (int i = (known < 0 ? n : known) - 1; i >= 0; i--) {
+        int64_t k = stack_add(ids[i] | (uint64_t)(n - i) << 32, ips[i], have);
+        if (k < 0) {
+            vt_json_null(j, "stack");
+            return;
+        }
+        have = (uint32_t)k;
+    }
+    if (have == UINT32_MAX)
+        vt_json_null(j, "stack");
+    else
+        vt_json_u64(j, "stack", have);
+}
+
+/* The process's "frames", in index order, then its "stacks". */
 static void frame_table(vt_json_t *j, const vt_model_t *m)
 {
     const vt_stacks_t *st = vt_model_stacks(m);
@@ -101,6 +148,25 @@ static void frame_table(vt_json_t *j, const vt_model_t *m)
         j->compact = compact;
     }
     vt_json_arr_end(j);
+    vt_json_obj(j, "stacks");
+    int compact = j->compact;
+    vt_json_arr(j, "frame");
+    j->compact = 1;   /* one line an array */
+    for (size_t i = 0; i < frames.nstacks; i++)
+        vt_json_u64(j, NULL, frames.stacks[i].frame);
+    vt_json_arr_end(j);
+    j->compact = compact;
+    vt_json_arr(j, "prefix");
+    j->compact = 1;
+    for (size_t i = 0; i < frames.nstacks; i++) {
+        if (frames.stacks[i].prefix == UINT32_MAX)
+            vt_json_null(j, NULL);
+        else
+            vt_json_u64(j, NULL, frames.stacks[i].prefix);
+    }
+    vt_json_arr_end(j);
+    j->compact = compact;
+    vt_json_obj_end(j);
 }
 
 /* Sites go out in rank order, a random walk through p->sites and the
@@ -627,8 +693,9 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_t j;
     vt_json_init(&j, out);
     vt_map_init(&frames.index);
+    vt_map_init(&frames.stack_index);
     vt_json_obj(&j, NULL);
-    vt_json_str(&j, "schema", "vramtrace-report/2");
+    vt_json_str(&j, "schema", "vramtrace-report/3");
     vt_json_num(&j, "margin_pct", r->opts.margin_pct);
     if (r->opts.filter)
         vt_json_str(&j, "sites_filter", r->opts.filter);
@@ -678,7 +745,5 @@ void vt_report_json(const vt_report_t *r, FILE *out)
     vt_json_arr_end(&j);
     vt_json_obj_end(&j);
     vt_json_finish(&j);
-    vt_map_free(&frames.index);
-    free(frames.ips);
-    frames = (frame_table_t){ 0 };
+    frames_free();
 }

@@ -32,8 +32,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Appends path, or every *.vtrace of a directory in name order (those
- * marked in *from_dir). */
-static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path)
+ * marked in *from_dir, as path itself is when found_in_dir). */
+static int add_path(char ***paths, unsigned char **from_dir, int *n, const char *path, int found_in_dir)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -86,7 +86,7 @@ static int add_path(char ***paths, unsigned char **from_dir, int *n, const char 
         return VT_E_NOMEM;
     }
     *from_dir = dir;
-    memset(dir + *n, S_ISDIR(st.st_mode), (size_t)nl);
+    memset(dir + *n, S_ISDIR(st.st_mode) || found_in_dir, (size_t)nl);
     memcpy(all + *n, list, (size_t)nl * sizeof *list);
     *n += nl;
     free(list);
@@ -279,11 +279,53 @@ static void progress(const vt_report_t *r, double start, int *shown)
     *shown = 1;
 }
 
+/* The inputs with an event queued, as a binary heap on their first
+ * event's time then their index: the top is the input whose event comes
+ * next in the merged order (the earliest; among equal times the first
+ * input). Picking it by a scan over every input made reading N traces
+ * cost N steps an event: 1,000 traces of 2,000 events read together took
+ * 36x the time of 100. */
+static int merged_before(const vt_report_t *r, int a, int b)
+{
+    uint64_t ta = r->in[a].q[r->in[a].qhead].time_ns, tb = r->in[b].q[r->in[b].qhead].time_ns;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void merged_down(const vt_report_t *r, int *h, int n, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < n && merged_before(r, h[l], h[m]))
+            m = l;
+        if (l + 1 < n && merged_before(r, h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
 static int feed_merged(vt_report_t *r)
 {
     int rc = 0;
     for (int i = 0; i < r->nin && !rc; i++)
         rc = fill(&r->in[i]);
+    int *heap = NULL, nheap = 0;
+    if (!rc && r->nin > 1) {
+        heap = malloc((size_t)r->nin * sizeof *heap);
+        if (!heap) {
+            fprintf(stderr, "vramtrace: out of memory\n");
+            return VT_EXIT_BAD_INPUT;
+        }
+        for (int i = 0; i < r->nin; i++)
+            if (r->in[i].qn)
+                heap[nheap++] = i;
+        for (int i = nheap / 2 - 1; i >= 0; i--)
+            merged_down(r, heap, nheap, i);
+    }
     int tty = isatty(2), shown = 0;
     double start = now_s(), last = start;
     uint64_t n = 0;
@@ -299,14 +341,9 @@ static int feed_merged(vt_report_t *r)
                 best = 0;
                 ev = &r->in[0].q[r->in[0].qhead];
             }
-        } else {
-            for (int i = 0; i < r->nin; i++) {
-                const vt_report_input_t *in = &r->in[i];
-                if (in->qn && (!ev || in->q[in->qhead].time_ns < ev->time_ns)) {
-                    best = i;
-                    ev = &in->q[in->qhead];
-                }
-            }
+        } else if (nheap) {
+            best = heap[0];
+            ev = &r->in[best].q[r->in[best].qhead];
         }
         if (best < 0)
             break;
@@ -320,6 +357,12 @@ static int feed_merged(vt_report_t *r)
         if (on_event)
             on_event(r->on_event_ctx, r, best, ev);
         rc = advance(&r->in[best]);
+        if (heap) {
+            /* Only best's first event changed: it moves down, or out. */
+            if (!r->in[best].qn)
+                heap[0] = heap[--nheap];
+            merged_down(r, heap, nheap, 0);
+        }
         if (tty && (++n & 4095) == 0) {
             double t = now_s();
             if (t - start > 1.0 && t - last > 0.25) {
@@ -330,6 +373,7 @@ static int feed_merged(vt_report_t *r)
     }
     if (shown)
         fprintf(stderr, "\r%*s\r", 72, "");
+    free(heap);
     return rc;
 }
 
@@ -576,6 +620,33 @@ static int read_again_with_marks(vt_report_t *r)
     return feed_merged(r);
 }
 
+/* vt_report_list, every path marked found in a directory when
+ * found_in_dir. */
+static int list_paths(char *const *args, int nargs, int found_in_dir, char ***paths, unsigned char **from_dir, int *n)
+{
+    int rc = 0;
+    *paths = NULL;
+    *from_dir = NULL;
+    *n = 0;
+    for (int i = 0; i < nargs && !rc; i++)
+        rc = add_path(paths, from_dir, n, args[i], found_in_dir);
+    if (rc) {
+        for (int k = 0; k < *n; k++)
+            free((*paths)[k]);
+        free(*paths);
+        free(*from_dir);
+        *paths = NULL;
+        *from_dir = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int vt_report_list(char *const *args, int nargs, char ***paths, unsigned char **from_dir, int *n)
+{
+    return list_paths(args, nargs, 0, paths, from_dir, n);
+}
+
 int vt_report_load(vt_report_t *r, char *const *args, int nargs)
 {
     vt_error_t err = { 0 };
@@ -590,9 +661,7 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
     }
     char **paths = NULL;
     unsigned char *from_dir = NULL;
-    int npaths = 0, rc = 0;
-    for (int i = 0; i < nargs && !rc; i++)
-        rc = add_path(&paths, &from_dir, &npaths, args[i]);
+    int npaths = 0, rc = list_paths(args, nargs, r->found_in_dir, &paths, &from_dir, &npaths);
     r->in = rc ? NULL : calloc((size_t)npaths, sizeof *r->in);
     r->bad = rc || !r->keep_going ? NULL : calloc((size_t)npaths, sizeof *r->bad);
     if (!r->in || (r->keep_going && !r->bad)) {

@@ -128,6 +128,9 @@ struct vt_report {
     vt_report_bad_t *bad;
     int nbad;
     int unselected;   /* traces left out by --pid, --since, --until, --last */
+    /* Every path vt_report_load is given was found in a directory (by
+     * vt_report_list): read as a directory's traces are, regular files only. */
+    int found_in_dir;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's
@@ -180,6 +183,11 @@ const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc);
  * what was left out). A truncated trace is not an error (a note on
  * stderr). */
 int vt_report_load(vt_report_t *r, char *const *args, int nargs);
+/* The trace files vt_report_load would read for args, in its order: a
+ * TRACE as named, a DIR's *.vtrace by name, those found in a directory
+ * marked in (*from_dir)[i]. The caller frees each path and both arrays.
+ * @return 0, or a VT_E_* after printing why (nothing is returned). */
+int vt_report_list(char *const *args, int nargs, char ***paths, unsigned char **from_dir, int *n);
 
 /* The verdict's key: "spill", "near_spill", "failed" (an OOM after which
  * nothing more was allocated), "partial_offload", "cpu_only", "no_spill",
@@ -217,10 +225,19 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */
 int vt_proc_allocated_nothing(const vt_proc_t *p);
-/* 1 for a whole trace (END read, not cut or damaged) of a process that
- * allocated nothing and loaded no model ggml told of (a CPU run is not
- * idle): done, and nothing to watch. `serve` gives it no series
- * and `top` no row; both count it. */
+/* 1 when a trace without END is of a process known to be over: it ran
+ * on this machine (the trace's hostname is this one's) and no process has
+ * its pid now (SIGKILL, or a crash before the shim's exit handler could
+ * write END). A trace from another machine, or whose pid was taken again,
+ * reads as still running: 0. */
+int vt_proc_gone(const vt_proc_t *p);
+/* The same test for a pid and hostname kept from a trace read earlier. */
+int vt_pid_gone(uint64_t pid, const char *hostname);
+/* 1 for a whole trace (not cut or damaged) of a process that ended (END
+ * read, or vt_proc_gone), allocated nothing and loaded no model ggml told
+ * of (a CPU run is not idle): done, and nothing to watch. `serve` gives it
+ * no series and `top` no row; both count it, as the text report gives it
+ * no tables. */
 int vt_report_input_idle(const vt_report_input_t *in);
 /* What the shim did without (the PROCESS record's degraded bits), as one
  * sentence to follow "NOTE: ", or NULL when it says nothing was missing. */

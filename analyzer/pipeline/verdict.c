@@ -8,11 +8,29 @@
  * two views can disagree on them. */
 #include "report.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 int vt_proc_allocated_nothing(const vt_proc_t *p)
 {
     return !p->events.allocs && !p->events.failed && !p->events.frees;
+}
+
+int vt_pid_gone(uint64_t pid, const char *hostname)
+{
+    char host[256];
+    if (!pid || pid > INT32_MAX || !hostname || gethostname(host, sizeof host))
+        return 0;
+    host[sizeof host - 1] = 0;
+    /* kill(pid, 0) sends nothing: it only asks whether the pid exists. */
+    return !strcmp(host, hostname) && kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+int vt_proc_gone(const vt_proc_t *p)
+{
+    return !p->ended && vt_pid_gone(p->pid, p->hostname);
 }
 
 int vt_report_input_idle(const vt_report_input_t *in)
@@ -20,7 +38,8 @@ int vt_report_input_idle(const vt_report_input_t *in)
     const vt_proc_t *p = vt_model_proc(in->model);
     /* A model run on the CPU allocated nothing through CUDA but is no
      * probe: it is what the user asks about. */
-    return p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) && !p->placement.known;
+    return (p->ended || vt_proc_gone(p)) && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) &&
+           !p->placement.known;
 }
 
 int vt_proc_ran_on_cpu(const vt_proc_t *p)

@@ -55,8 +55,8 @@ struct vt_reader {
     vt_rec_process_t process;
     vt_bytes_t *hdr_argv;
 
-    uint8_t *zbuf, *raw;
-    size_t zcap, rawcap;
+    uint8_t *raw;           /* the current chunk's records; freed at the end */
+    size_t rawcap;
     vt_bytes_t *argv;       /* scratch for PROCESS records met in chunks */
     uint32_t argv_cap;
 
@@ -706,6 +706,21 @@ static uint16_t le16(const uint8_t *p)
     return (uint16_t)(p[0] | p[1] << 8);
 }
 
+/* One zstd context for every open reader: each chunk is a frame of its
+ * own, so no state carries from one decompression to the next, and a
+ * report of a directory keeps every trace's reader open at once (the
+ * merged time order): a context each was about a third of the memory of
+ * a thousand runners' report. The compressed bytes of a chunk are needed
+ * only while it is decompressed, so one buffer holds them for every
+ * reader too (11 KB a trace of a thousand). The analyzer is
+ * single-threaded. */
+static struct {
+    ZSTD_DCtx *dctx;
+    size_t readers;
+    uint8_t *zbuf;   /* the chunk being decompressed */
+    size_t zcap;
+} shared_zstd;
+
 /* The chunk at off, now in r->raw, becomes the record stream. @return 1. */
 static int chunk_loaded(vt_reader_t *r, uint64_t off, uint32_t rawsize, uint32_t seq)
 {
@@ -747,8 +762,18 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
     ssize_t n = read_fixed(r, h, sizeof h);
     if (n < 0)
         return fail(r, err, VT_E_IO, off, "%s", strerror(errno));
-    if (n == 0)
+    if (n == 0) {
+        /* The end: nothing refers to the last chunk's bytes any more (a
+         * caller feeds what it holds before it reads on), and a report of
+         * a thousand traces keeps every reader until it prints. */
+        free(r->raw);
+        r->raw = NULL;
+        r->rawcap = 0;
+        r->s = NULL;
+        r->slen = r->spos = 0;
+        r->ev_pos = r->ev_end = 0;
         return 0;
+    }
     if ((size_t)n < sizeof h)
         return fail(r, err, VT_E_TRUNCATED, off,
                     "%u complete chunks read; chunk %u header has %zd of 16 bytes", n_done, n_done, n);
@@ -769,7 +794,8 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
     if (stored)
         return load_stored_chunk(r, err, off, zsize, rawsize, seq);
 
-    n = read_grow(r, &r->zbuf, &r->zcap, zsize);
+    uint8_t *const *zb = &shared_zstd.zbuf;
+    n = read_grow(r, &shared_zstd.zbuf, &shared_zstd.zcap, zsize);
     if (n < 0)
         return fail(r, err, errno == ENOMEM ? VT_E_NOMEM : VT_E_IO, off, "%s", strerror(errno));
     if ((size_t)n < zsize)
@@ -777,7 +803,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
                     "%u complete chunks read; chunk %u has %zd of %u compressed bytes", n_done, seq, n,
                     zsize);
 
-    unsigned long long fcs = ZSTD_getFrameContentSize(r->zbuf, zsize);
+    unsigned long long fcs = ZSTD_getFrameContentSize(*zb, zsize);
     if (fcs == ZSTD_CONTENTSIZE_ERROR)
         return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: not a zstd frame", seq);
     if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
@@ -785,7 +811,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
     if (fcs != rawsize)
         return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd frame holds %llu bytes, header says %u",
                     seq, fcs, rawsize);
-    size_t fsz = ZSTD_findFrameCompressedSize(r->zbuf, zsize);
+    size_t fsz = ZSTD_findFrameCompressedSize(*zb, zsize);
     if (ZSTD_isError(fsz))
         return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd: %s", seq, ZSTD_getErrorName(fsz));
     if (fsz != zsize)
@@ -800,7 +826,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
         r->raw = nb;
         r->rawcap = ncap;
     }
-    size_t d = ZSTD_decompressDCtx(r->dctx, r->raw, r->rawcap, r->zbuf, zsize);
+    size_t d = ZSTD_decompressDCtx(r->dctx, r->raw, r->rawcap, *zb, zsize);
     if (ZSTD_isError(d))
         return fail(r, err, VT_E_CORRUPT, off + 16, "chunk %u: zstd: %s", seq, ZSTD_getErrorName(d));
     if (d != rawsize)
@@ -1108,15 +1134,6 @@ static int read_header(vt_reader_t *r, uint32_t header_len, vt_error_t *err)
     return 0;
 }
 
-/* One zstd context for every open reader: each chunk is a frame of its
- * own, so no state carries from one decompression to the next, and a
- * report of a directory keeps every trace's reader open at once (the
- * merged time order): a context each was about a third of the memory of
- * a thousand runners' report. The analyzer is single-threaded. */
-static struct {
-    ZSTD_DCtx *dctx;
-    size_t readers;
-} shared_zstd;
 
 static ZSTD_DCtx *shared_dctx_get(void)
 {
@@ -1132,6 +1149,9 @@ static void shared_dctx_put(ZSTD_DCtx *d)
     if (d && d == shared_zstd.dctx && --shared_zstd.readers == 0) {
         ZSTD_freeDCtx(shared_zstd.dctx);
         shared_zstd.dctx = NULL;
+        free(shared_zstd.zbuf);
+        shared_zstd.zbuf = NULL;
+        shared_zstd.zcap = 0;
     }
 }
 
@@ -1234,7 +1254,6 @@ void vt_reader_close(vt_reader_t *r)
     shared_dctx_put(r->dctx);
     free(r->hdr);
     free(r->hdr_argv);
-    free(r->zbuf);
     free(r->raw);
     free(r->argv);
     free(r);

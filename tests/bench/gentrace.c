@@ -6,7 +6,7 @@
  *     EVENTS  events in total (default 1000000)
  *     LIVE    allocations kept live in the steady state (default 10000)
  *     STACKS  distinct allocation stacks (default 1000)
- *     DEPTH   frames per stack (default 20)
+ *     DEPTH   frames per stack (default 20, at most VT_MAX_STACK_DEPTH)
  *     -L      stack nodes written at first use, as the shim writes them
  *             (default: the whole tree before the first event)
  *     -z      stacks drawn with Zipf weights (the k-th most used 1/k), as
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
         default: return 2;
         }
     }
-    if (!out || live < 1 || stacks < 1 || stacks > (1u << 24) || depth < 1 || depth > 30) {
+    if (!out || live < 1 || stacks < 1 || stacks > (1u << 24) || depth < 1 || depth > (int)VT_MAX_STACK_DEPTH) {
         fprintf(stderr, "usage: gentrace -o OUT [-e EVENTS] [-l LIVE] [-s STACKS] [-d DEPTH] [-r SEED] [-L] [-z]\n");
         return 2;
     }

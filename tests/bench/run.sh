@@ -7,6 +7,7 @@
 #   BENCH_EVENTS=N    events in the analyzer's big trace (default 50M)
 #   BENCH_REPS=N      repetitions of each hot-path run (default 5, quick 1)
 #   row 5 alone:      sh tests/bench/llama-load.sh [ROUNDS] (see its header)
+#   row 6 alone:      python3 tests/bench/scrape.py build/vramtrace build/bench/gentrace N [REPS]
 #
 # Run from the repository root after `make`; needs nothing from the network.
 # heaptrack is the anchor of rows 1 and 3; without it those columns say how
@@ -321,6 +322,15 @@ LREPS=$([ "$QUICK" = 1 ] && echo 1 || echo 9)
 echo
 echo "5. REAL LLAMA.CPP MODEL LOAD ($LREPS rounds, untraced and traced interleaved; medians)"
 B=$B sh tests/bench/llama-load.sh "$LREPS" || echo "real llama.cpp load failed" >>"$T/errors"
+
+# ---- 6. serve's scrape of a directory -----------------------------------------
+# tests/bench/scrape.py: one growing trace among many, read by a serve that
+# keeps what it read between scrapes.
+SCRAPEN=$([ "$QUICK" = 1 ] && echo 100 || echo 1000)
+SREPS=$([ "$QUICK" = 1 ] && echo 1 || echo 5)
+echo
+echo "6. SERVE SCRAPE ($SCRAPEN traces, one growing; wall ms from the client, medians of $SREPS)"
+python3 tests/bench/scrape.py "$VT" "$GEN" "$SCRAPEN" "$SREPS" || echo "serve scrape failed" >>"$T/errors"
 
 if [ -s "$T/errors" ]; then
     echo

@@ -11,7 +11,9 @@ MiB=1048576
 GiB=1073741824
 
 # jq may be missing: python3 evaluates an expression over the document `d`.
-j() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$@"; }
+# In EXPR, stack(P, I) is the frames of P's stack I, innermost first (schema
+# /3: a stack is an entry of the process's prefix table "stacks").
+j() { python3 -c 'import json,sys; stack=lambda p,i: [] if i is None else [p["frames"][p["stacks"]["frame"][i]]]+stack(p,p["stacks"]["prefix"][i]); d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$@"; }
 
 header() { # PID EXE TOTAL FREE UUID
     echo "process pid=$1 ppid=1 exe=$2 argv=$(basename "$2"),-m,model.gguf host=box start=1000000000"
@@ -48,14 +50,14 @@ gen oom
 json oom; is "$?" 0 "oom: report exits 0"
 check "oom: JSON is valid" valid_json "$D/oom.json"
 P='d["processes"][0]'
-is "$(j "$D/oom.json" 'd["schema"]')" "vramtrace-report/2" "schema version"
+is "$(j "$D/oom.json" 'd["schema"]')" "vramtrace-report/3" "schema version"
 is "$(j "$D/oom.json" "$P['spill']['kind']")" oom "oom: tipping kind"
 is "$(j "$D/oom.json" "$P['spill']['event']['time_ns']")" 2000000 "oom: tipping time"
 is "$(j "$D/oom.json" "$P['spill']['event']['api']")" cudaMalloc "oom: tipping api"
 is "$(j "$D/oom.json" "$P['spill']['event']['bytes']")" $((450 * MiB)) "oom: tipping size"
 is "$(j "$D/oom.json" "$P['spill']['event']['tag']")" weights "oom: tipping tag"
 is "$(j "$D/oom.json" "$P['spill']['event']['result']")" 2 "oom: tipping result"
-is "$(j "$D/oom.json" "$P['frames'][$P['spill']['event']['stack'][5]]['function']")" "llama_model::load_tensors(llama_model_loader&)" "oom: tipping stack is symbolized and demangled"
+is "$(j "$D/oom.json" "stack($P, $P['spill']['event']['stack'])[5]['function']")" "llama_model::load_tensors(llama_model_loader&)" "oom: tipping stack is symbolized and demangled"
 is "$(j "$D/oom.json" "$P['spill']['device_state']['tracked_bytes']")" $((52 * 450 * MiB)) "oom: tracked at the tip"
 is "$(j "$D/oom.json" "$P['spill']['device_state']['by_tag']['weights']")" $((52 * 450 * MiB)) "oom: weights at the tip"
 is "$(j "$D/oom.json" "$P['spill']['device_state']['last_free_bytes']")" $((152 * MiB)) "oom: free at the tip (after-failure sample)"
@@ -128,7 +130,7 @@ is "$(j "$D/fit.json" "[s['tag'] for s in $P['sites']]")" '["weights", "kv", "sc
 is "$(j "$D/fit.json" "$P['sites'][3]['rule']")" "builtin:llama.cpp scratch ggml_cuda_pool_leg::alloc @ frame 1" "fit: pool rule"
 is "$(j "$D/fit.json" "$P['sites'][4]['rule']")" "builtin:cuda-libs scratch module:libcublas* @ frame 1" "fit: cuBLAS by module"
 is "$(j "$D/fit.json" "$P['sites'][5]['rule']")" "" "fit: untagged site has no rule"
-is "$(j "$D/fit.json" "$P['frames'][$P['sites'][5]['stack'][1]]['function']")" myapp_alloc "fit: untagged site shows its stack"
+is "$(j "$D/fit.json" "stack($P, $P['sites'][5]['stack'])[1]['function']")" myapp_alloc "fit: untagged site shows its stack"
 report fit --fail-on-spill; is "$?" 0 "fit: --fail-on-spill exits 0 without a spill"
 is "$(sed -n 2p "$D/fit.out")" "VERDICT: NO SPILL. Every device allocation succeeded within the card's free memory." "fit: verdict"
 check "fit: headroom said in words" grep -q "Stayed above the 15% margin" "$D/fit.out"

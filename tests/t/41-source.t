@@ -24,8 +24,13 @@ j() {
 import json, os, sys
 r = json.load(open(sys.argv[1]))
 e = (r["processes"][0].get("spill") or {}).get("event", {})
-# schema /2: a stack is indices into its process's frames
-def st(o): return [r["processes"][0]["frames"][i] for i in o["stack"]]
+# schema /3: a stack is an entry of its process's prefix table "stacks"
+def st(o):
+    p, i, out = r["processes"][0], o["stack"], []
+    while i is not None:
+        out.append(p["frames"][p["stacks"]["frame"][i]])
+        i = p["stacks"]["prefix"][i]
+    return out
 def samefile(a, b):
     try: return os.path.samefile(a, b)
     except OSError: return False

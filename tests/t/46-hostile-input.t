@@ -114,17 +114,23 @@ is "$?" 2 "only bad traces: exit 2"
 is "$(grep -c 'VERDICT' $TMP/junk.txt)" 0 "only bad traces: no report"
 
 # --json stays proportional to the trace: 1,991 sites of 30 frames name 58
-# distinct frames, each written once (schema /2); writing every site's whole
-# stack made 8.7 MB of JSON from this 173 KB trace.
+# distinct frames and 2,239 stack entries, each written once (schema /3: a
+# stack is one entry of a prefix table); writing every site's whole stack
+# made 8.7 MB of JSON from this 173 KB trace, its frame indices (/2) 1.33 MB,
+# the table 1.18 MB.
 "$B/bench/gentrace" -o $TMP/many.vtrace -e 20000 -l 2000 -s 2000 -d 30 >/dev/null || nok "gentrace"
 $VT report --json $TMP/many.vtrace >$TMP/many.json 2>$TMP/many.err
 is "$?" 0 "json: many sites: exit 0"
 is "$(python3 -c '
 import json, sys
-d = json.load(open(sys.argv[1])); p = d["processes"][0]
-print(d["schema"], len(p["sites"]), len(p["frames"]), sum(len(s["stack"]) for s in p["sites"]),
-      all(isinstance(i, int) and 0 <= i < len(p["frames"]) for s in p["sites"] for i in s["stack"]))' $TMP/many.json)" \
-    "vramtrace-report/2 1991 58 59730 True" "json: 1991 sites, 58 frames in the table, 59730 indices, all in range"
+d = json.load(open(sys.argv[1])); p = d["processes"][0]; st = p["stacks"]
+n = len(st["frame"])
+print(d["schema"], len(p["sites"]), len(p["frames"]), n, len(st["prefix"]) == n,
+      all(isinstance(f, int) and 0 <= f < len(p["frames"]) for f in st["frame"]),
+      all(q is None or 0 <= q < i for i, q in enumerate(st["prefix"])),
+      all(isinstance(s["stack"], int) and 0 <= s["stack"] < n for s in p["sites"]))' $TMP/many.json)" \
+    "vramtrace-report/3 1991 58 2239 True True True True" \
+    "json: 1991 sites, 58 frames, 2239 stack entries, every index in range, every prefix before its entry"
 is "$(( $(stat -c %s $TMP/many.json) < 8 * $(stat -c %s $TMP/many.vtrace) ))" 1 "json: under 8x the trace ($(stat -c %s $TMP/many.json) bytes from $(stat -c %s $TMP/many.vtrace))"
 
 # 300,000 allocations at addresses aimed at the address map's fixed

@@ -35,6 +35,8 @@ q() {
     python3 -c 'import json, sys
 try:
     p = json.load(open(sys.argv[1]))["processes"][0]
+    # a stack is an entry of the prefix table: walk gives its entries, innermost first
+    walk = lambda i: [] if i is None else [i] + walk(p["stacks"]["prefix"][i])
     print(eval(sys.argv[2]))
 except (ValueError, LookupError, TypeError) as e:
     print("no such value in the report:", repr(e))' $TMP/$1.json "$2"
@@ -44,7 +46,7 @@ except (ValueError, LookupError, TypeError) as e:
 # request.
 COUNTS='(p["events"], p["apis"], [d["peak"]["by_tag"] for d in p["devices"]], p["spill"]["event"]["bytes"])'
 # The tipping stack's functions, innermost first.
-STACK='[p["frames"][i]["function"] for i in p["spill"]["event"]["stack"]]'
+STACK='[p["frames"][p["stacks"]["frame"][i]]["function"] for i in walk(p["spill"]["event"]["stack"])]'
 prelude_version() { set -- $TMP/$1/*.vtrace; od -An -tu2 -j8 -N2 "$1" | tr -d ' '; }
 shim_lines() { grep -c '^vramtrace: ' $TMP/$1.err; }
 

@@ -46,7 +46,12 @@ dev = {d["ordinal"]: d for d in p.get("devices", [])}
 d0, d1 = dev.get(0, {}), dev.get(1, {})
 s = p.get("spill") or {}
 M = 1 << 20
-def frames(ev): return [p["frames"][i]["function"] for i in ev.get("stack", [])]
+def frames(ev):
+    i, out = ev.get("stack"), []
+    while i is not None:
+        out.append(p["frames"][p["stacks"]["frame"][i]]["function"])
+        i = p["stacks"]["prefix"][i]
+    return out
 def proc(pred): return [x for x in r["processes"] if pred(x)]
 try:
     print(eval(sys.argv[2]))

@@ -138,7 +138,11 @@ is "$(sample $TMP/end.om vramtrace_process_ended '')" 1 "ended: the end record i
 is "$(sample $TMP/end.om vramtrace_device_bytes 'tag="kv"')" 0 "ended: the KV cache was freed"
 "$VT" serve --once $D >$TMP/once.om
 is "$?" 0 "--once exits 0"
-check "--once prints what a scrape serves" cmp -s $TMP/once.om $TMP/end.om
+# What the scrape read (the trace again, after wait_for's scrapes saw its
+# END: nothing) is the one difference.
+grep -v '^vramtrace_scrape_read_' $TMP/once.om >$TMP/once.cut
+grep -v '^vramtrace_scrape_read_' $TMP/end.om >$TMP/end.cut
+check "--once prints what a scrape serves" cmp -s $TMP/once.cut $TMP/end.cut
 is "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/other")" 404 "other paths: 404"
 is "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL")" 405 "POST: 405"
 # A client that connects and says nothing costs the exporter its timeout,
@@ -176,4 +180,34 @@ is "$(grep -E '^vramtrace_(idle_)?processes ' $TMP/probes.om)" "vramtrace_proces
 vramtrace_idle_processes 2" "probes: 3 traces, 2 of them idle"
 is "$(grep -c 'process="python3' $TMP/probes.om)" 0 "probes: no series of their own"
 is "$(grep -c '^vramtrace_process_ended{' $TMP/probes.om)" 1 "probes: the allocating process keeps its series"
+# A probe SIGKILLed before its END: while it runs it keeps its series; once
+# its pid is gone (on this machine) it has ended, and is counted idle as
+# report (no tables) and top (no row) count it.
+K=$TMP/killed
+mkdir -p $K
+# env execs python3, so $! is the probe's pid (a shell function would fork).
+env LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$K VRAMTRACE_FLUSH_MS=20 python3 -c '
+import ctypes, time
+rt = ctypes.CDLL("libcudart.so.13")
+f = ctypes.c_size_t(); t = ctypes.c_size_t()
+rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t))
+time.sleep(60)
+' &
+KP=$!
+PIDS="$PIDS $KP"
+wait_for 10 sh -c "ls $K/*.vtrace && \"$VT\" dump --count $K/*.vtrace | grep -q '[1-9]'"
+"$VT" serve --once $K >$TMP/killed-live.om 2>/dev/null
+is "$(grep -E '^vramtrace_(idle_)?processes |^vramtrace_process_ended' $TMP/killed-live.om | sed 's/{.*}/{}/')" "vramtrace_processes 1
+vramtrace_idle_processes 0
+vramtrace_process_ended{} 0" "a running probe keeps its series"
+kill -KILL $KP; wait $KP 2>/dev/null
+"$VT" serve --once $K >$TMP/killed.om 2>/dev/null
+is "$(grep -v '^#' $TMP/killed.om | grep -vc '^vramtrace_scrape_read_')" 3 \
+    "the probe killed: three samples (up, processes, idle), no series of its own"
+is "$(grep -E '^vramtrace_(idle_)?processes ' $TMP/killed.om)" "vramtrace_processes 1
+vramtrace_idle_processes 1" "... counted idle"
+"$VT" top --once $K >$TMP/killed.top 2>&1
+check "top agrees: no row, one ended process not shown" grep -q '^(not shown: 1 ended process that allocated nothing' $TMP/killed.top
+"$VT" report --color never $K >$TMP/killed.txt 2>&1
+check "report agrees: its verdict, no device table" sh -c "grep -q 'VERDICT: NO GPU MEMORY USED' $TMP/killed.txt && ! grep -q 'context reserve  ' $TMP/killed.txt"
 done_testing

@@ -9,18 +9,23 @@ fi
 out=$(BENCH_QUICK=1 BENCH_EVENTS=50000 sh tests/bench/run.sh 2>&1)
 rc=$?
 is "$rc" 0 "bench quick mode runs cleanly"
-for section in "1. HOT PATH" "2. NO CUDA" "3. TRACE SIZE" "4. ANALYZER"; do
+for section in "1. HOT PATH" "2. NO CUDA" "3. TRACE SIZE" "4. ANALYZER" "6. SERVE SCRAPE"; do
     if echo "$out" | grep -q "^$section"; then ok "table has section $section"; else nok "table has section $section"; fi
 done
 for row in "cuMemAlloc_v2/cuMemFree_v2" "cudaMalloc/cudaFree" "VRAMTRACE_DEPTH=0" "8-thread / 1-thread" \
            "/bin/true" "shell script" "16 idle threads" "files written" "threads started" \
-           "hot path (fixed sizes" "random sizes" "events, 10k live" "events, 100k stacks"; do
+           "hot path (fixed sizes" "random sizes" "events, 10k live" "events, 100k stacks" \
+           "nothing changed" "one small trace grown among 100"; do
     if echo "$out" | grep -qF -- "$row"; then ok "row: $row"; else nok "row: $row"; fi
 done
 # Each analyzer trace's text row: the spread of its runs, then its floor.
 is "$(echo "$out" | grep -c '(runs: [0-9.]*-[0-9.]* Mev/s)$')" 2 "analyzer: both text rows give their runs' spread"
 is "$(echo "$out" | grep -c 'reading alone (dump --count): [0-9]* ms cpu, [0-9.]* Mev/s; the rest (model, printing) [0-9.]* ns/event')" 2 \
     "analyzer: both text rows are followed by their reading floor"
+# What a scrape read is exact too: nothing when nothing changed, one trace
+# when one grew.
+is "$(echo "$out" | awk '/nothing changed/ { print $4, $5 }')" "0 0" "scrape: nothing changed, nothing read"
+is "$(echo "$out" | awk '/one trace grew/ { print $(NF-2) }' | tr '\n' ' ')" "1 1 " "scrape: one trace grew, one read"
 # The no-CUDA guarantees are exact, so they are checked even here.
 if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no file written"; else nok "no CUDA: no file written"; fi
 if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
