@@ -286,4 +286,13 @@ is "$(q $D.json '[d["headroom"]["min_free_bytes"] // M for d in (d0, d1)]')" "[3
 is "$(q $D.json '[d["headroom"]["untracked_bytes"] for d in (d0, d1)]')" "[0, 0]" "8: each card's free memory read on that card"
 is "$(q $D.json 'len(r["gpus"])')" 2 "8: two GPUs in the combined view"
 
+# ---- every story, every view --------------------------------------------
+# The report (JSON), top, serve, the HTML page and the gate over each
+# story's traces agree on verdicts, peaks, least free memory and the
+# number of processes (views_disagree, tests/t/lib.sh).
+for d in $TMP/s*/; do
+    d=${d%/}
+    is "$(views_disagree "$d")" "" "${d##*/}: report, top, serve, the HTML page and the gate agree"
+done
+
 done_testing

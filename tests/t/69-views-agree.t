@@ -18,20 +18,14 @@ traced() {
         -u GGML_CUDA_NO_VMM VTSIM_DEVICES=$card VRAMTRACE_DIR="$dir" LD_LIBRARY_PATH="$SIM" \
         LD_PRELOAD="$SHIM_PRELOAD" ${EXTRA_ENV:-} "$@" >"$dir.out" 2>"$dir.err"
 }
-# views NAME: every view over $TMP/NAME, compared; WANT is the report's
-# verdicts, sorted, to know the story ran as told.
+# views NAME WANT: every view over $TMP/NAME compared (views_disagree,
+# tests/t/lib.sh); WANT is the report's verdicts, sorted, to know the
+# story ran as told.
 views() {
     d=$TMP/$1
-    "$VT" report --json "$d" >"$d.json" 2>/dev/null
-    "$VT" top --once "$d" >"$d.top" 2>/dev/null
-    "$VT" serve --once "$d" >"$d.om" 2>/dev/null
-    "$VT" report --html "$d.html" "$d" 2>/dev/null
-    "$VT" report --fail-on-spill "$d" >/dev/null 2>&1; gate=$?
-    "$VT" report --fail-on-spill --accept-offload "$d" >/dev/null 2>&1; accept=$?
-    is "$(python3 -c 'import json,sys; print(" ".join(sorted(p["verdict"] for p in json.load(open(sys.argv[1]))["processes"])))' "$d.json")" \
+    is "$(views_disagree "$d")" "" "$1: report, top, serve, the HTML page and the gate agree"
+    is "$(python3 -c 'import json,sys; print(" ".join(sorted(p["verdict"] for p in json.load(open(sys.argv[1]))["processes"])))' "$d.views.json")" \
         "$2" "$1: the report's verdicts"
-    is "$(python3 tests/tools/views_agree.py "$d.json" "$d.top" "$d.om" "$d.html" $gate $accept)" "" \
-        "$1: report, top, serve, the HTML page and the gate agree"
 }
 traced "$TMP/demo" 24GiB "$EX/ollama-serve" -m llama-70b-q4_k_m -c 8192
 views demo "no_gpu_memory partial_offload"

@@ -95,3 +95,19 @@ ggml_kv() {
         d=$((d + 2 * $5 * 1048576)) i=$((i + 1))
     done
 }
+# views_disagree DIR: every view over the traces of DIR (report --json,
+# top --once, serve --once, the HTML page, the --fail-on-spill gate with and
+# without --accept-offload), compared by tests/tools/views_agree.py: prints
+# each disagreement on a verdict, a peak, the least free memory or the
+# number of processes; nothing when they agree. The views are left in
+# DIR.views.* (the report's JSON in DIR.views.json).
+views_disagree() {
+    v=$1.views
+    "$VT" report --json "$1" >"$v.json" 2>/dev/null
+    "$VT" top --once "$1" >"$v.top" 2>/dev/null
+    "$VT" serve --once "$1" >"$v.om" 2>/dev/null
+    "$VT" report --html "$v.html" "$1" 2>/dev/null
+    "$VT" report --fail-on-spill "$1" >/dev/null 2>&1; vgate=$?
+    "$VT" report --fail-on-spill --accept-offload "$1" >/dev/null 2>&1; vaccept=$?
+    python3 tests/tools/views_agree.py "$v.json" "$v.top" "$v.om" "$v.html" $vgate $vaccept
+}
