@@ -230,6 +230,12 @@ typedef struct vt_placement {
     uint32_t kv_blocks, kv_blocks_gpu;
     uint64_t block_weight_bytes, block_kv_bytes;   /* per block, on average */
     uint64_t ggml_records, tensors, tensors_unattributed;
+    /* Buffers ended because their tensors' names were placed again (a
+     * reload whose frees the trace does not hold: model_placement.c). */
+    uint64_t placed_again;
+    /* Weight and KV buffers with named tensors not live at the picture's
+     * moment: the model's placement changed over the run. */
+    uint32_t buffers_outside;
     uint64_t lost;             /* GGML_LOST: records the shim could not queue */
     uint64_t records_over_bounds;
     /* Blocks, the output layer or KV cache in host memory (token

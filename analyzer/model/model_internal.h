@@ -106,6 +106,13 @@ struct vt_model {
     uint32_t *free_slots;
     size_t nfree_slots, free_cap;
     vt_map_t by_ptr, by_handle, by_va, by_map;
+    /* The last allocations freed (address, absolute time), oldest
+     * overwritten: ggml's records come after the events of the drain that
+     * wrote them, so a buffer's memory may be freed before its record is
+     * read (model_placement.c). */
+#define VT_RECENT_FREES 64
+    struct { uint64_t addr, time_ns; } recent_frees[VT_RECENT_FREES];
+    uint32_t recent_next;
     /* Pools located in host memory (POOL_CREATE with VT_EF_HOST_LOCATED):
      * what is allocated from them is pinned host memory. */
     vt_map_t host_pools;
@@ -173,6 +180,10 @@ void vt_m_marks_free(vt_model_t *m);
 int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
 int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t);
 int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f);
+/* An allocation at addr was freed at t (absolute): a device or pinned
+ * ggml buffer based there ended then, whether or not ggml's own free was
+ * seen (model_placement.c). */
+void vt_m_placement_memory_freed(vt_model_t *m, uint64_t addr, uint64_t t);
 void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l);
 int vt_m_placement_finish(vt_model_t *m);
 void vt_m_placement_free_state(vt_model_t *m);

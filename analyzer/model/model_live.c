@@ -206,6 +206,12 @@ int vt_m_live_remove_slot(vt_model_t *m, vt_map_t *map, size_t slot, uint64_t t,
      * never changes them, so slot still holds key. */
     int frc = vt_m_frag_before_remove(m, &e);
     vt_map_del_slot(map, slot);
+    if (e.kind == L_ALLOC) {
+        uint32_t r = m->recent_next++ % VT_RECENT_FREES;
+        m->recent_frees[r].addr = e.addr, m->recent_frees[r].time_ns = t;
+        if (__builtin_expect(m->placement != NULL, 0))
+            vt_m_placement_memory_freed(m, e.addr, t);
+    }
     int rc = live_drop(m, i, t, &freed);
     if (frc)
         rc = frc;

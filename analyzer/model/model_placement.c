@@ -20,6 +20,15 @@
  * The picture is taken at one moment: when the most weights and KV cache
  * bytes were live at once (a program that loads, frees and loads again is
  * shown at its fullest, not summed).
+ *
+ * Where ggml's frees are not seen (ggml linked into one object with
+ * llama.cpp, whose free is a direct call) a buffer still ends: a device or
+ * pinned one with the allocation at its base, whose free the trace holds;
+ * a host one when a tensor it holds is placed again under the same name
+ * (a model's tensor names are unique within it: the model loaded again),
+ * as the buffer taking its place begins. Else every reload would be
+ * summed with the loads before it (seen: a full load, then a partial one,
+ * reported as 8 blocks with half their weights in host memory).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +62,7 @@ typedef struct part {
 typedef struct gbuf {
     uint64_t id, size, base, t_start, t_end;  /* t_end UINT64_MAX while live */
     uint8_t usage, host, place, named_kv, named_weights;
+    uint8_t replaced;                         /* t_end set by a reload (supersede) */
     int16_t gpu;                              /* ordinal for VT_PLACE_GPU */
     uint64_t last_data;                       /* dedupe a tensor and its views */
     char name[32];
@@ -64,6 +74,8 @@ struct vt_placement_state {
     part_t *part;
     size_t npart, part_cap;
     vt_map_t live_by_id;    /* buffer identity -> index of its live entry */
+    vt_map_t placed_by_name;   /* hash of a weight or KV tensor's name -> its buffer's index */
+    vt_map_t live_by_base;     /* a device or pinned buffer's base -> its index */
     uint64_t dropped;       /* records over the bounds */
 };
 
@@ -80,6 +92,8 @@ static int state_of(vt_model_t *m)
     if (!m->placement)
         return VT_E_NOMEM;
     vt_map_init(&m->placement->live_by_id);
+    vt_map_init(&m->placement->placed_by_name);
+    vt_map_init(&m->placement->live_by_base);
     return 0;
 }
 
@@ -128,7 +142,15 @@ int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
     m->p.placement.ggml_records++;
     uint32_t idx;
     gbuf_t *b;
-    if (vt_map_get(&s->live_by_id, g->buffer, &idx)) {
+    int found = vt_map_get(&s->live_by_id, g->buffer, &idx);
+    if (found && g->base && s->buf[idx].base && g->base != s->buf[idx].base) {
+        /* Another buffer at a freed one's address, whose free the trace
+         * does not hold (module comment): the old one ended. */
+        s->buf[idx].t_end = rel_time(m, g->time_ns);
+        vt_map_del(&s->live_by_id, g->buffer, NULL);
+        found = 0;
+    }
+    if (found) {
         b = &s->buf[idx];   /* marked again, or marked after its tensors came */
     } else {
         if (s->nbuf >= MAX_BUFFERS) {
@@ -158,6 +180,32 @@ int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
     memcpy(b->name, g->name.data, n);
     b->name[n] = 0;
     classify(b);
+    /* Device and pinned buffers end with the allocation at their base.
+     * The shim queues ggml's records apart from the events, so within a
+     * drain either may be read first: that allocation may be freed
+     * already, or not yet seen. */
+    if (b->base && (b->place == VT_PLACE_GPU || b->place == VT_PLACE_PINNED) && b->t_end == UINT64_MAX) {
+        int freed = 0;
+        if (vt_map_find(&m->by_ptr, b->base) == SIZE_MAX) {
+            /* Not live: freed already (the latest free of that address,
+             * if among the last ones and after the buffer began), or its
+             * allocation's event is still to come. */
+            for (uint32_t k = 1; k <= VT_RECENT_FREES && k <= m->recent_next; k++) {
+                uint32_t r = (m->recent_next - k) % VT_RECENT_FREES;
+                if (m->recent_frees[r].addr != b->base)
+                    continue;
+                uint64_t end = rel_time(m, m->recent_frees[r].time_ns);
+                if (end >= b->t_start) {
+                    b->t_end = end;
+                    vt_map_del(&s->live_by_id, b->id, NULL);
+                    freed = 1;
+                }
+                break;
+            }
+        }
+        if (!freed && vt_map_put(&s->live_by_base, b->base, idx))
+            return VT_E_NOMEM;
+    }
     return 0;
 }
 
@@ -184,6 +232,49 @@ static int block_of(const char *name, size_t len, int *kv)
     if (!*kv && (p == end || *p != '.'))
         return -1;
     return (int)v;
+}
+
+/* FNV-1a: names are the key's only input, and a collision between two
+ * names of one model only ends a buffer early in the picture's sweep. */
+static uint64_t name_hash(const char *name, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* A weight or KV tensor named as one a live buffer already holds: that
+ * buffer's placement ended (module comment). */
+static int supersede(vt_model_t *m, uint32_t idx, const char *name, size_t len, uint64_t t)
+{
+    vt_placement_state_t *s = m->placement;
+    uint64_t key = name_hash(name, len);
+    size_t hole;
+    size_t slot = vt_map_find_hole(&s->placed_by_name, key, &hole);
+    if (slot == SIZE_MAX)
+        return vt_map_put_hole(&s->placed_by_name, hole, key, idx);
+    uint32_t old = s->placed_by_name.slots[slot].val;
+    s->placed_by_name.slots[slot].val = idx;
+    gbuf_t *b = &s->buf[old];
+    /* It ended when the buffer that takes its place began, at the latest:
+     * at no moment are both in the picture. */
+    uint64_t end = s->buf[idx].t_start < t ? s->buf[idx].t_start : t;
+    if (old == idx || b->t_start > end)
+        return 0;
+    if (b->t_end != UINT64_MAX) {
+        /* Replaced already, by a buffer that began later than this one. */
+        if (b->replaced && end < b->t_end)
+            b->t_end = end;
+        return 0;
+    }
+    b->t_end = end;
+    b->replaced = 1;
+    uint32_t live;
+    if (vt_map_get(&s->live_by_id, b->id, &live) && live == old)
+        vt_map_del(&s->live_by_id, b->id, NULL);
+    m->p.placement.placed_again++;
+    return 0;
 }
 
 static int starts(const char *name, size_t len, const char *prefix)
@@ -225,6 +316,8 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     else
         return 0;   /* a tensor no name speaks for: its buffer's content decides */
     uint8_t content = kv ? C_KV : C_WEIGHTS;
+    if (supersede(m, idx, name, len, rel_time(m, t->time_ns)))
+        return VT_E_NOMEM;
     if (s->npart) {
         part_t *last = &s->part[s->npart - 1];
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
@@ -252,6 +345,25 @@ int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f)
     s->buf[idx].t_end = rel_time(m, f->time_ns);
     vt_map_del(&s->live_by_id, f->buffer, NULL);
     return 0;
+}
+
+void vt_m_placement_memory_freed(vt_model_t *m, uint64_t addr, uint64_t t)
+{
+    vt_placement_state_t *s = m->placement;
+    uint32_t idx;
+    if (!vt_map_get(&s->live_by_base, addr, &idx))
+        return;
+    gbuf_t *b = &s->buf[idx];
+    uint64_t end = rel_time(m, t);
+    if (end < b->t_start)
+        return;   /* an earlier allocation's free, read after this buffer's record */
+    vt_map_del(&s->live_by_base, addr, NULL);
+    if (b->t_end != UINT64_MAX)
+        return;
+    b->t_end = end;
+    uint32_t live;
+    if (vt_map_get(&s->live_by_id, b->id, &live) && live == idx)
+        vt_map_del(&s->live_by_id, b->id, NULL);
 }
 
 void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l)
@@ -307,9 +419,21 @@ static int edge_cmp(const void *a, const void *b)
     return x->delta - y->delta;   /* ends before starts at one time */
 }
 
-/* The moment the most weights + KV bytes were live: every buffer live
- * then is in the picture (live[i] = 1). */
-static int fullest_moment(vt_placement_state_t *s, uint8_t *live, uint64_t *at)
+/* The moments a picture may be taken at (times of start edges): the one
+ * when the most weights + KV bytes were live over the whole run, and the
+ * fullest of each load, the latest MAX_LOADS of them. A load begins where
+ * a weights buffer starts after one ended: the model loaded again, whether
+ * its earlier buffers were freed or replaced (a KV cache made again alone,
+ * a new context, is not a load). */
+#define MAX_LOADS 64
+typedef struct moments {
+    uint64_t fullest;
+    int have;                 /* 0: no weights or KV buffer at all */
+    uint64_t load[MAX_LOADS]; /* oldest first */
+    int nloads;
+} moments_t;
+
+static int find_moments(vt_placement_state_t *s, moments_t *mo)
 {
     edge_t *e = malloc(2 * s->nbuf * sizeof *e + 1);
     if (!e)
@@ -324,26 +448,44 @@ static int fullest_moment(vt_placement_state_t *s, uint8_t *live, uint64_t *at)
             e[n++] = (edge_t){ s->buf[i].t_end, (uint32_t)i, -1 };
     }
     vt_sort(e, n, sizeof *e, edge_cmp);
-    uint64_t cur = 0, best = 0;
-    size_t best_at = SIZE_MAX;
+    uint64_t cur = 0, best = 0, load_best = 0;
+    int ended = 0;
+    memset(mo, 0, sizeof *mo);
     for (size_t i = 0; i < n; i++) {
         uint64_t sz = s->buf[e[i].buf].size;
-        cur = e[i].delta > 0 ? cur + sz : cur - (sz < cur ? sz : cur);
-        if (e[i].delta > 0 && cur > best) {
+        if (e[i].delta < 0) {
+            cur -= sz < cur ? sz : cur;
+            ended = 1;
+            continue;
+        }
+        cur += sz;
+        if ((ended && content_of(&s->buf[e[i].buf]) == C_WEIGHTS) || !mo->nloads) {
+            /* A new load: the one before keeps its fullest moment. */
+            if (mo->nloads == MAX_LOADS)
+                memmove(mo->load, mo->load + 1, (MAX_LOADS - 1) * sizeof *mo->load), mo->nloads--;
+            mo->nloads++;
+            load_best = 0;
+            ended = 0;
+        }
+        if (cur > load_best) {
+            load_best = cur;
+            mo->load[mo->nloads - 1] = e[i].t;
+        }
+        if (cur > best) {
             best = cur;
-            best_at = i;
+            mo->fullest = e[i].t;
+            mo->have = 1;
         }
     }
-    memset(live, 0, s->nbuf);
-    if (best_at != SIZE_MAX) {
-        *at = e[best_at].t;
-        /* Live at that moment: started at or before it, not ended by it. */
-        for (size_t i = 0; i < s->nbuf; i++)
-            live[i] = s->buf[i].t_start <= *at && (s->buf[i].t_end == UINT64_MAX || s->buf[i].t_end > *at);
-    }
-    /* Compute buffers live at that moment too (they are not in the sweep). */
     free(e);
     return 0;
+}
+
+/* Live at moment at: started at or before it, not ended by it. */
+static void live_at(const vt_placement_state_t *s, uint64_t at, uint8_t *live)
+{
+    for (size_t i = 0; i < s->nbuf; i++)
+        live[i] = s->buf[i].t_start <= at && (s->buf[i].t_end == UINT64_MAX || s->buf[i].t_end > at);
 }
 
 typedef struct block_acc {
@@ -441,6 +583,11 @@ int vt_model_advise(const vt_model_t *m, uint64_t total, int64_t free_lowest, st
     return 1;
 }
 
+static int picture(vt_model_t *m, const uint8_t *live);
+
+/* The picture: the latest load whose layers or KV cache were partly in
+ * host memory (a later full load does not hide an earlier partial one's
+ * slowness), or else the run's fullest moment. */
 int vt_m_placement_finish(vt_model_t *m)
 {
     vt_placement_state_t *s = m->placement;
@@ -448,14 +595,40 @@ int vt_m_placement_finish(vt_model_t *m)
     if (!s || !s->nbuf)
         return 0;
     pl->records_over_bounds = s->dropped;
+    moments_t mo = { 0 };
     uint8_t *live = malloc(s->nbuf);
-    if (!live)
-        return VT_E_NOMEM;
-    int rc = fullest_moment(s, live, &pl->at_ns);
-    if (rc) {
-        free(live);
-        return rc;
+    int rc = live ? find_moments(s, &mo) : VT_E_NOMEM;
+    const vt_placement_t before = *pl;
+    for (int k = mo.nloads - 1; !rc && k >= 0 && mo.nloads > 1; k--) {
+        pl->at_ns = mo.load[k];
+        live_at(s, pl->at_ns, live);
+        rc = picture(m, live);
+        /* A load is one whose moment holds the model's layers. */
+        if (rc || (pl->offloaded && pl->layers_known))
+            break;
+        *pl = before;
     }
+    if (!rc && !pl->offloaded) {
+        pl->at_ns = mo.have ? mo.fullest : 0;
+        if (mo.have)
+            live_at(s, pl->at_ns, live);
+        else
+            memset(live, 0, s->nbuf);
+        rc = picture(m, live);
+    }
+    free(live);
+    if (rc)
+        return rc;
+    advise(m);
+    return 0;
+}
+
+/* Fills the placement from the buffers live[] says were live at its
+ * moment (pl->at_ns). */
+static int picture(vt_model_t *m, const uint8_t *live)
+{
+    vt_placement_state_t *s = m->placement;
+    vt_placement_t *pl = &m->p.placement;
     /* Compute buffers: each live one counts, the largest picture of them
      * while the model was loaded (graph reservations are replaced, not
      * added): the most bytes in one place any one reservation had. */
@@ -467,8 +640,12 @@ int vt_m_placement_finish(vt_model_t *m)
                 add_place(&pl->compute, b, b->size);
             continue;
         }
-        if (!live[i])
+        if (!live[i]) {
+            /* A model's buffer that lived before or after the picture: a
+             * reload, or a load freed; what it held is not in the picture. */
+            pl->buffers_outside += (c == C_WEIGHTS || c == C_KV) && (b->named_weights || b->named_kv);
             continue;
+        }
         pl->buffers++;
         add_place(c == C_WEIGHTS ? &pl->weights : c == C_KV ? &pl->kv : &pl->other, b, b->size);
     }
@@ -478,10 +655,8 @@ int vt_m_placement_finish(vt_model_t *m)
         if (live[s->part[i].buffer] && s->part[i].block > maxblock)
             maxblock = s->part[i].block;
     block_acc_t *acc = calloc((size_t)maxblock + 2, sizeof *acc);
-    if (!acc) {
-        free(live);
+    if (!acc)
         return VT_E_NOMEM;
-    }
     uint64_t out_gpu = 0, out_host = 0;
     int have_output = 0;
     for (size_t i = 0; i < s->npart; i++) {
@@ -550,8 +725,6 @@ int vt_m_placement_finish(vt_model_t *m)
     pl->offloaded = pl->layer_weights_host > 0 || vt_place_host(&pl->kv) > 0;
     pl->known = 1;
     free(acc);
-    free(live);
-    advise(m);
     return 0;
 }
 
@@ -562,6 +735,8 @@ void vt_m_placement_free_state(vt_model_t *m)
     free(m->placement->buf);
     free(m->placement->part);
     vt_map_free(&m->placement->live_by_id);
+    vt_map_free(&m->placement->placed_by_name);
+    vt_map_free(&m->placement->live_by_base);
     free(m->placement);
     m->placement = NULL;
 }

@@ -514,6 +514,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
     vt_json_arr_end(j);
     vt_json_u64(j, "tensors", pl->tensors);
     vt_json_u64(j, "tensors_unattributed", pl->tensors_unattributed);
+    vt_json_u64(j, "buffers_placed_again", pl->placed_again);
+    vt_json_u64(j, "buffers_outside_picture", pl->buffers_outside);
     vt_json_u64(j, "records_lost", pl->lost + pl->records_over_bounds);
     vt_json_obj_end(j);
 }

@@ -191,6 +191,17 @@ static void host_share(FILE *o, const char *what, uint64_t host, uint64_t all, c
  * for a partial offload or a CPU run (headline), else the layers line a
  * failure verdict adds; then the offload estimate. Nothing without ggml's
  * records: the report does not guess placement from allocations. */
+/* The placement is one moment's: say so when the model's buffers changed
+ * over the run. */
+static void picture_moment(FILE *o, const vt_placement_t *pl)
+{
+    char t[VT_SIZE_BUF];
+    if (pl->known && pl->buffers_outside)
+        fprintf(o, "  Where the model runs is shown at %s; %u of its buffers lived only before or after then "
+                   "(the model loaded again, or freed) and are not in that picture.\n",
+                vt_fmt_time(t, pl->at_ns), pl->buffers_outside);
+}
+
 static void placement_lines(FILE *o, const vt_model_t *m, int headline)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -242,6 +253,7 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     if (pl->input_host)
         fprintf(o, "  (%s of token embeddings are in host memory too: llama.cpp keeps them there by design.)\n",
                 vt_fmt_bytes(a, pl->input_host));
+    picture_moment(o, pl);
     const char *args[16];
     size_t nargs = vt_proc_layer_args(p, args, 16);
     if (headline && cpu) {
@@ -399,6 +411,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     } else {
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
+        picture_moment(o, &p->placement);
         uint64_t host_weights = vt_place_host(&p->placement.weights);
         if (vt_proc_placement_unseen(p) && host_weights)
             fprintf(o, "  %s of model weights are in host memory (ggml's buffers), but no record names their "

@@ -3,6 +3,8 @@
 // its warm-up evaluation; llama.cpp's own log goes to stderr. A load that
 // fails prints "failed: ..." and exits 3.
 // usage: node run-llama-node.mjs NODE_MODULES MODEL GPU_LAYERS CONTEXT MMAP(0|1)
+// GPU_LAYERS may list several counts ("99,2"): the model is loaded and
+// released with each in turn, in one process (an app switching models).
 // Flash attention is off: its kernel launch divides by a device property
 // the simulated GPU does not model.
 import path from "node:path";
@@ -15,11 +17,13 @@ await toggleNativeLog(true);
 addNativeLogListener((level, text) => process.stderr.write(text));
 let rc = 0;
 try {
-    const ctx = await loadModel({
-        model: modelPath, n_ctx: Number(context), n_gpu_layers: Number(layers), use_mmap: mmap === "1",
-        lib_variant: "cuda", flash_attn_type: "off",
-    });
-    await ctx.release();
+    for (const n of layers.split(",")) {
+        const ctx = await loadModel({
+            model: modelPath, n_ctx: Number(context), n_gpu_layers: Number(n), use_mmap: mmap === "1",
+            lib_variant: "cuda", flash_attn_type: "off",
+        });
+        await ctx.release();
+    }
     console.log("done");
 } catch (e) {
     console.log("failed: " + e.message);

@@ -110,4 +110,31 @@ check_full() {
     is "$(val "$2.bytes" place.layer_weights.host)" 0 "$1 $name: no layer weights in host memory"
 }
 scenario full 2GiB 99 512 1
+# One process loads the model with every layer, releases it, and loads it
+# again with 2: the first load's buffers are freed by direct calls the
+# trace never sees. The picture is the second load's, not the two summed
+# (they were: 8 blocks, 603 MiB of layer weights). llama.cpp's log of the
+# second load may not reach JavaScript before the process exits, so the
+# bytes are the model's own (tests/llama/make_gguf.py): a block is
+# 90193920 bytes, the output layer 1069056, a layer's K and V 1 MiB.
+BLOCK=90193920 OUTPUT=1069056
+check_reload_partial() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 99 then -ngl 2: PARTIAL OFFLOAD"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 2/5 "$1 $name: the second load's 2 of 5 layers"
+    is "$(val "$2.bytes" place.layer_weights.gpu0)/$(val "$2.bytes" place.layer_weights.mapped_host)" \
+        "$((BLOCK + OUTPUT))/$((3 * BLOCK))" "$1 $name: 1 block + the output layer on the GPU, 3 blocks mapped"
+    is "$(val "$2.bytes" place.kv.gpu0)/$(val "$2.bytes" place.kv.pageable_host)" "$MiB/$((3 * MiB))" \
+        "$1 $name: its KV cache: 1 layer's on the GPU, 3 in host memory"
+    check "$1 $name: the text says the picture is one moment of several" \
+        grep -q "Where the model runs is shown at .*; [0-9]* of its buffers lived only before or after" "$2.txt"
+}
+scenario reload_partial 2GiB 99,2 512 1
+# The other order: the partial load comes first. A full load after it does
+# not hide it: PARTIAL OFFLOAD, the first load's picture.
+check_partial_then_full() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 2 then -ngl 99: PARTIAL OFFLOAD"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" 2/5 "$1 $name: the partial load's 2 of 5 layers"
+    is "$(val "$2.bytes" place.layer_weights.mapped_host)" "$((3 * BLOCK))" "$1 $name: its 3 blocks mapped from the file"
+}
+scenario partial_then_full 2GiB 2,99 512 1
 done_testing
