@@ -217,8 +217,9 @@ void vt_model_view(vt_model_t *m)
     (void)vt_m_frag_view(m);
     /* Likewise: placement stays unknown. */
     (void)vt_m_placement_finish(m);
-    /* A gap in seq orders nothing differently: only its order is compared. */
-    m->seq++;
+    /* seq is not moved: the implicit free an allocation makes comes before
+     * the allocation moves it, so it is of the last event's seq, and a
+     * view between the two must not make it later than a peak there. */
     m->p.host_weights_ggml_rule = 0;
     for (size_t i = 0; i < m->p.nsites; i++) {
         vt_site_t *s = &m->p.sites[i];
