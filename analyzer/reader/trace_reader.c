@@ -756,6 +756,18 @@ static int load_stored_chunk(vt_reader_t *r, vt_error_t *err, uint64_t off, uint
     return chunk_loaded(r, off, rawsize, seq);
 }
 
+/* Frees the current chunk's records and ends the record stream: the next
+ * read loads a chunk. */
+static void drop_chunk(vt_reader_t *r)
+{
+    free(r->raw);
+    r->raw = NULL;
+    r->rawcap = 0;
+    r->s = NULL;
+    r->slen = r->spos = 0;
+    r->ev_pos = r->ev_end = 0;
+}
+
 /* Reads the next chunk into r->raw. @return 1, 0 at a clean end, <0 error. */
 static int load_chunk(vt_reader_t *r, vt_error_t *err)
 {
@@ -769,12 +781,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
         /* The end: nothing refers to the last chunk's bytes any more (a
          * caller feeds what it holds before it reads on), and a report of
          * a thousand traces keeps every reader until it prints. */
-        free(r->raw);
-        r->raw = NULL;
-        r->rawcap = 0;
-        r->s = NULL;
-        r->slen = r->spos = 0;
-        r->ev_pos = r->ev_end = 0;
+        drop_chunk(r);
         return 0;
     }
     if ((size_t)n < sizeof h)
@@ -1276,14 +1283,8 @@ void vt_reader_release_file(vt_reader_t *r)
         close(r->fd);
     r->fd = -1;
     /* Every record of the last chunk was returned: nothing refers to it. */
-    if (r->s == r->raw && r->spos >= r->slen && r->ev_pos >= r->ev_end) {
-        free(r->raw);
-        r->raw = NULL;
-        r->rawcap = 0;
-        r->s = NULL;
-        r->slen = r->spos = 0;
-        r->ev_pos = r->ev_end = 0;
-    }
+    if (r->s == r->raw && r->spos >= r->slen && r->ev_pos >= r->ev_end)
+        drop_chunk(r);
 }
 
 uint64_t vt_reader_offset(const vt_reader_t *r)
