@@ -4,10 +4,12 @@
  *   vramtrace serve --metrics [ADDR:]PORT [--rules F] [--margin PCT] TRACE|DIR...
  *   vramtrace serve --once ... TRACE|DIR...      (one exposition on stdout)
  *
- * Every scrape reads the traces again, exactly as `report` does, so a
- * running server's trace (its chunks land every VRAMTRACE_FLUSH_MS) shows
- * up to its last complete chunk; nothing is cached between scrapes and no
- * trace is ever written. The exposition is OpenMetrics text 1.0; label
+ * Every scrape gives the figures `report` gives for the traces as they
+ * are, so a running server's trace (its chunks land every
+ * VRAMTRACE_FLUSH_MS) shows up to its last complete chunk; what changed
+ * since the last scrape is all it reads (pipeline/trace_cache.h: a trace
+ * that grew is read on from its last complete chunk), and no trace is
+ * ever written. The exposition is OpenMetrics text 1.0; label
  * values taken from a trace (process names, GPU names) are escaped and
  * bounded, since a trace is hostile input.
  *

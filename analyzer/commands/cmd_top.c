@@ -8,8 +8,9 @@
  * per GPU and process, the bytes live by tag, the driver's last free figure
  * against the margin, the layers a ggml program put on a GPU, failed
  * requests and the report's verdict. A trace unchanged since the last
- * frame is not read again (pipeline/trace_cache.h), so a frame of a
- * directory where little moves costs a stat per trace. The traces are
+ * frame is not read again, and one that grew is read on from its last
+ * complete chunk (pipeline/trace_cache.h), so a frame of a directory
+ * where little moves costs a stat per trace and the new bytes. The traces are
  * never written. On a terminal the screen is redrawn in place and `q`
  * quits (the terminal is put back as it was on every exit path); --once
  * prints one frame and exits, for scripts. Strings from the

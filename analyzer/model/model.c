@@ -198,13 +198,29 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
     }
 }
 
-void vt_model_finish(vt_model_t *m)
+void vt_model_resume(vt_model_t *m)
+{
+    m->p.truncated = 0;
+    m->p.damaged = 0;
+    m->p.truncated_at = 0;
+}
+
+/* What finishing adds to proc, from the state fed so far, without
+ * changing that state: each figure is computed afresh (fragmentation's
+ * pending points measured, placement summed from its buffers, the sites'
+ * bytes at peak written as site_change would write them at their next
+ * change), so a view, more records and another view give what one view
+ * at the end gives. */
+void vt_model_view(vt_model_t *m)
 {
     /* Out of memory here leaves fragmentation unmeasured (null), no more. */
-    (void)vt_m_frag_finish(m);
+    (void)vt_m_frag_view(m);
     /* Likewise: placement stays unknown. */
     (void)vt_m_placement_finish(m);
-    m->seq++;
+    /* seq is not moved: the implicit free an allocation makes comes before
+     * the allocation moves it, so it is of the last event's seq, and a
+     * view between the two must not make it later than a peak there. */
+    m->p.host_weights_ggml_rule = 0;
     for (size_t i = 0; i < m->p.nsites; i++) {
         vt_site_t *s = &m->p.sites[i];
         if (s->space == VT_SPACE_HOST && s->match.tag == VT_TAG_WEIGHTS && s->stack_match.rule >= 0) {
@@ -218,4 +234,10 @@ void vt_model_finish(vt_model_t *m)
         if (tp && tp->have_peak && tp->peak_seq >= s->changed_seq)
             s->at_peak = s->live;
     }
+}
+
+void vt_model_finish(vt_model_t *m)
+{
+    vt_model_view(m);
+    vt_m_frag_free(m);
 }

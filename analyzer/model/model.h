@@ -5,6 +5,10 @@
  * Contract:
  *  - Feed records in file order with vt_model_feed(), then call
  *    vt_model_finish() once; the report reads vt_model_proc() afterwards.
+ *    A trace still being written is viewed instead (vt_model_view): proc
+ *    then reads as if finished there, and feeding goes on with the records
+ *    that follow, viewed again (or finished) after them, each time as one
+ *    finish after all of them would leave it.
  *  - Memory is bounded by live allocations + unique stacks + sites, never by
  *    the number of events.
  *  - Bad events never fail the model: a free of an unknown pointer (or a
@@ -381,6 +385,12 @@ uint32_t vt_model_prefetch(const vt_model_t *m, const vt_event_t *ev, int stage,
  * own, both usually far from anything recent. Same guarantees as
  * vt_model_prefetch. */
 void vt_model_prefetch_node(const vt_model_t *m, const vt_rec_stack_t *n);
+/* Fills proc's figures that are summed at the end (fragmentation at
+ * peak, placement, the sites' bytes at peak) from what was fed so far,
+ * leaving the model able to take more records; as many times as wanted. */
+void vt_model_view(vt_model_t *m);
+/* vt_model_view, then frees what only more records would need: nothing
+ * may be fed after it. */
 void vt_model_finish(vt_model_t *m);
 
 /* ggml's buffer marks (GGML_BUFFER records) as a witness of what an
@@ -417,6 +427,9 @@ int vt_model_advise(const vt_model_t *m, uint64_t total, int64_t free_lowest, st
 /* The reader stopped at file offset `offset`: a partial chunk, or with
  * `damaged` a corrupt one. */
 void vt_model_mark_truncated(vt_model_t *m, uint64_t offset, int damaged);
+/* Reading goes on where a partial chunk stopped it: the mark is gone until
+ * the reader stops inside a chunk again. */
+void vt_model_resume(vt_model_t *m);
 const vt_stacks_t *vt_model_stacks(const vt_model_t *m);
 const vt_rules_t *vt_model_rules(const vt_model_t *m);
 double vt_model_margin(const vt_model_t *m);

@@ -15,9 +15,11 @@
  * at almost every event, and measuring each one is O(n^2). So a point is
  * only marked: from then on, every change to the device's ranges is logged
  * (add or remove, with the range). The log is dropped when a newer peak
- * supersedes the point, and the point is measured once: at the end, as the
+ * supersedes the point, and the point is measured at the end, as the
  * ranges live then with the log undone (for each address, the first logged
- * change says what it held at the point). The log is bounded: when it
+ * change says what it held at the point); a view before the end
+ * (vt_model_view) measures it the same way and keeps the log, so the
+ * point is measured again when more has been fed. The log is bounded: when it
  * outgrows twice the live entries (+ a constant), the point is measured
  * right away and the log freed, so memory stays bounded by live entries
  * and the cost of measuring is amortized over the logged changes. The
@@ -198,13 +200,6 @@ int vt_m_frag_at_failure(vt_model_t *m, int dev, vt_holes_t *out)
     return 0;
 }
 
-int vt_m_frag_compute(vt_model_t *m, int dev)
-{
-    m->p.devs[dev].frag_pending = 0;
-    log_clear(&m->flog[dev]);
-    return measure(m, dev, NULL);
-}
-
 static int log_op(vt_model_t *m, const live_t *e, int add)
 {
     vt_frag_log_t *lg = &m->flog[e->dev];
@@ -257,17 +252,19 @@ int vt_m_frag_note_added(vt_model_t *m, const live_t *e)
     return log_op(m, e, 1);
 }
 
-int vt_m_frag_finish(vt_model_t *m)
+int vt_m_frag_view(vt_model_t *m)
 {
+    /* The pending point and the log stay: measured here as the end would
+     * measure them, and again (from the same state, or a later one's)
+     * when more is fed; a later measurement overwrites every figure. */
     int rc = 0;
     for (int i = 0; i < m->p.ndevs; i++) {
         vt_frag_log_t *lg = &m->flog[i];
         int r = 0;
         if (m->p.devs[i].frag_pending)
-            r = vt_m_frag_compute(m, i);
+            r = measure(m, i, NULL);
         else if (lg->active)
             r = measure(m, i, lg);
-        log_clear(lg);
         if (r && !rc)
             rc = r;
     }

@@ -176,7 +176,8 @@ int vt_m_ggml_record(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
 void vt_m_marks_free(vt_model_t *m);
 
 /* model_placement.c: the GGML_* records that say where the model runs;
- * finish fills proc.placement; free_state frees what it kept. */
+ * finish fills proc.placement afresh from what was fed (again after more
+ * records); free_state frees what it kept. */
 int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g);
 int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t);
 int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f);
@@ -310,12 +311,10 @@ static inline void vt_m_check_oversub(vt_model_t *m, const vt_event_t *ev, int t
     vt_m_oversub_scan(m, ev, tag, only_dev);
 }
 
-/* model_frag.c. compute: device dev's address-space holes, now.
- * before_remove: e is about to leave its map (the first one after a peak
- * marks the snapshot point); added: e just entered its map. finish:
- * measures what is still pending. free: the logs. Each returns 0 or
- * VT_E_NOMEM. */
-int vt_m_frag_compute(vt_model_t *m, int dev);
+/* model_frag.c. before_remove: e is about to leave its map (the first
+ * one after a peak marks the snapshot point); added: e just entered its
+ * map. view: measures what is still pending, leaving it pending (more
+ * may be fed). free: the logs. Each returns 0 or VT_E_NOMEM. */
 /* The holes between this process's live ranges on dev now (at a failed
  * request); out->measured stays 0 above VT_FRAG_MAX_LIVE live entries. */
 int vt_m_frag_at_failure(vt_model_t *m, int dev, vt_holes_t *out);
@@ -337,7 +336,7 @@ static inline int vt_m_frag_added(vt_model_t *m, const live_t *e)
         return 0;
     return vt_m_frag_note_added(m, e);
 }
-int vt_m_frag_finish(vt_model_t *m);
+int vt_m_frag_view(vt_model_t *m);
 void vt_m_frag_free(vt_model_t *m);
 
 #endif

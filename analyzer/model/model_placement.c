@@ -594,6 +594,15 @@ int vt_m_placement_finish(vt_model_t *m)
     vt_placement_t *pl = &m->p.placement;
     if (!s || !s->nbuf)
         return 0;
+    /* Every figure below is summed afresh from the buffers and parts, so
+     * finishing again after more records gives what one finish would:
+     * only the counts the records themselves keep stay. */
+    const vt_placement_t fed = *pl;
+    memset(pl, 0, sizeof *pl);
+    pl->ggml_records = fed.ggml_records;
+    pl->tensors = fed.tensors;
+    pl->tensors_unattributed = fed.tensors_unattributed;
+    pl->lost = fed.lost;
     pl->records_over_bounds = s->dropped;
     moments_t mo = { 0 };
     uint8_t *live = malloc(s->nbuf);

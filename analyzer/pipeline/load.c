@@ -620,6 +620,27 @@ static int read_again_with_marks(vt_report_t *r)
     return feed_merged(r);
 }
 
+/* The models viewed or finished (keep_open), marked where their reading
+ * stopped, and the per-GPU view completed. */
+static void finish_all(vt_report_t *r)
+{
+    for (int i = 0; i < r->nin; i++) {
+        vt_report_input_t *in = &r->in[i];
+        if (r->keep_open) {
+            vt_model_view(in->model);
+            vt_reader_release_file(in->reader);
+        } else {
+            vt_model_finish(in->model);
+        }
+        if (in->truncated || in->damaged)
+            vt_model_mark_truncated(in->model, in->stop_offset, in->damaged);
+        if (in->truncated && !r->opts.quiet)
+            fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
+                    vt_text(in->path), (unsigned long long)in->stop_offset);
+    }
+    vt_gpus_finish(r);
+}
+
 /* vt_report_list, every path marked found in a directory when
  * found_in_dir. */
 static int list_paths(char *const *args, int nargs, int found_in_dir, char ***paths, unsigned char **from_dir, int *n)
@@ -745,15 +766,36 @@ int vt_report_load(vt_report_t *r, char *const *args, int nargs)
         }
     if (rc)
         return rc;
+    finish_all(r);
+    return 0;
+}
+
+int vt_report_read_on(vt_report_t *r)
+{
     for (int i = 0; i < r->nin; i++) {
-        vt_model_finish(r->in[i].model);
-        if (r->in[i].truncated || r->in[i].damaged)
-            vt_model_mark_truncated(r->in[i].model, r->in[i].stop_offset, r->in[i].damaged);
-        if (r->in[i].truncated && !r->opts.quiet)
-            fprintf(stderr, "vramtrace: %s: offset %llu: trace ends in the middle of a chunk; reporting what came before\n",
-                    vt_text(r->in[i].path), (unsigned long long)r->in[i].stop_offset);
+        vt_report_input_t *in = &r->in[i];
+        if (!r->keep_open || in->damaged || vt_model_marks_seen(in->model))
+            return 1;
+        if (vt_model_proc(in->model)->ended) {
+            in->read_from = vt_reader_offset(in->reader);
+            continue;
+        }
+        if (vt_reader_resume(in->reader, in->path))
+            return 1;
+        in->read_from = vt_reader_offset(in->reader);
+        in->done = in->truncated = 0;
+        in->stop_offset = 0;
+        in->stop_reason[0] = 0;
+        vt_model_resume(in->model);
     }
-    vt_gpus_finish(r);
+    /* ggml's marks name allocations read before them: a trace that meets
+     * its first one now is read again from its start, as load does. */
+    if (feed_merged(r))
+        return 1;
+    for (int i = 0; i < r->nin; i++)
+        if (r->in[i].damaged || vt_model_marks_seen(r->in[i].model))
+            return 1;
+    finish_all(r);
     return 0;
 }
 

@@ -70,6 +70,7 @@ typedef struct vt_report_input {
     int tolerant;         /* a damaged chunk ends this input, not the report */
     int damaged;          /* stopped at a damaged chunk (tolerant only) */
     int truncated;        /* stopped at a partial chunk */
+    uint64_t read_from;   /* where its last reading started: 0, or where vt_report_read_on went on */
     uint64_t stop_offset;
     char stop_reason[256];
 } vt_report_input_t;
@@ -131,6 +132,10 @@ struct vt_report {
     /* Every path vt_report_load is given was found in a directory (by
      * vt_report_list): read as a directory's traces are, regular files only. */
     int found_in_dir;
+    /* The traces may still be written (serve, top): the models are viewed
+     * (vt_model_view), not finished, and each reader's file is closed
+     * after reading, so vt_report_read_on can go on with what follows. */
+    int keep_open;
     vt_gpu_t gpus[VT_MAX_GPUS];
     int ngpus;
     /* report_gpus.c: the GPU and slot the hook last served. A process's
@@ -183,6 +188,14 @@ const char *vt_fmt_wall(char out[32], uint64_t wall_ns, int utc);
  * what was left out). A truncated trace is not an error (a note on
  * stderr). */
 int vt_report_load(vt_report_t *r, char *const *args, int nargs);
+/* For a report loaded with keep_open: reads what was appended to its
+ * traces since (vt_reader_resume: from the end of each one's last
+ * complete chunk) and views the models again, so the report is what
+ * vt_report_load of the traces as they are now gives. A trace that ended
+ * (END read) is not read on. @return 0; 1 when it cannot go on (a trace
+ * replaced or damaged, ggml's marks met, out of memory), the report then
+ * half read: free it and load the traces afresh. */
+int vt_report_read_on(vt_report_t *r);
 /* The trace files vt_report_load would read for args, in its order: a
  * TRACE as named, a DIR's *.vtrace by name, those found in a directory
  * marked in (*from_dir)[i]. The caller frees each path and both arrays.

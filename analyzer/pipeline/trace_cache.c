@@ -13,9 +13,11 @@ static void entry_free(vt_tcache_t *c, vt_tcache_entry_t *e)
         c->drop(e->summary);
     free(e->path);
     free(e->hostname);
+    vt_report_free(e->open);
     e->summary = NULL;
     e->path = NULL;
     e->hostname = NULL;
+    e->open = NULL;
 }
 
 int vt_tcache_idle(const vt_tcache_entry_t *e)
@@ -31,6 +33,8 @@ static int classify(vt_tcache_entry_t *e, const vt_report_input_t *in)
     e->probe = !e->idle && !p->ended && !in->truncated && !in->damaged && vt_proc_allocated_nothing(p) &&
                !p->placement.known;
     e->pid = p->pid;
+    free(e->hostname);
+    e->hostname = NULL;
     return e->probe && p->hostname && !(e->hostname = strdup(p->hostname)) ? -1 : 0;
 }
 
@@ -58,6 +62,24 @@ static int find(const vt_tcache_t *c, const char *path, int *hint)
     return -1;
 }
 
+/* e's summary from r, just read (NULL: it could not be), and r kept for
+ * the next scan while its one trace can still grow. */
+static void keep(vt_tcache_t *c, vt_tcache_entry_t *e, vt_report_t *r)
+{
+    if (e->summary && c->drop)
+        c->drop(e->summary);
+    e->summary = r && r->nin == 1 && !classify(e, &r->in[0]) ? c->summarize(c->ctx, r, 0) : NULL;
+    e->bad = !e->summary;
+    c->reads++;
+    uint64_t from = r && r->nin == 1 ? r->in[0].read_from : 0;
+    c->bytes_read += (uint64_t)e->size > from ? (uint64_t)e->size - from : 0;
+    if (e->summary && !vt_model_proc(r->in[0].model)->ended && !r->in[0].damaged &&
+        !vt_model_marks_seen(r->in[0].model))
+        e->open = r;
+    else
+        vt_report_free(r);
+}
+
 /* Reads entry e alone, into a report of its own, and keeps its summary.
  * Alone, not with the other changed traces: no process's figures depend
  * on another's (only report's combined GPU view, which these commands do
@@ -68,13 +90,24 @@ static void read_one(vt_tcache_t *c, vt_tcache_entry_t *e)
     vt_report_t *r = c->fresh(c->ctx);
     if (r) {
         r->found_in_dir = e->from_dir;
+        r->keep_open = 1;
         (void)vt_report_load(r, &e->path, 1);   /* a trace left out said why */
     }
-    e->summary = r && r->nin == 1 && !classify(e, &r->in[0]) ? c->summarize(c->ctx, r, 0) : NULL;
-    e->bad = !e->summary;
-    c->reads++;
-    c->bytes_read += (uint64_t)e->size;
-    vt_report_free(r);
+    keep(c, e, r);
+}
+
+/* Reads on e's trace, which grew, from where its last reading stopped;
+ * afresh when that cannot be (vt_report_read_on). */
+static void read_on(vt_tcache_t *c, vt_tcache_entry_t *e)
+{
+    vt_report_t *r = e->open;
+    e->open = NULL;
+    if (vt_report_read_on(r)) {
+        vt_report_free(r);
+        read_one(c, e);
+        return;
+    }
+    keep(c, e, r);
 }
 
 int vt_tcache_scan(vt_tcache_t *c, char *const *args, int nargs)
@@ -120,12 +153,19 @@ int vt_tcache_scan(vt_tcache_t *c, char *const *args, int nargs)
         }
         int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         vt_tcache_entry_t *o = old >= 0 ? &c->e[old] : NULL;
-        if (o && o->dev == st.st_dev && o->ino == st.st_ino && o->size == st.st_size && o->mtime_ns == mtime &&
-            o->from_dir == from_dir[i]) {
-            ne[nn++] = *o;
+        int same = o && o->dev == st.st_dev && o->ino == st.st_ino && o->from_dir == from_dir[i];
+        if ((same && o->size == st.st_size && o->mtime_ns == mtime) || (same && o->open && st.st_size > o->size)) {
+            ne[nn] = *o;
             o->path = NULL;   /* moved */
             o->summary = NULL;
             o->hostname = NULL;
+            o->open = NULL;
+            if (ne[nn].size != st.st_size) {   /* grown: read on */
+                ne[nn].size = st.st_size;
+                ne[nn].mtime_ns = mtime;
+                stale[nn] = 2;
+            }
+            nn++;
             free(paths[i]);
             continue;
         }
@@ -141,9 +181,12 @@ int vt_tcache_scan(vt_tcache_t *c, char *const *args, int nargs)
     c->e = ne;
     c->n = nn;
     c->cap = np;
-    for (int i = 0; i < nn; i++)
-        if (stale[i])
+    for (int i = 0; i < nn; i++) {
+        if (stale[i] == 1)
             read_one(c, &c->e[i]);
+        else if (stale[i] == 2)
+            read_on(c, &c->e[i]);
+    }
     free(stale);
     return 0;
 }

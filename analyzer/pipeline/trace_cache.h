@@ -5,15 +5,18 @@
  *  - An entry is one trace file, known by its path and by the (device,
  *    inode, size, mtime) lstat gave when it was last read. A scan lists
  *    the paths again (vt_report_list), stats each, and reads only the new
- *    and the changed ones, all in one vt_report_load; a trace whose
- *    identity is unchanged is not opened. A trace replaced (new inode) or
- *    cut (smaller) is read afresh like any changed one.
- *  - What is kept of a trace is only what the command's summarize made of
- *    it (its exposition, its rows): no reader, no model. The report the
- *    traces were read into is freed before the scan returns.
- *  - A grown trace is read again from its start: a model cannot go on
- *    after vt_model_finish (model.h), so the cost of a scan is the stat of
- *    every trace plus the whole of each changed one.
+ *    and the changed ones, each alone; a trace whose identity is
+ *    unchanged is not opened. A trace replaced (new inode) or cut
+ *    (smaller, or rewritten at its size) is read afresh.
+ *  - A trace still being written (no END read, not damaged, no ggml
+ *    marks) keeps its report (keep_open: its reader, closed, and its
+ *    model, viewed) in `open`; when it grows, only what follows its last
+ *    complete chunk is read (vt_report_read_on), afresh if that cannot
+ *    be. So a scan costs the stat of every trace plus the new bytes of
+ *    each grown one (a chunk left partial is read again once complete).
+ *  - Of an ended or unreadable trace only what the command's summarize
+ *    made of it is kept (its exposition, its rows): no reader, no model.
+ *    A model per live trace is what memory holds beyond that.
  *  - Entries are in vt_report_list's order; a trace that is gone is
  *    dropped. A trace that could not be read is an entry with bad set
  *    (and no summary) until it changes.
@@ -43,11 +46,12 @@ typedef struct vt_tcache_entry {
     int idle, probe;
     uint64_t pid;
     char *hostname;          /* a probe's, else NULL */
+    vt_report_t *open;       /* its report, to read on from, while it may grow; else NULL */
 } vt_tcache_entry_t;
 
 /* What the command keeps of input `i` of a loaded report r (r->in[i]'s
- * model is finished). NULL when out of memory: the trace is then counted
- * bad. */
+ * model is viewed: vt_model_view). NULL when out of memory: the trace is
+ * then counted bad. */
 typedef void *(*vt_tcache_summarize_fn)(void *ctx, const vt_report_t *r, int i);
 
 typedef struct vt_tcache {
@@ -59,7 +63,8 @@ typedef struct vt_tcache {
      * keep_going); NULL when it cannot be made. */
     vt_report_t *(*fresh)(void *ctx);
     void *ctx;
-    /* Of the last scan: traces read, and their bytes. */
+    /* Of the last scan: traces read, and their bytes (of a trace read on,
+     * those after where it went on). */
     int reads;
     uint64_t bytes_read;
 } vt_tcache_t;

@@ -45,7 +45,10 @@ typedef struct event_base {
 } event_base_t;
 
 struct vt_reader {
-    int fd;
+    int fd;                 /* -1 once vt_reader_release_file closed it */
+    int flags;              /* vt_reader_open_flags', for vt_reader_resume */
+    dev_t dev;              /* the file read, by identity (fstat at open) */
+    ino_t ino;
     int state;
     uint64_t pos;           /* bytes consumed from fd */
     uint64_t file_size;     /* from fstat; 0 for pipes */
@@ -753,6 +756,18 @@ static int load_stored_chunk(vt_reader_t *r, vt_error_t *err, uint64_t off, uint
     return chunk_loaded(r, off, rawsize, seq);
 }
 
+/* Frees the current chunk's records and ends the record stream: the next
+ * read loads a chunk. */
+static void drop_chunk(vt_reader_t *r)
+{
+    free(r->raw);
+    r->raw = NULL;
+    r->rawcap = 0;
+    r->s = NULL;
+    r->slen = r->spos = 0;
+    r->ev_pos = r->ev_end = 0;
+}
+
 /* Reads the next chunk into r->raw. @return 1, 0 at a clean end, <0 error. */
 static int load_chunk(vt_reader_t *r, vt_error_t *err)
 {
@@ -766,12 +781,7 @@ static int load_chunk(vt_reader_t *r, vt_error_t *err)
         /* The end: nothing refers to the last chunk's bytes any more (a
          * caller feeds what it holds before it reads on), and a report of
          * a thousand traces keeps every reader until it prints. */
-        free(r->raw);
-        r->raw = NULL;
-        r->rawcap = 0;
-        r->s = NULL;
-        r->slen = r->spos = 0;
-        r->ev_pos = r->ev_end = 0;
+        drop_chunk(r);
         return 0;
     }
     if ((size_t)n < sizeof h)
@@ -1181,8 +1191,11 @@ int vt_reader_open_flags(const char *path, int flags, vt_reader_t **out, vt_erro
     if (r->fd < 0)
         return open_fail(r, err, VT_E_IO, 0, "%s",
                          errno == ELOOP && only_regular ? "a symbolic link: not read in a directory" : strerror(errno));
+    r->flags = flags;
     struct stat st;
     if (fstat(r->fd, &st) == 0) {
+        r->dev = st.st_dev;
+        r->ino = st.st_ino;
         if (S_ISDIR(st.st_mode))
             return open_fail(r, err, VT_E_IO, 0, "is a directory");
         if (S_ISREG(st.st_mode))
@@ -1233,6 +1246,45 @@ int vt_reader_open_flags(const char *path, int flags, vt_reader_t **out, vt_erro
 const vt_rec_process_t *vt_reader_process(const vt_reader_t *r)
 {
     return &r->process;
+}
+
+int vt_reader_resume(vt_reader_t *r, const char *path)
+{
+    uint64_t at;
+    if (r->state == ST_EOF)
+        at = r->pos;
+    else if (r->state == ST_ERROR && r->err.code == VT_E_TRUNCATED)
+        at = r->err.offset;   /* after open, only a chunk's start (load_chunk) */
+    else
+        return VT_E_IO;
+    struct stat st;
+    if (r->fd < 0) {
+        int only_regular = r->flags & VT_READER_REGULAR_ONLY;
+        r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (only_regular ? O_NONBLOCK | O_NOFOLLOW : 0));
+        if (r->fd < 0)
+            return VT_E_IO;
+    }
+    /* Another file at that path now is not this trace grown. */
+    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != r->dev || st.st_ino != r->ino ||
+        (uint64_t)st.st_size < at || lseek(r->fd, (off_t)at, SEEK_SET) != (off_t)at)
+        return VT_E_IO;
+    r->file_size = (uint64_t)st.st_size;
+    r->pos = at;
+    r->state = ST_STREAM;
+    memset(&r->err.detail, 0, sizeof r->err.detail);
+    r->err.code = 0;
+    r->err.offset = 0;
+    return 0;
+}
+
+void vt_reader_release_file(vt_reader_t *r)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    /* Every record of the last chunk was returned: nothing refers to it. */
+    if (r->s == r->raw && r->spos >= r->slen && r->ev_pos >= r->ev_end)
+        drop_chunk(r);
 }
 
 uint64_t vt_reader_offset(const vt_reader_t *r)

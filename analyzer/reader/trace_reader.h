@@ -12,7 +12,8 @@
  *  - Unknown record types are skipped. Unknown event api ids are returned as
  *    they are: the caller checks them with vt_api_info().
  *  - A file cut short (SIGKILL, disk full) yields every record of its complete
- *    chunks, then VT_E_TRUNCATED with the offset of the partial chunk.
+ *    chunks, then VT_E_TRUNCATED with the offset of the partial chunk; a
+ *    file still being written can be read on from there (vt_reader_resume).
  */
 #ifndef VT_TRACE_READER_H
 #define VT_TRACE_READER_H
@@ -178,6 +179,21 @@ int vt_reader_stack(vt_reader_t *r, vt_rec_stack_t *out);
  * the fast paths did not exist, and vt_reader_events returns 0. The records
  * and errors must be the same either way; the test compares them. */
 void vt_reader_set_checked(vt_reader_t *r, int on);
+
+/* Reading a file that is still being written (serve and top read a
+ * trace again as it grows): after a clean end (0) or VT_E_TRUNCATED, the
+ * reader goes on from the end of the last complete chunk, where the next
+ * chunk starts, as if the bytes appended since had been there (chunks are
+ * self-contained: nothing before that point is read again). The file is
+ * opened again at path (with the flags it was opened with) when
+ * vt_reader_release_file closed it, and must be the same file (device
+ * and inode) no shorter than that point. @return 0, or VT_E_IO when it
+ * cannot go on (another error, another file, a pipe): read it afresh. */
+int vt_reader_resume(vt_reader_t *r, const char *path);
+/* Closes r's file until vt_reader_resume, and frees the last chunk once
+ * every record of it was returned: a reader kept between two reads of a
+ * growing trace holds no descriptor and no chunk. */
+void vt_reader_release_file(vt_reader_t *r);
 
 /* Bytes of the file consumed so far and its total size (for progress). */
 uint64_t vt_reader_offset(const vt_reader_t *r);

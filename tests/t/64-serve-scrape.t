@@ -1,10 +1,11 @@
 #!/bin/sh
 # `vramtrace serve` keeps what it read between scrapes: a trace unchanged
-# since the last scrape is not opened again, a trace that grew is read
-# again (its new chunks counted once, not added to what was counted
-# before), and a trace replaced or cut is read afresh. Each scrape is the
-# exposition a fresh `serve --once` gives, but for the two self-metrics
-# that say what the scrape read; `top` keeps its traces the same way.
+# since the last scrape is not opened again, a trace that grew is read on
+# from its last complete chunk (only the new bytes: a chunk left partial
+# by its writer is read again whole once complete), and a trace replaced
+# or cut is read afresh. Each scrape is the exposition a fresh `serve
+# --once` gives, but for the two self-metrics that say what the scrape
+# read; `top` keeps its traces the same way.
 . tests/t/lib.sh
 for f in "$VT" "$B/vtgen"; do
     [ -e "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
@@ -78,7 +79,7 @@ check "nothing changed: the exposition of a fresh read" same 2
 # The shim appends the next chunk and END.
 tail -c +$((s1 + 1)) $TMP/b2.vtrace >>$D/b.vtrace
 scrape
-is "$(read_of 3)" "1 $s2 " "grown: only the growing trace read"
+is "$(read_of 3)" "1 $((s2 - s1)) " "grown: only the growing trace's new bytes read"
 is "$(events_of 3 77) $(sample $TMP/s3.om vramtrace_process_ended 'pid="77"')" "4 1" \
     "grown: its 4 events counted once (not 2 + 4), and its END"
 check "grown: the exposition of a fresh read" same 3
@@ -105,6 +106,60 @@ rm $D/b.vtrace
 scrape
 is "$(grep -E '^vramtrace_processes ' $TMP/s7.om)" "vramtrace_processes 1" "removed: gone from the scrape"
 check "removed: the exposition of a fresh read" same 7
+
+# A trace of many chunks (a gentrace run: 300,000 events, new stacks
+# defined as they are first used, its fragmentation and sites' peaks
+# carried across chunks) grows a chunk at a time, once with a chunk cut in
+# the middle first, as a writer leaves it between two writes.
+if [ -x "$B/bench/gentrace" ]; then
+    G=$TMP/g.vtrace
+    "$B/bench/gentrace" -L -o $G -e 300000 -l 2000 -s 300 >/dev/null
+    set -- $(python3 - $G <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off = 16 + struct.unpack_from("<I", d, 12)[0]
+while off + 16 <= len(d):
+    print(off)
+    off += 16 + struct.unpack_from("<I", d, off + 4)[0]
+print(len(d))
+PY
+)
+    # $1: the first chunk's start, ... the last value: the file's size;
+    # gentrace's process is pid 4242.
+    is "$#" 5 "gentrace: 4 chunks, the last with END"
+    grow_to() { tail -c +$(($(stat -c %s $D/g.vtrace) + 1)) $G | head -c $(($1 - $(stat -c %s $D/g.vtrace))) >>$D/g.vtrace; }
+    head -c $2 $G >$D/g.vtrace
+    scrape
+    g=$n
+    is "$(read_of $g)" "1 $2 " "chunked: the header and first chunk read"
+    check "chunked, 1 chunk: the exposition of a fresh read" same $g
+    grow_to $3
+    scrape
+    is "$(read_of $n)" "1 $(($3 - $2)) " "chunked, 2 chunks: only the second chunk's bytes read"
+    check "chunked, 2 chunks: the exposition of a fresh read" same $n
+    half=$(($3 + ($4 - $3) / 2))
+    grow_to $half
+    scrape
+    is "$(read_of $n) $(sample $TMP/s$n.om vramtrace_trace_partial 'pid="4242"')" "1 $((half - $3))  1" \
+        "chunked, the third chunk half written: its bytes read, the trace partial"
+    check "chunked, the third half written: the exposition of a fresh read" same $n
+    grow_to $4
+    scrape
+    is "$(read_of $n) $(sample $TMP/s$n.om vramtrace_trace_partial 'pid="4242"')" "1 $(($4 - $3))  0" \
+        "chunked, the third chunk complete: read again from its start, whole, the trace no longer partial"
+    check "chunked, 3 chunks: the exposition of a fresh read" same $n
+    grow_to $5
+    scrape
+    is "$(read_of $n) $(sample $TMP/s$n.om vramtrace_process_ended 'pid="4242"')" "1 $(($5 - $4))  1" \
+        "chunked, the last chunk and END: only its bytes read, the process ended"
+    check "chunked, all 4: the exposition of a fresh read" same $n
+    is "$(sample $TMP/s$n.om vramtrace_events_total 'pid="4242"')" 300000 "chunked: every event counted once"
+    scrape
+    is "$(read_of $n)" "0 0 " "chunked, ended and unchanged: nothing read"
+    check "chunked, ended: the exposition of a fresh read" same $n
+else
+    echo "# gentrace not built: the chunked growth checks are skipped"
+fi
 kill -TERM $EXP; wait $EXP 2>/dev/null; EXP=
 
 # top keeps its traces the same way: its frames, before and after a trace
