@@ -73,7 +73,9 @@ struct vt_placement_state {
     size_t nbuf, buf_cap;
     part_t *part;
     size_t npart, part_cap;
-    vt_map_t live_by_id;    /* buffer identity -> index of its live entry */
+    vt_map_t live_by_id;    /* buffer identity -> index of its entry, until ggml frees it or
+                             * the identity names another buffer: its records
+                             * still come after its memory was freed */
     vt_map_t placed_by_name;   /* hash of a weight or KV tensor's name -> its buffer's index */
     vt_map_t live_by_base;     /* a device or pinned buffer's base -> its index */
     uint64_t dropped;       /* records over the bounds */
@@ -197,7 +199,6 @@ int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
                 uint64_t end = rel_time(m, m->recent_frees[r].time_ns);
                 if (end >= b->t_start) {
                     b->t_end = end;
-                    vt_map_del(&s->live_by_id, b->id, NULL);
                     freed = 1;
                 }
                 break;
@@ -270,9 +271,6 @@ static int supersede(vt_model_t *m, uint32_t idx, const char *name, size_t len, 
     }
     b->t_end = end;
     b->replaced = 1;
-    uint32_t live;
-    if (vt_map_get(&s->live_by_id, b->id, &live) && live == old)
-        vt_map_del(&s->live_by_id, b->id, NULL);
     m->p.placement.placed_again++;
     return 0;
 }
@@ -361,9 +359,6 @@ void vt_m_placement_memory_freed(vt_model_t *m, uint64_t addr, uint64_t t)
     if (b->t_end != UINT64_MAX)
         return;
     b->t_end = end;
-    uint32_t live;
-    if (vt_map_get(&s->live_by_id, b->id, &live) && live == idx)
-        vt_map_del(&s->live_by_id, b->id, NULL);
 }
 
 void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l)
