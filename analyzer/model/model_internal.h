@@ -185,6 +185,9 @@ int vt_m_placement_free(vt_model_t *m, const vt_rec_ggml_free_t *f);
  * ggml buffer based there ended then, whether or not ggml's own free was
  * seen (model_placement.c). */
 void vt_m_placement_memory_freed(vt_model_t *m, uint64_t addr, uint64_t t);
+/* model_advise.c: the offload estimate of the finished picture, into
+ * m->p.placement.advice (known only when it can be made). */
+void vt_m_placement_advise(vt_model_t *m);
 void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l);
 int vt_m_placement_finish(vt_model_t *m);
 void vt_m_placement_free_state(vt_model_t *m);

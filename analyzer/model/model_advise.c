@@ -1,0 +1,101 @@
+/* model_advise.c: the offload estimate (docs/report.md, "Offload
+ * estimate"): from the placement's picture (model_placement.c) and the
+ * free memory at the lowest on the GPU holding most of the model, how many
+ * layers of this run's size would fit above the margin. The same
+ * arithmetic answers `replay --capacity` (vt_model_advise), so report and
+ * replay cannot disagree. */
+#include "model_internal.h"
+
+/* No card holds this much (256 TiB): a device or a layer said to be
+ * larger is a hostile trace's, and the int64 arithmetic over up to 4096
+ * layers would overflow on it. */
+#define MAX_CARD_BYTES (1ull << 48)
+
+/* The offload arithmetic: how many layers of this run's size fit in the
+ * room the card had above the margin. An estimate, said as one: it
+ * assumes a layer costs what this run's layers cost on average and that
+ * the compute buffers stay as they were. From a->total, unmet, per_layer
+ * and the free memory at the lowest, which may be below 0 on a card
+ * smaller than what the run used (vt_model_advise); known stays as it was. */
+static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_lowest, struct vt_advice *a)
+{
+    a->margin = (uint64_t)(margin_frac * (double)a->total);
+    a->room = free_lowest - (int64_t)a->margin - (int64_t)a->unmet;
+    uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
+    int out_host = pl->output_layer == 0;
+    uint64_t output_cost = out_host ? pl->output_bytes : 0;
+    a->need_all = (uint64_t)host_blocks * a->per_layer + output_cost;
+    a->short_all = (int64_t)a->need_all - a->room;
+    int64_t layers = (int64_t)pl->layers_gpu;
+    if (a->room >= 0) {
+        int64_t room = a->room;
+        /* llama.cpp offloads the output layer first, then blocks from the last. */
+        if (out_host && room >= (int64_t)output_cost) {
+            room -= (int64_t)output_cost;
+            layers++;
+        } else if (out_host) {
+            room = -1;
+        }
+        if (room > 0) {
+            int64_t more = room / (int64_t)a->per_layer;
+            layers += more < host_blocks ? more : host_blocks;
+        }
+    } else {
+        int64_t fewer = (-a->room + (int64_t)a->per_layer - 1) / (int64_t)a->per_layer;
+        layers = layers > fewer ? layers - fewer : 0;
+    }
+    a->gpu_layers = (uint32_t)layers;
+}
+
+void vt_m_placement_advise(vt_model_t *m)
+{
+    vt_placement_t *pl = &m->p.placement;
+    if (!pl->layers_known)
+        return;
+    int best = -1;
+    uint64_t most = 0;
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        uint64_t here = pl->weights.gpu_by_dev[i] + pl->kv.gpu_by_dev[i] + pl->compute.gpu_by_dev[i];
+        if (vt_model_dev_index(m, i) >= 0 && (best < 0 || here > most)) {
+            best = i;
+            most = here;
+        }
+    }
+    int di = best >= 0 ? vt_model_dev_index(m, best) : -1;
+    if (di < 0)
+        return;
+    const vt_dev_t *d = &m->p.devs[di];
+    if (!d->have_min || !d->total)
+        return;
+    struct vt_advice *a = &pl->advice;
+    a->device = best;
+    a->total = d->total;
+    a->free_lowest = d->min_free;
+    /* A failed request the run did without (a compute buffer that did not
+     * fit) needs room too. */
+    const vt_proc_t *p = &m->p;
+    if (p->tip.valid && p->tip_kind == VT_SPILL_OOM && p->tip.device == best && (p->failed_tags & (1u << p->tip.tag)))
+        a->unmet = p->tip.bytes;
+    a->per_layer = pl->block_weight_bytes + pl->block_kv_bytes;
+    a->per_layer_kv = pl->block_kv_bytes;
+    if (!a->per_layer)
+        return;
+    if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
+        pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
+        pl->output_bytes > MAX_CARD_BYTES)
+        return;   /* sizes no card has: no estimate */
+    estimate(pl, m->margin_frac, (int64_t)d->min_free, a);
+    a->known = 1;
+}
+
+int vt_model_advise(const vt_model_t *m, uint64_t total, int64_t free_lowest, struct vt_advice *out)
+{
+    const vt_placement_t *pl = &m->p.placement;
+    if (!pl->advice.known)
+        return 0;
+    *out = pl->advice;
+    out->total = total;
+    out->free_lowest = free_lowest > 0 ? (uint64_t)free_lowest : 0;
+    estimate(pl, m->margin_frac, free_lowest, out);
+    return 1;
+}
