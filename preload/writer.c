@@ -38,6 +38,11 @@
  *    once: a larger file rather than no trace.
  *  - fork waits (bounded) until the thread is between chunks, so the child
  *    never inherits a lock the thread held inside malloc or libzstd.
+ *  - exit waits for the thread, but not for ever for a module walk that
+ *    another thread's dl_iterate_phdr callback holds up: after 500 ms the
+ *    exiting thread takes the ring and the file from it and ends the trace
+ *    itself, with what the thread had not written counted as dropped
+ *    (take_over_from_writer).
  *  - A release blocked in the driver does not stall the drain for longer
  *    than ring.c's HELD_WAIT_NS: its slot is passed over. At stop
  *    everything still in the ring is written; a release that never
@@ -178,7 +183,19 @@ typedef struct writer {
      * between walks (vt_loader_watch): a walk waits for any the program's
      * threads make, and exit must not wait for those without a bound. */
     _Atomic unsigned long long walk_since;
+
+    /* Who consumes the ring and writes the file (OWN_*): the thread holds
+     * it around each take from the ring and each chunk it writes (hold),
+     * and exit takes it for good from a thread stuck in a module walk
+     * (take_over_from_writer). A CAS decides, so once exit has it the
+     * thread can neither take an event nor write a byte, whatever it was
+     * doing. The fields below change only under hold. */
+    _Atomic int owner;
+    /* The program's events taken from the ring; events and the program's
+     * events in the file's complete chunks. */
+    uint64_t taken_program, file_events, file_program_events;
 } writer_t;
+enum { OWN_NONE, OWN_THREAD, OWN_EXIT };
 
 #define WRITER_INITIAL                                                                                          \
     { .fd = -1, .wake_lock = PTHREAD_MUTEX_INITIALIZER, .work_lock = PTHREAD_MUTEX_INITIALIZER }
@@ -195,6 +212,18 @@ static __thread int on_writer_thread __attribute__((tls_model("initial-exec")));
 static uint8_t scratch[VT_MAX_STRING + 4096];
 
 /* ---- output ---- */
+
+/* The thread's hold on the ring and the file; 0 once exit has them. */
+static int hold(void)
+{
+    int none = OWN_NONE;
+    return atomic_compare_exchange_strong(&writer.owner, &none, OWN_THREAD);
+}
+
+static void release(void)
+{
+    atomic_store(&writer.owner, OWN_NONE);
+}
 
 static int is_trace_file(int f)
 {
@@ -352,7 +381,11 @@ static void flush_chunk(void)
     close_batch();
     if (!writer.raw_len)
         return;
-    if (!writer.write_failed && writer.stored_chunks) {
+    int held = hold();
+    if (!held) {
+        /* Exit took the file: nothing more of ours goes into it. */
+        writer.write_failed = 1;
+    } else if (!writer.write_failed && writer.stored_chunks) {
         vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)writer.raw_len, (uint32_t)writer.raw_len, writer.chunk_seq++ };
         memcpy(writer.zbuf, &h, sizeof h);
         if (write_chunk(writer.zbuf, sizeof h + writer.raw_len) != 0)
@@ -373,7 +406,12 @@ static void flush_chunk(void)
         /* This chunk's events never reached the file: say them lost. */
         writer.events_written -= writer.chunk_events;
         writer.unwritten += writer.chunk_program_events;
+    } else {
+        writer.file_events += writer.chunk_events;
+        writer.file_program_events += writer.chunk_program_events;
     }
+    if (held)
+        release();
     writer.chunk_events = writer.chunk_program_events = 0;
     writer.raw_len = 0;
     writer.prev_time = writer.mono_start;
@@ -629,7 +667,12 @@ static uint64_t drain_with(size_t (*take)(vt_event_t *, size_t))
     size_t n;
     uint64_t taken = 0;
     do {
+        if (!hold())
+            break;
         n = take(batch, BATCH);
+        for (size_t i = 0; i < n; i++)
+            writer.taken_program += !(batch[i].flags & VT_EF_SAMPLE);
+        release();
         taken += n;
         if (writer.write_failed) {
             for (size_t i = 0; i < n; i++)
@@ -1031,11 +1074,108 @@ int vt_writer_start(void)
  * returned: tests/t/74-fault-exitwalk.t). */
 #define EXIT_WALK_WAIT_MS 500
 
+/* A zstd frame holding n bytes as one raw block, no checksum: what a
+ * thread without libzstd's context can write in a chunk that any reader of
+ * the file's version takes (RFC 8878: frame header descriptor 0xA0, single
+ * segment with a 4-byte content size; block header: last, raw, n). */
+static size_t raw_zstd_frame(uint8_t *out, const uint8_t *p, size_t n)
+{
+    static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+    uint32_t block = 1u | (uint32_t)n << 3;
+    memcpy(out, magic, 4);
+    out[4] = 0xA0;
+    for (int i = 0; i < 4; i++)
+        out[5 + i] = (uint8_t)(n >> 8 * i);
+    for (int i = 0; i < 3; i++)
+        out[9 + i] = (uint8_t)(block >> 8 * i);
+    memcpy(out + 12, p, n);
+    return 12 + n;
+}
+
+/* The end of the trace, written by the exiting thread in place of a writer
+ * stuck in a module walk: once the CAS gives it the ring and the file, it
+ * counts what the thread took but never wrote and what is left in the ring
+ * as lost (unwritten), and appends one last chunk, DROPPED and END, after
+ * the thread's last complete chunk. It uses none of the thread's buffers
+ * or libzstd's context (the thread is frozen inside a drain), and the file
+ * by a descriptor of its own, opened by path and checked to be the trace
+ * before the write, then closed (the thread's may be in its own table).
+ * @return 1 when the chunk is in the file. */
+static int take_over_from_writer(uint64_t *lost_out)
+{
+    pthread_mutex_lock(&writer.wake_lock);
+    int opened = writer.opened;
+    pthread_mutex_unlock(&writer.wake_lock);
+    int none = OWN_NONE;
+    if (opened != 1 || !atomic_compare_exchange_strong(&writer.owner, &none, OWN_EXIT))
+        return 0;
+    static vt_event_t left[64];
+    size_t n;
+    uint64_t drained = 0;
+    do {
+        n = vt_ring_drain_final(left, sizeof left / sizeof left[0]);
+        for (size_t i = 0; i < n; i++)
+            drained += !(left[i].flags & VT_EF_SAMPLE);
+    } while (n);
+    uint64_t lost[VT_LOST_REASONS], dropped = 0;
+    vt_ring_seal_lost(lost);
+    lost[VT_LOST_UNWRITTEN] = writer.taken_program - writer.file_program_events + drained;
+    for (int i = 0; i < VT_LOST_REASONS; i++)
+        dropped += lost[i];
+    *lost_out = lost[VT_LOST_UNWRITTEN];
+    if (writer.file_ragged)
+        return 0;
+
+    uint8_t rec[2 * (4 + VT_LOST_REASONS) * VT_VARINT_MAX + 8], body[sizeof rec], *p = body;
+    uint8_t *q = rec;
+    uint64_t now = vt_now_ns();
+    q = vt_put_varint(q, now);
+    q = vt_put_varint(q, dropped);
+    q = vt_put_varint(q, vt_stacks_lost());
+    q = put_lost(q, lost);
+    p = vt_put_record(p, VT_REC_DROPPED, rec, (size_t)(q - rec));
+    q = rec;
+    q = vt_put_varint(q, now);
+    q = vt_put_varint(q, writer.file_events);
+    q = vt_put_varint(q, dropped);
+    q = put_lost(q, lost);
+    p = vt_put_record(p, VT_REC_END, rec, (size_t)(q - rec));
+    size_t raw = (size_t)(p - body);
+
+    uint8_t chunk[sizeof(vt_chunk_header_t) + 12 + sizeof body];
+    vt_chunk_header_t h = { VT_CHUNK_STORED_MAGIC, (uint32_t)raw, (uint32_t)raw, writer.chunk_seq };
+    size_t z = raw;
+    if (writer.stored_chunks) {
+        memcpy(chunk + sizeof h, body, raw);
+    } else {
+        h.magic = VT_CHUNK_MAGIC;
+        z = raw_zstd_frame(chunk + sizeof h, body, raw);
+        h.zsize = (uint32_t)z;
+    }
+    memcpy(chunk, &h, sizeof h);
+    size_t len = sizeof h + z;
+    if (writer.fsize_limit && writer.file_bytes + len > writer.fsize_limit)
+        return 0;
+    int f = open(writer.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (f < 0)
+        return 0;
+    f = move_high(f);
+    int ok = 0;
+    if (is_trace_file(f)) {
+        ssize_t w = pwrite(f, chunk, len, (off_t)writer.file_bytes);
+        ok = w == (ssize_t)len;
+        if (!ok && w > 0 && ftruncate(f, (off_t)writer.file_bytes) != 0)
+            ok = 0;
+    }
+    close(f);
+    return ok;
+}
+
 /* Joins the writer, unless it has waited EXIT_WALK_WAIT_MS for a module
- * walk: then exit goes on without it, and says so. The thread finishes the
- * trace by itself if the walk returns before the process ends. At stop it
- * walks only for an ip outside every known module (vt_symbols_final), so
- * this is the writer caught in a walk that began before. */
+ * walk: then exit goes on without it, and takes the trace's end from it
+ * (take_over_from_writer). At stop the thread walks only for an ip outside
+ * every known module (vt_symbols_final), so this is the writer caught in a
+ * walk that began before. */
 static void join_writer(void)
 {
     for (;;) {
@@ -1047,11 +1187,18 @@ static void join_writer(void)
         if (since && vt_now_ns() - since >= EXIT_WALK_WAIT_MS * 1000000ull)
             break;
     }
-    char msg[800];
-    int len = snprintf(msg, sizeof msg,
-                       "vramtrace: %s ends at its last complete chunk: at exit the trace writer had waited %d ms "
-                       "for another thread's walk of the loaded modules (dl_iterate_phdr)\n",
-                       writer.path, EXIT_WALK_WAIT_MS);
+    uint64_t unwritten = 0;
+    int ended = take_over_from_writer(&unwritten);
+    char msg[900];
+    int len = ended ? snprintf(msg, sizeof msg,
+                               "vramtrace: at exit the trace writer had waited %d ms for another thread's walk of the "
+                               "loaded modules (dl_iterate_phdr); %s ends with the %llu events it had not written "
+                               "counted as dropped\n",
+                               EXIT_WALK_WAIT_MS, writer.path, (unsigned long long)unwritten)
+                    : snprintf(msg, sizeof msg,
+                               "vramtrace: %s ends at its last complete chunk: at exit the trace writer had waited "
+                               "%d ms for another thread's walk of the loaded modules (dl_iterate_phdr)\n",
+                               writer.path, EXIT_WALK_WAIT_MS);
     if (len > (int)sizeof msg - 1)
         len = (int)sizeof msg - 1;
     ssize_t ignored = write(2, msg, (size_t)len);
@@ -1115,7 +1262,7 @@ static void finish_trace(void)
         emit(VT_REC_END, buf, (size_t)(p - buf));
         flush_chunk();
     }
-    if (dropped)
+    if (dropped && atomic_load(&writer.owner) != OWN_EXIT)
         say_lost(lost, dropped);
     if (is_trace_file(writer.fd))   /* never a descriptor the program reused */
         close(writer.fd);
