@@ -233,19 +233,45 @@ static void record_atfork_child(void)
     }
 }
 
+/* Set in a child forked while its parent's start-up outlasted
+ * START_WAIT_MS, until its first CUDA call says it is not traced (then 2).
+ * Not in rec: it outlives the start-up that rec belongs to, and a child of
+ * such a child is told to say so too. */
+static _Atomic int fork_unstarted;
+
+/* Off the hot path: only a call that finds the shim OFF comes here. Said
+ * at the first CUDA call, not at fork, so a child that never calls CUDA
+ * (a fork+exec helper) writes nothing. */
+static __attribute__((noinline, cold)) void say_fork_unstarted(void)
+{
+    static _Atomic int warned;
+    int one = 1;
+    if (atomic_compare_exchange_strong(&fork_unstarted, &one, 2))
+        vt_warn_once(&warned,
+                     "pid %d is not traced: forked while another thread of its parent was starting the shim, "
+                     "which had not finished after %d ms; its CUDA calls pass through",
+                     (int)getpid(), START_WAIT_MS);
+}
+
 static void atfork_child(void)
 {
     vt_tls.tid = 0;
     vt_loader_atfork_child();
     int st = atomic_load(&vt_state);
+    if (st == VT_ST_OFF && atomic_load(&fork_unstarted))
+        atomic_store(&fork_unstarted, 1);
     if (st == VT_ST_OFF || st == VT_ST_IDLE)
         return;
     if (st == VT_ST_STARTING) {
         /* Another thread of the parent was starting the shim and did not
          * finish within START_WAIT_MS: what it had set up is half done and
          * its thread is not here to finish. The child passes its calls
-         * through (a start of its own would wait for ever on that state:
-         * tests/t/74-fault-forkstart.t). */
+         * through and says so at the first (say_fork_unstarted). It does
+         * not start afresh: a start-up that slow waits for something, such
+         * as the loader's write lock a module walk holds, which the child
+         * inherits held and glibc does not reset, so a start of its own
+         * could wait for ever (tests/t/74-fault-forkslow.t). */
+        atomic_store(&fork_unstarted, 1);
         atomic_store(&vt_state, VT_ST_OFF);
         return;
     }
@@ -370,8 +396,11 @@ static __attribute__((noinline, cold)) int forked_without_handlers(void)
  * common path does not carry start-up's registers. */
 static __attribute__((noinline, cold)) int start_once(int st)
 {
-    if (st == VT_ST_OFF)
+    if (st == VT_ST_OFF) {
+        if (atomic_load_explicit(&fork_unstarted, memory_order_relaxed) == 1)
+            say_fork_unstarted();
         return 0;
+    }
     if (st == VT_ST_ENDED) {
         /* The trace is finished (exit): no trace can count this call. */
         vt_ring_park();

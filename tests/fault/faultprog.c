@@ -77,6 +77,10 @@
  *                   (run with VRAMTRACE_FLUSH_MS=1000: the writer then
  *                   looks at the ring about once a second); "early" exits
  *                   1.2 s later instead, once the writer is in its walk
+ *   forkslow MS     a thread stays MS ms in a dl_iterate_phdr callback
+ *                   while another makes the first CUDA call (cuMemGetInfo_v2)
+ *                   and the main thread forks 100 ms later; the child makes
+ *                   one call and exits; prints how it ended (child_end)
  *   rangeflood N    after a first pair, N tag pushes and pops as fast as
  *                   they go, more than the range buffer holds between two
  *                   drains (vramtrace_tag_push, none without the shim),
@@ -907,6 +911,44 @@ static int mode_exitwalk(long ms, int early)
     exit(0);
 }
 
+/* ---- a fork that outwaits another thread's start-up ---- */
+
+/* A thread sits MS ms in a dl_iterate_phdr callback (the loader's lock)
+ * while another makes the process's first CUDA call: a start-up that loads
+ * a library waits for the callback. The main thread forks 100 ms later;
+ * the child makes one call and exits. */
+static int mode_forkslow(long ms)
+{
+    walk_ms = ms;
+    pthread_t walker, first;
+    if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
+        die("pthread_create");
+    atomic_store(&walk_go, 1);
+    while (!atomic_load(&walk_in))
+        ;
+    if (pthread_create(&first, NULL, forkstart_thread, NULL))
+        die("pthread_create");
+    atomic_store(&forkstart_go, 1);
+    struct timespec wait = { 0, 100 * 1000000 };
+    nanosleep(&wait, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        alarm(10);
+        size_t free_b, total_b;
+        int rc = cuMemGetInfo_v2(&free_b, &total_b);
+        printf("forkslow child call=%d\n", rc);
+        exit(0);
+    }
+    int end = child_end(pid);
+    pthread_join(first, NULL);
+    pthread_join(walker, NULL);
+    printf("forkslow child end=%d\n", end);
+    return end;
+}
+
 /* ---- NVTX-style tags and fork, no CUDA ---- */
 
 typedef int (*tag_push_fn)(const char *);
@@ -1101,6 +1143,8 @@ int main(int argc, char **argv)
         return mode_exitrace((int)n, argc > 3 ? atol(argv[3]) : 0);
     if (!strcmp(mode, "exitwalk"))
         return mode_exitwalk(n, argc > 3 && !strcmp(argv[3], "early"));
+    if (!strcmp(mode, "forkslow"))
+        return mode_forkslow(n);
     if (!strcmp(mode, "rangeflood"))
         return mode_rangeflood(n);
     if (!strcmp(mode, "nvtxfork"))

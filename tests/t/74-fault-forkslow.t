@@ -1,0 +1,34 @@
+#!/bin/sh
+# A fork that outwaits another thread's start-up: one thread sits 3 s in a
+# dl_iterate_phdr callback (the loader's lock) while another makes the
+# process's first CUDA call, whose start-up loads a library and so waits
+# for the callback; the main thread forks 100 ms later. fork waits 2 s at
+# most for a start-up in progress (74-fault-forkstart), then goes ahead: the
+# child, with a shim half started by a thread it does not have, passes its
+# calls through. It did so silently: no trace and no word of it. Now it
+# says so once on stderr at its first CUDA call (nothing when it makes
+# none). It does not start a trace of its own: what the parent's start-up
+# waited for may be a lock the child inherits held (here the loader's
+# write lock, which glibc does not reset in the child), so a start in the
+# child could wait for ever.
+. tests/t/lib.sh
+. tests/fault/lib.sh
+case "${VT_SANITIZE:-}" in
+*thread*|*address*)
+    # As in 74-fault-forkstart: the sanitizers' allocators are not fork-safe
+    # in a threaded process.
+    echo "1..0 # SKIP the sanitizer's allocator is not fork-safe in a threaded process"
+    exit 0;;
+esac
+TMP=$(tmpdir)
+trap 'rm -rf "$TMP"' EXIT
+plain $TMP/plain timeout 60 $FP forkslow 3000
+mkdir $TMP/d
+shimmed $TMP/out $TMP/d timeout 60 $FP forkslow 3000
+unchanged $TMP/plain $TMP/out "fork during a start-up held 3 s: the child returns, output unchanged ($(tr '\n' ' ' <$TMP/out))"
+is "$(grep -c '^vramtrace: pid [0-9]* is not traced: forked while another thread of its parent was starting the shim' $TMP/out.err)" 1 \
+    "the child says once, at its first CUDA call, that it is not traced"
+set -- $TMP/d/*.vtrace
+is "$#" 1 "one trace: the parent's"
+is "$(all_events $1)" 1 "the parent's trace holds its one call"
+done_testing
