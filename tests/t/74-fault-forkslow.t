@@ -13,13 +13,7 @@
 # child could wait for ever.
 . tests/t/lib.sh
 . tests/fault/lib.sh
-case "${VT_SANITIZE:-}" in
-*thread*|*address*)
-    # As in 74-fault-forkstart: the sanitizers' allocators are not fork-safe
-    # in a threaded process.
-    echo "1..0 # SKIP the sanitizer's allocator is not fork-safe in a threaded process"
-    exit 0;;
-esac
+skip_fork_in_threads_under_sanitizer
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 plain $TMP/plain timeout 60 $FP forkslow 3000

@@ -11,17 +11,7 @@
 # call. Every process's trace holds its one call.
 . tests/t/lib.sh
 . tests/fault/lib.sh
-# Not under a sanitizer: TSan does not support fork in a threaded process,
-# and GCC 12's ASan does not lock its allocator across fork (libasan has no
-# fork interceptor), so a child forked while a parent thread refills a
-# size class or its free quarantine finds that lock held: the child's first
-# thread (the shim's writer) then waits in ASan's own calloc for ever. Seen
-# in 2-3 of 40 children; glibc's malloc takes its arena locks across fork.
-case "${VT_SANITIZE:-}" in
-*thread*|*address*)
-    echo "1..0 # SKIP the sanitizer's allocator is not fork-safe in a threaded process"
-    exit 0;;
-esac
+skip_fork_in_threads_under_sanitizer
 TMP=$(tmpdir)
 trap 'rm -rf "$TMP"' EXIT
 R=40
