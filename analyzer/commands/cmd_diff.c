@@ -60,7 +60,7 @@ typedef struct side {
     uint64_t tag[VT_MAX_TAGS];
     uint64_t v[R_FIXED];
     int have_min, nproc, ngpu, spilled;
-    /* The worst verdict's words for the text's heading, "" for none. */
+    /* The worst process's verdict key (vt_verdict_rank), NULL for none. */
     const char *verdict;
     /* Placement: processes with ggml's records, and with layers named. */
     int placed, layered;
@@ -95,19 +95,15 @@ static void reduce(const vt_report_t *r, side_t *s)
 {
     memset(s, 0, sizeof *s);
     s->nproc = r->nin;
-    s->verdict = "";
+    s->verdict = NULL;
     for (int i = 0; i < r->nin; i++) {
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         const vt_placement_t *pl = &p->placement;
         s->spilled |= p->tip.valid;
-        /* A spill, near spill or failure outranks a planned split. */
+        /* The run's verdict is its worst process's, as the report says it. */
         const char *v = vt_proc_verdict(p, 0);
-        if (p->tip.valid && strcmp(v, "partial_offload"))
-            s->verdict = "SPILLED";
-        else if (!strcmp(v, "partial_offload") && strcmp(s->verdict, "SPILLED"))
-            s->verdict = "PARTIAL OFFLOAD";
-        else if (!strcmp(v, "cpu_only") && !*s->verdict)
-            s->verdict = "RAN ON THE CPU";
+        if (!s->verdict || vt_verdict_rank(v) < vt_verdict_rank(s->verdict))
+            s->verdict = v;
         if (pl->known) {
             s->placed++;
             s->host_weights += pl->layer_weights_host;
@@ -372,10 +368,13 @@ static void text(FILE *o, int color, char **paths, const side_t *s, const row_t 
 {
     const char *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
     const char *up = color ? "\033[31m" : "", *down = color ? "\033[32m" : "";
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
+        /* The worst process's verdict, in the report's words, where it
+         * says something went wrong or ran slow. */
+        const char *v = s[k].verdict && vt_verdict_alarming(s[k].verdict) ? vt_verdict_words(s[k].verdict) : "";
         fprintf(o, "%s%s%s: %s (%d process%s, %d GPU%s)%s%s\n", bold, k ? "B" : "A", off, paths[k], s[k].nproc,
-                s[k].nproc == 1 ? "" : "es", s[k].ngpu, s[k].ngpu == 1 ? "" : "s", *s[k].verdict ? ", " : "",
-                s[k].verdict);
+                s[k].nproc == 1 ? "" : "es", s[k].ngpu, s[k].ngpu == 1 ? "" : "s", *v ? ", " : "", v);
+    }
     fputc('\n', o);
     fprintf(o, "%s%-18s %12s %12s %12s %9s%s\n", bold, "", "A", "B", "B - A", "relative", off);
     for (int i = 0; i < n; i++) {
@@ -480,6 +479,10 @@ static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n,
         vt_json_u64(&j, "processes", (uint64_t)s[k].nproc);
         vt_json_u64(&j, "gpus", (uint64_t)s[k].ngpu);
         vt_json_bool(&j, "spilled", s[k].spilled);
+        if (s[k].verdict)
+            vt_json_str(&j, "verdict", s[k].verdict);
+        else
+            vt_json_null(&j, "verdict");
         /* The text's placement rows: null for a side whose processes
          * have no ggml records (or name no layers). */
         if (s[k].placed) {

@@ -56,25 +56,6 @@ static void put_safe(FILE *o, const char *s, int width)
         fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, o);
 }
 
-/* The report's VERDICT words for a verdict key (vt_proc_verdict), NULL
- * for the runs with nothing to say (no spill, no GPU memory used). */
-static const char *verdict_words(const char *key)
-{
-    static const struct {
-        const char *key, *words;
-    } words[] = {
-        { "spill", "SPILL" },
-        { "near_spill", "NEAR SPILL" },
-        { "failed", "OUT OF MEMORY" },
-        { "partial_offload", "PARTIAL OFFLOAD" },
-        { "cpu_only", "RAN ON THE CPU" },
-    };
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (!strcmp(key, words[i].key))
-            return words[i].words;
-    return NULL;
-}
-
 /* The PID and PROCESS columns. */
 static void row_start(FILE *o, const vt_proc_t *p)
 {
@@ -167,7 +148,8 @@ static void lines(FILE *o, const vt_proc_t *p, double margin_pct)
         fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
     }
     /* The report's verdict (a live trace's, as far as it goes). */
-    const char *words = verdict_words(vt_proc_verdict(p, 0));
+    const char *key = vt_proc_verdict(p, 0);
+    const char *words = vt_verdict_alarming(key) ? vt_verdict_words(key) : NULL;
     if (words) {
         fprintf(o, "pid %llu: %s", (unsigned long long)p->pid, words);
         if (p->tip.valid)

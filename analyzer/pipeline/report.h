@@ -230,6 +230,16 @@ int vt_proc_placement_unseen(const vt_proc_t *p);
  * partial offload or CPU run unless accept_offload (--accept-offload: a
  * planned split, nothing failed). */
 int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload);
+/* A verdict key's words as the text report's VERDICT line heads them
+ * ("near_spill" -> "NEAR SPILL"); an unknown key is returned as it is. */
+const char *vt_verdict_words(const char *key);
+/* Severity, 0 the worst ("spill"), then failed, near_spill,
+ * partial_offload, cpu_only, incomplete, no_spill, no_gpu_memory; unknown
+ * keys after all: the worst process's verdict is a run's. */
+int vt_verdict_rank(const char *key);
+/* 1 for a verdict that says something went wrong or ran slow (spill
+ * through cpu_only). */
+int vt_verdict_alarming(const char *key);
 /* The command-line options that place layers (-ngl, -c, --no-kv-offload,
  * ...), with their values, as argv gave them: pointers into p->argv.
  * @return how many (at most cap). */

@@ -95,6 +95,43 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     return "spill";
 }
 
+/* Worst first: the order in which several processes' verdicts are one
+ * run's (diff's heading, top's line). */
+static const struct {
+    const char *key, *words;
+} verdicts[] = {
+    { "spill", "SPILL" },
+    { "failed", "OUT OF MEMORY" },
+    { "near_spill", "NEAR SPILL" },
+    { "partial_offload", "PARTIAL OFFLOAD" },
+    { "cpu_only", "RAN ON THE CPU" },
+    { "incomplete", "INCOMPLETE TRACE" },
+    { "no_spill", "NO SPILL" },
+    { "no_gpu_memory", "NO GPU MEMORY USED" },
+};
+#define NVERDICTS (sizeof verdicts / sizeof verdicts[0])
+
+const char *vt_verdict_words(const char *key)
+{
+    for (size_t i = 0; i < NVERDICTS; i++)
+        if (!strcmp(key, verdicts[i].key))
+            return verdicts[i].words;
+    return key;
+}
+
+int vt_verdict_rank(const char *key)
+{
+    for (size_t i = 0; i < NVERDICTS; i++)
+        if (!strcmp(key, verdicts[i].key))
+            return (int)i;
+    return (int)NVERDICTS;
+}
+
+int vt_verdict_alarming(const char *key)
+{
+    return vt_verdict_rank(key) < vt_verdict_rank("incomplete");
+}
+
 int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload)
 {
     const char *v = vt_proc_verdict(p, 0);

@@ -217,6 +217,6 @@ is "$(grep -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d2.txt")" \
 host_weights                  -          0 B
 host_kv                       -          0 B" "diff: - for the run without ggml records"
 "$VT" diff --color never "$D/t/plain.vtrace" "$D/t/failed.vtrace" >"$D/d3.txt" 2>&1
-is "$(grep -c -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d3.txt") $(sed -n 2p "$D/d3.txt" | sed 's/.*), //')" "0 SPILLED" \
-    "diff: no placement rows when neither run has it; a failure still heads as SPILLED"
+is "$(grep -c -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d3.txt") $(sed -n 2p "$D/d3.txt" | sed 's/.*), //')" "0 OUT OF MEMORY" \
+    "diff: no placement rows when neither run has it; a failure heads as the report's verdict, OUT OF MEMORY"
 done_testing

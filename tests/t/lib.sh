@@ -97,7 +97,7 @@ ggml_kv() {
 }
 # views_disagree DIR: every view over the traces of DIR (report --json,
 # top --once, serve --once, the HTML page, the --fail-on-spill gate with and
-# without --accept-offload), compared by tests/tools/views_agree.py: prints
+# without --accept-offload, diff --json of DIR against itself), compared by tests/tools/views_agree.py: prints
 # each disagreement on a verdict, a peak, the least free memory or the
 # number of processes; nothing when they agree. The views are left in
 # DIR.views.* (the report's JSON in DIR.views.json).
@@ -109,5 +109,6 @@ views_disagree() {
     "$VT" report --html "$v.html" "$1" 2>/dev/null
     "$VT" report --fail-on-spill "$1" >/dev/null 2>&1; vgate=$?
     "$VT" report --fail-on-spill --accept-offload "$1" >/dev/null 2>&1; vaccept=$?
-    python3 tests/tools/views_agree.py "$v.json" "$v.top" "$v.om" "$v.html" $vgate $vaccept
+    "$VT" diff --json "$1" "$1" >"$v.diff" 2>/dev/null
+    python3 tests/tools/views_agree.py "$v.json" "$v.top" "$v.om" "$v.html" $vgate $vaccept "$v.diff"
 }

@@ -2,9 +2,10 @@
 """Reads what every view of vramtrace printed for one directory of traces
 and prints each disagreement, one line each (nothing when they agree):
 report --json (the reference), top --once, serve --once, the HTML index,
-and report --fail-on-spill's exit status (with --accept-offload too).
+report --fail-on-spill's exit status (with --accept-offload too), and
+diff --json of the directory against itself.
 
-usage: views_agree.py REPORT.json TOP.txt SERVE.om PAGE.html GATE_RC ACCEPT_RC
+usage: views_agree.py REPORT.json TOP.txt SERVE.om PAGE.html GATE_RC ACCEPT_RC [DIFF.json]
 
 Compared per process: the verdict; per GPU: the peak bytes and the least
 free memory (serve's gauges); the number of processes (top's header,
@@ -25,7 +26,11 @@ HTML = {"spill": "spill", "near_spill": "near spill", "failed": "out of memory",
 GATE = {"spill", "near_spill", "failed", "partial_offload", "cpu_only"}
 OFFLOAD = {"partial_offload", "cpu_only"}
 
+# Worst first, as the analyzer ranks them (vt_verdict_rank).
+RANK = ["spill", "failed", "near_spill", "partial_offload", "cpu_only", "incomplete", "no_spill", "no_gpu_memory"]
+
 report_path, top_path, serve_path, html_path, gate_rc, accept_rc = sys.argv[1:7]
+diff_path = sys.argv[7] if len(sys.argv) > 7 else None
 r = json.load(open(report_path))
 top = open(top_path).read()
 serve = open(serve_path).read()
@@ -103,5 +108,14 @@ for rc, want, what in ((gate_rc, want_gate, "--fail-on-spill"), (accept_rc, want
     rc = int(rc)
     if rc in (0, 1) and rc != want:
         bad.append("report %s exits %d, the verdicts %s want %d" % (what, rc, sorted(set(verdicts)), want))
+# diff: a run's verdict (the text's heading, JSON "verdict") is its worst
+# process's, as the report gives each.
+if diff_path:
+    d = json.load(open(diff_path))
+    own = [p["verdict"] for p in procs.values()]
+    want = min(own, key=RANK.index) if own else None
+    for side in ("a", "b"):
+        if d[side].get("verdict") != want:
+            bad.append("diff: side %s's verdict %r, the report's worst %r" % (side, d[side].get("verdict"), want))
 for line in bad:
     print(line)
