@@ -77,9 +77,16 @@ text = open(sys.argv[1], encoding="utf-8").read()
 size = float(re.search(r"-->([0-9.]+)X kB<!-- /size-zstd", text).group(1))
 open(sys.argv[2], "w", encoding="utf-8").write(re.sub(r"[0-9.]+X kB", "%.1f kB" % (size * 1.5), text))
 PY
-samples --check docs/services.md "$TMP/far.md"
-is "$?" 1 "a trace size 50% off fails"
-check "the check names the figure" grep -q "docs/services.md: the figure after '<!-- size-zstd -->' differs" "$TMP/out"
+if [ -n "${VT_SANITIZE:-}" ]; then
+    # The samples script leaves trace sizes unchecked there: instrumented
+    # frames make other stacks, so other sizes.
+    echo "ok $((T += 1)) # SKIP a trace size is not checked under a sanitizer"
+    echo "ok $((T += 1)) # SKIP (the check names the figure)"
+else
+    samples --check docs/services.md "$TMP/far.md"
+    is "$?" 1 "a trace size 50% off fails"
+    check "the check names the figure" grep -q "docs/services.md: the figure after '<!-- size-zstd -->' differs" "$TMP/out"
+fi
 
 # The performance table is written from docs/bench/results.txt: a figure
 # that is not the recorded one fails.
