@@ -180,8 +180,8 @@ static const family_t families[F_COUNT] = {
                     "1 for the process's verdict as the report gives it (spill, near_spill, failed, partial_offload, "
                     "cpu_only, no_spill, no_gpu_memory), 0 for the others" },
     [F_MODEL_HOST] = { "vramtrace_model_host_bytes", "gauge",
-                       "a ggml program's model in host memory (pinned, mapped or pageable) when the most weights and "
-                       "KV cache were live: weights = the layers' (blocks and output layer; not the token embeddings "
+                       "a ggml program's model in host memory (pinned, mapped or pageable) at the moment the report "
+                       "pictures (its latest load with layers in host memory, else its fullest): weights = the layers' (blocks and output layer; not the token embeddings "
                        "llama.cpp keeps there by design), kv = the KV cache" },
     [F_LAYERS] = { "vramtrace_layers", "gauge",
                    "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in "

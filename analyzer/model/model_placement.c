@@ -17,9 +17,10 @@
  * output_norm.weight) as one more. A block is where most of its weight
  * bytes are.
  *
- * The picture is taken at one moment: when the most weights and KV cache
- * bytes were live at once (a program that loads, frees and loads again is
- * shown at its fullest, not summed).
+ * The picture is taken at one moment: the fullest (most weights and KV
+ * cache bytes live at once) of the latest load whose layers or KV cache
+ * were partly in host memory, else of the whole run (vt_m_placement_finish):
+ * a program that loads, frees and loads again is never summed.
  *
  * Where ggml's frees are not seen (ggml linked into one object with
  * llama.cpp, whose free is a direct call) a buffer still ends: a device or

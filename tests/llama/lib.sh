@@ -1,7 +1,24 @@
 # Shared by the real llama.cpp suites (63-llama-real.t, 63-llama-node.t):
-# llama.cpp's own log lines read, and the report's numbers compared with
-# them (sourced after tests/t/lib.sh, which gives ok, nok and is).
+# traced runs on both trees, llama.cpp's own log lines read, and the
+# report's numbers compared with them (sourced after tests/t/lib.sh, which
+# gives ok, nok and is; the suite sets CACHE, TMP, MODEL and defines
+# run_once DIR CARD ARGS..., usually with traced_run).
 MiB=1048576
+
+# Each tree is built in a directory of its own and renamed into place, so a
+# run killed half way leaves no tree that looks finished, and two runs at
+# once (worktrees sharing the cache) never write into the same one.
+# publish NEW NAME: NEW becomes $CACHE/NAME unless another run got there first.
+publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
+
+# zero_model: TMP (removed at exit) and MODEL, the 4-block all-zero GGUF
+# every scenario loads (tests/llama/make_gguf.py).
+zero_model() {
+    TMP=$(tmpdir)
+    trap 'rm -rf "$TMP"' EXIT
+    MODEL=$TMP/zero-llama.gguf
+    python3 tests/llama/make_gguf.py "$MODEL" 4
+}
 
 # mib_bytes LOG PATTERN: the last "PATTERN = X MiB" llama.cpp logged, in bytes.
 mib_bytes() {
@@ -35,5 +52,40 @@ check_placement() {
         else
             is "$(val "$2.bytes" place.$key)" 0 "$1 $name: no $key (llama.cpp logged no $line buffer)"
         fi
+    done
+}
+
+# traced_run DIR CARD LIBS RUNNER ARGS...: one traced run of the node
+# program RUNNER (tests/llama/*.mjs: NODE_MODULES MODEL ARGS...) on a
+# simulated CARD whose libraries are in LIBS, tracing into DIR: its
+# stdout, llama.cpp's log and exit status in DIR.out, .log and .rc, the
+# report in DIR.json and DIR.txt, its numbers in DIR.bytes
+# (tests/llama/tag_bytes.py).
+traced_run() {
+    rd=$1 rcard=$2 rlibs=$3 rprog=$4; shift 4
+    mkdir -p "$rd"
+    env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
+        VTSIM_DEVICES=$rcard GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$rlibs \
+        LD_PRELOAD="$SHIM_PRELOAD" node "$rprog" "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
+    echo $? >"$rd.rc"
+    "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
+    "$VT" report --wide "$rd" >"$rd.txt" 2>>"$rd.rerr"
+    python3 tests/llama/tag_bytes.py "$rd.json" >"$rd.bytes" 2>&1
+}
+
+# scenario NAME CARD ARGS...: run_once on the shipped and the stripped
+# tree (ARGS also in $args), checked by check_NAME FLAVOUR DIR, then by
+# every_scenario FLAVOUR DIR where the suite defines it; nothing may be
+# tagged unknown.
+scenario() {
+    name=$1 card=$2; shift 2
+    args="$*"
+    for flavour in shipped stripped; do
+        modules=$CACHE/$flavour/node_modules
+        d=$TMP/$flavour-$name
+        run_once "$d" "$card" "$@"
+        check_$name "$flavour" "$d"
+        is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
+        if command -v every_scenario >/dev/null; then every_scenario "$flavour" "$d"; fi
     done
 }

@@ -22,8 +22,7 @@ VERSION=1.7.15
 CACHE=${VT_LLAMA_NODE_CACHE:-${HOME:-/tmp}/.cache/vramtrace/llama-node-$VERSION}
 ADDON=@fugood/node-llama-linux-x64-cuda/index.node
 
-# Built in a directory of its own and renamed into place (63-llama-real.t).
-publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
+. tests/llama/lib.sh
 if [ ! -e "$CACHE/shipped/node_modules/$ADDON" ]; then
     mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
     if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
@@ -52,35 +51,13 @@ if [ ! -e "$CACHE/stripped/node_modules/$ADDON" ]; then
     publish "$NEW" stripped
 fi
 
-TMP=$(tmpdir)
-trap 'rm -rf "$TMP"' EXIT
-MODEL=$TMP/zero-llama.gguf
-python3 tests/llama/make_gguf.py "$MODEL" 4
-. tests/llama/lib.sh
+zero_model
 
-# run_node DIR CARD LAYERS CONTEXT MMAP: one traced load into DIR, its
-# report's numbers in DIR.bytes (tests/llama/tag_bytes.py).
-run_node() {
+# run_once DIR CARD LAYERS CONTEXT MMAP: one traced run of
+# tests/llama/run-llama-node.mjs on the CUDA 12 libraries (traced_run).
+run_once() {
     rd=$1 rcard=$2; shift 2
-    mkdir -p "$rd"
-    env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
-        VTSIM_DEVICES=$rcard GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$SIM12 \
-        LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run-llama-node.mjs "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
-    echo $? >"$rd.rc"
-    "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
-    "$VT" report --wide "$rd" >"$rd.txt" 2>>"$rd.rerr"
-    python3 tests/llama/tag_bytes.py "$rd.json" >"$rd.bytes" 2>&1
-}
-# scenario NAME CARD LAYERS CONTEXT MMAP: both trees, checked by check_NAME.
-scenario() {
-    name=$1 card=$2; shift 2
-    for flavour in shipped stripped; do
-        modules=$CACHE/$flavour/node_modules
-        d=$TMP/$flavour-$name
-        run_node "$d" "$card" "$@"
-        check_$name "$flavour" "$d"
-        is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
-    done
+    traced_run "$rd" "$rcard" "$SIM12" tests/llama/run-llama-node.mjs "$@"
 }
 
 # -ngl 2 with mmap: llama.cpp says "offloaded 2/5 layers"; the 3 others

@@ -20,11 +20,7 @@ SHIPPED=$CACHE/shipped/node_modules
 STRIPPED=$CACHE/stripped/node_modules
 BINS=@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
 
-# Each tree is built in a directory of its own and renamed into place, so a
-# run killed half way leaves no tree that looks finished, and two runs at
-# once (worktrees sharing the cache) never write into the same one.
-# publish NEW NAME: NEW becomes $CACHE/NAME unless another run got there first.
-publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
+. tests/llama/lib.sh
 if [ ! -e "$SHIPPED/$BINS/libggml-cuda.so" ]; then
     mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
     if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
@@ -54,17 +50,10 @@ if [ ! -e "$STRIPPED/$BINS/libggml-cuda.so" ]; then
     publish "$NEW" stripped
 fi
 
-TMP=$(tmpdir)
-trap 'rm -rf "$TMP"' EXIT
-MODEL=$TMP/zero-llama.gguf
-python3 tests/llama/make_gguf.py "$MODEL" 4
+zero_model
 
-. tests/llama/lib.sh
-
-# scenario NAME CARD LAYERS CONTEXT EVAL MMAP: runs it on both trees, then
-# checks it with check_NAME FLAVOUR DIR.
-# run_llama DIR CARD LAYERS CONTEXT EVAL MMAP: one traced run into DIR, its
-# report's numbers in DIR.bytes (tests/llama/tag_bytes.py).
+# run_llama DIR CARD LAYERS CONTEXT EVAL MMAP: one traced run of
+# tests/llama/run.mjs into DIR (traced_run, tests/llama/lib.sh).
 run_llama() {
     rd=$1 rcard=$2; shift 2
     # node-llama-cpp hands llama.cpp's log to JavaScript asynchronously and
@@ -72,33 +61,14 @@ run_llama() {
     # a layer count whose log lacks the load's summary is made again (at
     # most twice), since every check compares with those lines.
     for attempt in 1 2 3; do
-        rm -rf "$rd" && run_llama_once "$rd" "$rcard" "$@"
+        rm -rf "$rd" && traced_run "$rd" "$rcard" "$SIM" tests/llama/run.mjs "$@"
         case $1 in *[!0-9]*) break ;; esac
         grep -q "load_tensors: offloaded" "$rd.log" && break
     done
 }
-run_llama_once() {
-    rd=$1 rcard=$2; shift 2
-    mkdir -p "$rd"
-    env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
-        VTSIM_DEVICES=$rcard GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$SIM \
-        LD_PRELOAD="$SHIM_PRELOAD" node tests/llama/run.mjs "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
-    echo $? >"$rd.rc"
-    "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
-    "$VT" report --wide "$rd" >"$rd.txt" 2>>"$rd.rerr"
-    python3 tests/llama/tag_bytes.py "$rd.json" >"$rd.bytes" 2>&1
-}
-scenario() {
-    name=$1 card=$2; shift 2
-    args="$*"
-    for flavour in shipped stripped; do
-        modules=$CACHE/$flavour/node_modules
-        d=$TMP/$flavour-$name
-        run_llama "$d" "$card" "$@"
-        check_$name "$flavour" "$d"
-        is "$(val "$d.bytes" unknown)/$(val "$d.bytes" unknown_calls)" "0/0" "$flavour $name: 0 bytes, 0 calls unknown"
-        is "$(val "$d.bytes" disagreements)" 0 "$flavour $name: ggml's marks and the built-in rules agree on every site"
-    done
+run_once() { run_llama "$@"; }
+every_scenario() {
+    is "$(val "$2.bytes" disagreements)" 0 "$1 $name: ggml's marks and the built-in rules agree on every site"
 }
 # What every scenario that loads the model compares with llama.cpp's log.
 check_loaded() {
