@@ -316,6 +316,14 @@ int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out)
     return 0;
 }
 
+size_t vt_elf_count_funcs(const vt_elf_symsec_t *sec)
+{
+    size_t n = 0;
+    for (size_t i = 1; i < sec->count; i++) /* entry 0 is the reserved null symbol */
+        n += usable_sym(sec->syms, i, sec->strtab, sec->strsize, sec->terminated, NULL);
+    return n;
+}
+
 #define SCAN_BUCKETS 4096
 
 int vt_elf_scan(const vt_elf_symsec_t *sec, const uint64_t *addrs, size_t n, vt_elf_func_t *out)

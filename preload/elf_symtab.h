@@ -76,6 +76,10 @@ VT_ELF_HIDDEN void vt_elf_symtab_free(vt_elf_symtab_t *t);
  * empty when the image is not a well-formed ELF64. */
 VT_ELF_HIDDEN int vt_elf_symsec(const void *image, size_t len, vt_elf_symsec_t *out);
 
+/* How many entries of the section usable_sym takes: at least the count
+ * vt_elf_parse's table of this section has (it keeps one per address). */
+VT_ELF_HIDDEN size_t vt_elf_count_funcs(const vt_elf_symsec_t *sec);
+
 /* Names n addresses in one pass over the section, with no sorted table:
  * out[i] becomes what vt_elf_find on vt_elf_parse's table returns for
  * addrs[i], or all zero (name 0) where that is NULL. addrs must be sorted
