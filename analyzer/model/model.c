@@ -240,4 +240,5 @@ void vt_model_finish(vt_model_t *m)
 {
     vt_model_view(m);
     vt_m_frag_free(m);
+    vt_m_placement_reading_done(m);
 }

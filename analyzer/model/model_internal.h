@@ -188,6 +188,9 @@ void vt_m_placement_memory_freed(vt_model_t *m, uint64_t addr, uint64_t t);
 /* model_advise.c: the offload estimate of the finished picture, into
  * m->p.placement.advice (known only when it can be made). */
 void vt_m_placement_advise(vt_model_t *m);
+/* No record will follow (vt_model_finish): the maps only reading needs
+ * (tensor names, buffer bases) are freed, 32 KB for a 70B model. */
+void vt_m_placement_reading_done(vt_model_t *m);
 void vt_m_placement_lost(vt_model_t *m, const vt_rec_ggml_lost_t *l);
 int vt_m_placement_finish(vt_model_t *m);
 void vt_m_placement_free_state(vt_model_t *m);

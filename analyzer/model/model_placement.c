@@ -26,7 +26,8 @@
  * llama.cpp, whose free is a direct call) a buffer still ends: a device or
  * pinned one with the allocation at its base, whose free the trace holds;
  * a host one when a tensor it holds is placed again under the same name
- * (a model's tensor names are unique within it: the model loaded again),
+ * (a model's tensor names are unique within it: the model loaded again;
+ * each run of one block's tensors in a buffer is looked up by its first),
  * as the buffer taking its place begins. Else every reload would be
  * summed with the loads before it (seen: a full load, then a partial one,
  * reported as 8 blocks with half their weights in host memory).
@@ -73,7 +74,11 @@ struct vt_placement_state {
     vt_map_t live_by_id;    /* buffer identity -> index of its entry, until ggml frees it or
                              * the identity names another buffer: its records
                              * still come after its memory was freed */
-    vt_map_t placed_by_name;   /* hash of a weight or KV tensor's name -> its buffer's index */
+    /* The latest run of each block's weights and KV cache (and of the
+     * token embeddings, the output layer): its first tensor's name and
+     * its buffer. Indexed by run_slot. */
+    struct run_key { uint64_t name; uint32_t buffer; } *runs;
+    size_t runs_cap;
     vt_map_t live_by_base;     /* a device or pinned buffer's base -> its index */
     uint64_t dropped;       /* records over the bounds */
 };
@@ -91,7 +96,6 @@ static int state_of(vt_model_t *m)
     if (!m->placement)
         return VT_E_NOMEM;
     vt_map_init(&m->placement->live_by_id);
-    vt_map_init(&m->placement->placed_by_name);
     vt_map_init(&m->placement->live_by_base);
     return 0;
 }
@@ -244,16 +248,30 @@ static uint64_t name_hash(const char *name, size_t len)
 
 /* A weight or KV tensor named as one a live buffer already holds: that
  * buffer's placement ended (module comment). */
-static int supersede(vt_model_t *m, uint32_t idx, const char *name, size_t len, uint64_t t)
+/* Where a run of tensors keeps its key: token embeddings 0, the output
+ * layer 1, block N's weights 2 + 2N and its KV cache 3 + 2N. */
+static size_t run_slot(int block, int kv, int input)
+{
+    return block < 0 ? (input ? 0 : 1) : 2 + 2 * (size_t)block + (size_t)kv;
+}
+
+static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name, size_t len, uint64_t t)
 {
     vt_placement_state_t *s = m->placement;
-    uint64_t key = name_hash(name, len);
-    size_t hole;
-    size_t slot = vt_map_find_hole(&s->placed_by_name, key, &hole);
-    if (slot == SIZE_MAX)
-        return vt_map_put_hole(&s->placed_by_name, hole, key, idx);
-    uint32_t old = s->placed_by_name.slots[slot].val;
-    s->placed_by_name.slots[slot].val = idx;
+    if (slot >= s->runs_cap) {
+        size_t old_cap = s->runs_cap;
+        if (vt_grow((void **)&s->runs, &s->runs_cap, slot + 1, sizeof *s->runs, 64))
+            return VT_E_NOMEM;
+        memset(s->runs + old_cap, 0, (s->runs_cap - old_cap) * sizeof *s->runs);
+    }
+    struct run_key *r = &s->runs[slot];
+    uint64_t key = name_hash(name, len) | 1;   /* 0: no run yet */
+    uint32_t old = r->buffer;
+    int again = r->name == key;
+    r->name = key;
+    r->buffer = idx;
+    if (!again)
+        return 0;   /* the first run of this slot, or another one beside it (CPU_REPACK) */
     gbuf_t *b = &s->buf[old];
     /* It ended when the buffer that takes its place began, at the latest:
      * at no moment are both in the picture. */
@@ -311,8 +329,6 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     else
         return 0;   /* a tensor no name speaks for: its buffer's content decides */
     uint8_t content = kv ? C_KV : C_WEIGHTS;
-    if (supersede(m, idx, name, len, rel_time(m, t->time_ns)))
-        return VT_E_NOMEM;
     if (s->npart) {
         part_t *last = &s->part[s->npart - 1];
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
@@ -321,6 +337,11 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
             return 0;
         }
     }
+    /* A part's first tensor names it for a reload: the same block placed
+     * again begins with the same name, and one name per part keeps the
+     * map small (a 70B model: about 170 names). */
+    if (supersede(m, idx, run_slot(block, kv, input), name, len, rel_time(m, t->time_ns)))
+        return VT_E_NOMEM;
     if (s->npart >= MAX_PARTS) {
         s->dropped++;
         return 0;
@@ -506,6 +527,7 @@ int vt_m_placement_finish(vt_model_t *m)
     pl->tensors = fed.tensors;
     pl->tensors_unattributed = fed.tensors_unattributed;
     pl->lost = fed.lost;
+    pl->placed_again = fed.placed_again;
     pl->records_over_bounds = s->dropped;
     moments_t mo = { 0 };
     uint8_t *live = malloc(s->nbuf);
@@ -640,6 +662,16 @@ static int picture(vt_model_t *m, const uint8_t *live)
     return 0;
 }
 
+void vt_m_placement_reading_done(vt_model_t *m)
+{
+    if (!m->placement)
+        return;
+    free(m->placement->runs);
+    m->placement->runs = NULL;
+    m->placement->runs_cap = 0;
+    vt_map_free(&m->placement->live_by_base);
+}
+
 void vt_m_placement_free_state(vt_model_t *m)
 {
     if (!m->placement)
@@ -647,7 +679,9 @@ void vt_m_placement_free_state(vt_model_t *m)
     free(m->placement->buf);
     free(m->placement->part);
     vt_map_free(&m->placement->live_by_id);
-    vt_map_free(&m->placement->placed_by_name);
+    free(m->placement->runs);
+    m->placement->runs = NULL;
+    m->placement->runs_cap = 0;
     vt_map_free(&m->placement->live_by_base);
     free(m->placement);
     m->placement = NULL;
