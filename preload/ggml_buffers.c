@@ -388,7 +388,7 @@ static int holds_llama(ggml_copy_t *c)
  * buffer, which readers take as the same buffer marked again. */
 static _Atomic(uintptr_t) noted_buffer, noted_base;
 
-/* A placement of a tensor in buffer from inside the copy of ggml that
+/* A placement of a tensor in buffer from inside c, the copy of ggml that
  * defines fn. In a separate libggml-base these are ggml's own (the graph
  * allocator's per node; the tensor allocator's inside the alloc_ctx hook,
  * which records them itself): not recorded. In a copy that holds
@@ -396,10 +396,9 @@ static _Atomic(uintptr_t) noted_buffer, noted_base;
  * cache: recorded, with their buffer first (nothing marks a KV buffer),
  * unless inside the alloc_ctx hook or into a compute buffer.
  * @return whether the tensor is to be recorded. */
-static int inside_placement_counts(void *buffer, const void *fn)
+static int inside_placement_counts(ggml_copy_t *c, void *buffer, const void *fn)
 {
-    ggml_copy_t *c = copy_of(fn);
-    if (!c || vt_tls.ggml_hook_depth > 0 || !holds_llama(c))
+    if (vt_tls.ggml_hook_depth > 0 || !holds_llama(c))
         return 0;
     get_usage_fn usage_of = (get_usage_fn)copy_symbol(&c->get_usage, "ggml_backend_buffer_get_usage", c);
     get_base_fn base_of = (get_base_fn)copy_symbol(&c->get_base, "ggml_backend_buffer_get_base", c);
@@ -419,11 +418,11 @@ static int inside_placement_counts(void *buffer, const void *fn)
     return 1;
 }
 
-/* The copy of ggml that defines fn calls it itself. */
-static int called_from_definer(const void *fn, uintptr_t caller)
+/* The copy of ggml that defines fn, when it is the caller; NULL else. */
+static ggml_copy_t *definer_calling(const void *fn, uintptr_t caller)
 {
     ggml_copy_t *c = copy_of(fn);
-    return c && caller >= c->lo && caller < c->hi;
+    return c && caller >= c->lo && caller < c->hi ? c : NULL;
 }
 
 VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
@@ -439,7 +438,8 @@ VT_EXPORT int ggml_backend_tensor_alloc(void *buffer, void *tensor, void *addr)
     int status = fn(buffer, tensor, addr);
     if (status != 0 || !buffer || !tensor || !recording_allowed())
         return status;
-    if (called_from_definer((const void *)fn, caller) && !inside_placement_counts(buffer, (const void *)fn))
+    ggml_copy_t *definer = definer_calling((const void *)fn, caller);
+    if (definer && !inside_placement_counts(definer, buffer, (const void *)fn))
         return status;
     note_tensor(buffer, tensor, (const void *)fn);
     return status;

@@ -413,13 +413,17 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                 col(C_GRN), col(C_OFF));
         picture_moment(o, &p->placement);
         uint64_t host_weights = vt_place_host(&p->placement.weights);
-        if (vt_proc_placement_unseen(p) && host_weights)
-            fprintf(o, "  %s of model weights are in host memory (ggml's buffers), but no record names their "
-                       "tensors: whether they hold layers or only the token embeddings, the trace does not say.\n",
-                    vt_fmt_bytes(a, host_weights));
-        else if (vt_proc_placement_unseen(p))
-            fprintf(o, "  Whether part of the model stays in host memory, the trace does not say: it holds no record "
-                       "of where the model's tensors were placed, and host memory outside CUDA is not traced.\n");
+        if (vt_proc_placement_unseen(p)) {
+            if (host_weights)
+                fprintf(o, "  %s of model weights are in host memory (ggml's buffers), but no record names their "
+                           "tensors: whether they hold layers or only the token embeddings, the trace does not "
+                           "say.\n",
+                        vt_fmt_bytes(a, host_weights));
+            else
+                fprintf(o, "  Whether part of the model stays in host memory, the trace does not say: it holds no "
+                           "record of where the model's tensors were placed, and host memory outside CUDA is not "
+                           "traced.\n");
+        }
     }
     if (p->events.impossible)
         fprintf(o, "  %" PRIu64 " request%s of more than 2^64 bytes (width x height overflowed) refused by the\n"
