@@ -30,7 +30,9 @@ typedef struct live_slot {
      * real free returns). The only effect is which peak samples are taken. */
     _Atomic uint64_t bytes;
     _Atomic int32_t device;
-    int32_t pad;
+    /* 1 for a VMM handle (cuMemCreate), which no context teardown frees
+     * and the driver's pointer queries do not know. */
+    _Atomic int32_t handle;
 } live_slot_t;
 
 /* Everything this file keeps process-wide; vt_live_atfork_child decides
@@ -76,7 +78,7 @@ static uint32_t slot_of(uint64_t key)
     return (uint32_t)key & (LIVE_SIZE - 1);
 }
 
-int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
+int64_t vt_live_add(uint64_t key, uint64_t bytes, int device, int handle)
 {
     /* Read once: the atomics below would make the compiler read it again
      * on every probe. */
@@ -94,6 +96,7 @@ int64_t vt_live_add(uint64_t key, uint64_t bytes, int device)
             continue;
         atomic_store_explicit(&slots[i].bytes, bytes, memory_order_relaxed);
         atomic_store_explicit(&slots[i].device, device, memory_order_relaxed);
+        atomic_store_explicit(&slots[i].handle, handle, memory_order_relaxed);
         atomic_store_explicit(&slots[i].key, key, memory_order_release);
         return atomic_fetch_add(&live.device_bytes[device], (int64_t)bytes) + (int64_t)bytes;
     }
@@ -120,4 +123,43 @@ int64_t vt_live_remove(uint64_t key, int *device)
         return atomic_fetch_sub(&live.device_bytes[dev], (int64_t)bytes) - (int64_t)bytes;
     }
     return -1;
+}
+
+/* A context teardown, after the driver returned: every pointer the driver
+ * no longer knows was freed by it and leaves the table; the pointers on
+ * `device` it still knows (another context's) are passed to kept. Walks
+ * the whole table (6 MiB) and asks the driver once per live pointer: a
+ * teardown is rare, and the hot path pays nothing for it. A pointer the
+ * driver gave back to another thread meanwhile is still known, and is
+ * kept: that thread's allocation holds it. Returns the number of pointers
+ * freed on each device in freed[]. */
+void vt_live_teardown(int (*still_known)(uint64_t ptr), uint64_t freed[VT_MAX_DEVICES])
+{
+    live_slot_t *slots = live.slots;
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        freed[d] = 0;
+    if (!slots)
+        return;
+    for (uint32_t i = 0; i < LIVE_SIZE; i++) {
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
+        if (k <= KEY_BUSY || atomic_load_explicit(&slots[i].handle, memory_order_relaxed) || still_known(k))
+            continue;
+        int dev;
+        if (vt_live_remove(k, &dev) >= 0 && dev >= 0 && dev < VT_MAX_DEVICES)
+            freed[dev]++;
+    }
+}
+
+/* The live pointers (not handles) on device, each passed to fn. */
+void vt_live_each_pointer(int device, void (*fn)(uint64_t ptr, void *arg), void *arg)
+{
+    live_slot_t *slots = live.slots;
+    if (!slots)
+        return;
+    for (uint32_t i = 0; i < LIVE_SIZE; i++) {
+        uint64_t k = atomic_load_explicit(&slots[i].key, memory_order_acquire);
+        if (k > KEY_BUSY && !atomic_load_explicit(&slots[i].handle, memory_order_relaxed) &&
+            atomic_load_explicit(&slots[i].device, memory_order_relaxed) == device)
+            fn(k, arg);
+    }
 }

@@ -539,15 +539,15 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
 
 /* One event the shim takes on its own account (flag VT_EF_SAMPLE): not a
  * drop when the ring is full, since the program lost nothing. 0 on success. */
-static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
-                           uint32_t tid, uint32_t stack)
+static int push_shim_event_at(uint64_t time_ns, unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux,
+                              uint32_t flags, uint32_t tid, uint32_t stack)
 {
     vt_ring_slot_t *slot = vt_ring_claim_uncounted();
     if (!slot)
         return -1;
     vt_event_t *ev = &slot->ev;
     memset(ev, 0, sizeof *ev);
-    ev->time_ns = vt_now_ns();
+    ev->time_ns = time_ns;
     ev->api = (uint16_t)api;
     ev->device = (int16_t)device;
     ev->ptr = ptr;
@@ -558,6 +558,12 @@ static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size
     ev->stack = stack;
     vt_ring_publish(slot);
     return 0;
+}
+
+static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size, uint64_t aux, uint32_t flags,
+                           uint32_t tid, uint32_t stack)
+{
+    return push_shim_event_at(vt_now_ns(), api, device, ptr, size, aux, flags, tid, stack);
 }
 
 static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
@@ -600,6 +606,7 @@ enum {
     HOT_DEVICE_SPACE = 8,   /* device or managed memory: the event names a device */
     HOT_TRACK_BYTES = 16,   /* moves the device's tracked bytes (track_device_bytes) */
     HOT_POOLS = 32,         /* may name a pool to sample (track_pools) */
+    HOT_TEARDOWN = 64,      /* a context teardown (note_teardown) */
 };
 
 static int is_device_release_kind(unsigned kind)
@@ -628,6 +635,8 @@ static void init_api_flags(void)
         if (kind == VT_KIND_POOL_CREATE ||
             (kind == VT_KIND_ALLOC && (vt_api_allocates_from_pool(i) || is_current_pool_alloc(i))))
             hot |= HOT_POOLS;
+        if (kind == VT_KIND_CTX_RESET)
+            hot |= HOT_TEARDOWN;
         rec.api_hot[i] = (uint8_t)hot;
     }
 }
@@ -710,7 +719,7 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
     int dev = ev->device;
     if (result == 0 && (call->kind == VT_KIND_ALLOC || call->kind == VT_KIND_VMM_CREATE) &&
         call->space == VT_SPACE_DEVICE)
-        total = vt_live_add(ev->ptr, ev->reserved ? ev->reserved : ev->size, dev);
+        total = vt_live_add(ev->ptr, ev->reserved ? ev->reserved : ev->size, dev, call->kind == VT_KIND_VMM_CREATE);
     else if (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE)
         dev = released_dev;
     if (dev < 0 || dev >= VT_MAX_DEVICES)
@@ -738,6 +747,47 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
         atomic_store_explicit(&rec.last_sample_ns, now, memory_order_relaxed);
         push_sample(dev, why & ~(uint32_t)VT_EF_SAMPLE, ev->stack);
     }
+}
+
+static int driver_still_knows(uint64_t ptr)
+{
+    return vt_driver_pointer_device(ptr) >= 0;
+}
+
+typedef struct teardown_mark {
+    const vt_event_t *teardown;
+} teardown_mark_t;
+
+static void mark_other_context(uint64_t ptr, void *arg)
+{
+    const vt_event_t *ev = ((teardown_mark_t *)arg)->teardown;
+    push_shim_event_at(ev->time_ns, ev->api, ev->device, ptr, 0, 0, VT_EF_SAMPLE | VT_EF_OTHER_CONTEXT, ev->tid, 0);
+}
+
+/* A context teardown that succeeded freed what its context made, and only
+ * that: the trace does not say which context made an allocation, so the
+ * driver is asked now which of the device's live pointers it still knows.
+ * Those belong to another context (a cuCtxCreate'd one beside the primary)
+ * and are written just before the teardown's event, flagged
+ * VT_EF_OTHER_CONTEXT, for the reader to keep; the others leave the live
+ * map. cuCtxDestroy names a context, not a device: when every pointer it
+ * freed was on one device, that is the event's device (the current one
+ * may be another). Off the hot path: only CTX_RESET entry points come
+ * here. */
+static __attribute__((noinline, cold)) void note_teardown(vt_event_t *ev)
+{
+    uint64_t freed[VT_MAX_DEVICES];
+    vt_live_teardown(driver_still_knows, freed);
+    int only = -1;
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        if (freed[d])
+            only = only == -1 ? d : -2;
+    if (only >= 0)
+        ev->device = (int16_t)only;
+    if (ev->device < 0)
+        return;
+    teardown_mark_t mark = { ev };
+    vt_live_each_pointer(ev->device, mark_other_context, &mark);
 }
 
 /* noinline keeps the frame layout fixed: the stack skips exactly this
@@ -771,6 +821,8 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         ev->device = (int16_t)vt_driver_current_device();
     if (!known)
         released_dev = ev->device;
+    if ((call->hot & HOT_TEARDOWN) && result == 0)
+        note_teardown(ev);
     if (ev->device >= 0 && !device_known(ev->device))
         capture_device(ev->device,
                        result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);

@@ -372,8 +372,10 @@ unsigned long long vt_cfi_module_subs(void);
 /* ---- livemap.c ---- */
 /* Tracks live device bytes per pointer so a free knows its size. Returns the
  * device's tracked total after the change, or -1 when not tracked. */
-int64_t vt_live_add(uint64_t key, uint64_t bytes, int device);
+int64_t vt_live_add(uint64_t key, uint64_t bytes, int device, int handle);
 int64_t vt_live_remove(uint64_t key, int *device);
+void vt_live_teardown(int (*still_known)(uint64_t ptr), uint64_t freed[VT_MAX_DEVICES]);
+void vt_live_each_pointer(int device, void (*fn)(uint64_t ptr, void *arg), void *arg);
 int vt_live_init(void);
 /* Forgets every pointer and total: the child traces from its own calls. */
 void vt_live_atfork_child(void);

@@ -331,10 +331,11 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
 }
 
 /* A context teardown (CTX_RESET) on device di: the driver freed every
- * allocation the context made. The trace does not say which context an
- * allocation belongs to, so every live cuMemAlloc-style allocation on the
- * device goes (docs/report.md): VMM handles and mappings, pinned and
- * managed memory stay, as they outlive the context. */
+ * allocation the context made. The shim names the device's allocations of
+ * other contexts just before (VT_EF_OTHER_CONTEXT, same thread): every
+ * other live cuMemAlloc-style allocation on the device goes
+ * (docs/report.md). VMM handles and mappings, pinned and managed memory
+ * stay, as they outlive the context. */
 static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
 {
     vt_map_t *map = &m->by_ptr;
@@ -344,7 +345,10 @@ static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
         if (!map->slots[i].tag)
             continue;
         const live_t *e = &m->live[map->slots[i].val];
+        uint32_t tid;
         if (e->kind != L_ALLOC || e->space != VT_SPACE_DEVICE || e->dev != di)
+            continue;
+        if (vt_map_get(&m->other_context, map->slots[i].key, &tid) && tid == ev->tid)
             continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 64;
@@ -369,6 +373,22 @@ static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
         vt_m_check_oversub(m, ev, VT_TAG_UNKNOWN, di);
     }
     return rc < 0 ? rc : 0;
+}
+
+/* The marks a thread's teardown has used (or that a failed one leaves). */
+static void forget_other_context(vt_model_t *m, uint32_t tid)
+{
+    /* A deletion shifts later entries back, across the end of the table
+     * too: walk again until a walk deletes nothing. */
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t i = 0; i < m->other_context.cap;) {
+            if (m->other_context.slots[i].tag && m->other_context.slots[i].val == tid)
+                vt_map_del_slot(&m->other_context, i), again = 1;
+            else
+                i++;
+        }
+    }
 }
 
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
@@ -435,13 +455,16 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
                 vt_m_dev_sample(m, di, ev);
         }
         return 0;
-    case VT_KIND_CTX_RESET:
-        if (ev->result == 0) {
-            int di = vt_m_dev_for(m, ev->device);
-            if (di >= 0)
-                return ctx_teardown(m, di, ev);
-        }
-        return 0;
+    case VT_KIND_CTX_RESET: {
+        if (ev->flags & VT_EF_OTHER_CONTEXT)
+            return vt_map_put(&m->other_context, ev->ptr, ev->tid);
+        int rc = 0, di;
+        if (ev->result == 0 && (di = vt_m_dev_for(m, ev->device)) >= 0)
+            rc = ctx_teardown(m, di, ev);
+        if (m->other_context.count)
+            forget_other_context(m, ev->tid);
+        return rc;
+    }
     case VT_KIND_POOL_USAGE:
         if (ev->result == 0) {
             int di = vt_m_dev_for(m, ev->device);

@@ -116,6 +116,10 @@ struct vt_model {
     /* Pools located in host memory (POOL_CREATE with VT_EF_HOST_LOCATED):
      * what is allocated from them is pinned host memory. */
     vt_map_t host_pools;
+    /* Allocations a coming teardown leaves alone (VT_EF_OTHER_CONTEXT
+     * events: another context's), each with the thread whose CTX_RESET
+     * event they precede. */
+    vt_map_t other_context;
     /* Addresses an allocation took while the model still had them live
      * (implicit frees), and how many: a late free (VT_EF_LATE) of one of
      * them frees the allocation the address held before. */

@@ -548,6 +548,7 @@ const char *vt_event_flag_name(uint32_t flag)
         { VT_EF_AT_PEAK, "at_peak" },
         { VT_EF_HOST_LOCATED, "host_located" },
         { VT_EF_LATE, "late" },
+        { VT_EF_OTHER_CONTEXT, "other_context" },
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].flag == flag)

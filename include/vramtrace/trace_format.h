@@ -207,8 +207,11 @@
  *                (the current one when the call began, or the argument of
  *                cuDevicePrimaryCtxReset_v2); ptr = the CUcontext for
  *                cuCtxDestroy_v2, else 0. On success the driver freed every
- *                allocation that context made (docs/report.md). A new kind:
- *                readers that predate it skip the entry point's id.
+ *                allocation that context made (docs/report.md): every live
+ *                device allocation on that device except those named just
+ *                before it by the same thread's VT_EF_OTHER_CONTEXT events.
+ *                A new kind: readers that predate it skip the entry point's
+ *                id.
  *
  * An ALLOC's device is the one current at the call, except for
  * stream-ordered allocations on a non-default stream or from a named pool:
@@ -392,6 +395,12 @@ enum vt_event_flags {
      * before it may already have reused its address, and then this frees
      * the allocation that address held before. */
     VT_EF_LATE = 1u << 9,
+    /* On a CTX_RESET entry point's id, with VT_EF_SAMPLE (not a call):
+     * ptr = an allocation on the device that the driver still knew after
+     * the teardown this thread's next CTX_RESET event records; it belongs
+     * to another context, and that teardown did not free it. Readers that
+     * predate the flag take it as the teardown itself, an instant early. */
+    VT_EF_OTHER_CONTEXT = 1u << 10,
 };
 
 /* One decoded event, as both sides see it in memory. */

@@ -9,6 +9,14 @@
  *                     and cuDevicePrimaryCtxReset_v2
  *   teardown-destroy  the same in contexts made by cuCtxCreate_v4 and
  *                     ended by cuCtxDestroy_v2
+ *   teardown-mixed    cudaMalloc 2 GiB (primary context), 1 GiB in a
+ *                     cuCtxCreate'd context, cuCtxDestroy of it; 1 GiB in
+ *                     a second created context, cudaDeviceReset: peak
+ *                     3 GiB, the second context's 1 GiB live at the end
+ *   teardown-otherdev two devices: cudaMalloc 1 GiB on device 0, 4 GiB in
+ *                     a context created on device 1, then device 0's
+ *                     primary current again and cuCtxDestroy of device
+ *                     1's context: device 0 keeps its 1 GiB
  *   pitchovf          cudaMalloc 1 GiB, then cuMemAllocPitch_v2 and
  *                     cudaMallocPitch of 2 rows of 2^63 + 2^29 bytes (the
  *                     product wraps to 1 GiB), refused by the driver
@@ -85,6 +93,36 @@ static int destroy_teardown(void)
         }
         printf("destroy=%d\n", (int)cuCtxDestroy_v2(ctx));
     }
+    return 0;
+}
+
+/* Allocates size in a new context on dev and makes the context current
+ * before it current again. */
+static CUcontext context_with(int dev, size_t size)
+{
+    CUcontext ctx = NULL, popped = NULL;
+    CUdeviceptr p;
+    printf("create=%d\n", (int)cuCtxCreate_v4(&ctx, NULL, 0, dev));
+    printf("alloc=%d\n", (int)cuMemAlloc_v2(&p, size));
+    printf("pop=%d\n", (int)cuCtxPopCurrent_v2(&popped));
+    return ctx;
+}
+
+static int mixed_teardown(void)
+{
+    void *a;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, 2 * GiB));
+    printf("destroy=%d\n", (int)cuCtxDestroy_v2(context_with(0, GiB)));
+    context_with(0, GiB);
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    return 0;
+}
+
+static int otherdev_teardown(void)
+{
+    void *a;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    printf("destroy=%d\n", (int)cuCtxDestroy_v2(context_with(1, 4 * GiB)));
     return 0;
 }
 
@@ -240,6 +278,10 @@ int main(int argc, char **argv)
         return primary_teardown();
     if (!strcmp(mode, "teardown-destroy"))
         return destroy_teardown();
+    if (!strcmp(mode, "teardown-mixed"))
+        return mixed_teardown();
+    if (!strcmp(mode, "teardown-otherdev"))
+        return otherdev_teardown();
     if (!strcmp(mode, "pitchovf"))
         return pitch_overflow();
     if (!strcmp(mode, "otherdev"))

@@ -41,6 +41,27 @@ done
 grep -q '3 freed by context teardown' $TMP/teardown-rt.txt
 is "$?" 0 "teardown: the text report says what the teardowns freed"
 
+# ---- a teardown frees its own context's memory, not another's ----
+run teardown-mixed teardown-mixed
+is "$(grep -c '=0$' $TMP/teardown-mixed.out)" "$(wc -l <$TMP/teardown-mixed.out)" "teardown-mixed: every call succeeded"
+is "$(json $TMP/teardown-mixed.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB)) "teardown-mixed: peak 3 GiB"
+is "$(json $TMP/teardown-mixed.json 'd[0]["live_bytes"]')" $GiB \
+    "teardown-mixed: the second created context's 1 GiB outlives cudaDeviceReset"
+is "$(json $TMP/teardown-mixed.json 'p["events"]["teardown_frees"]')" 2 \
+    "teardown-mixed: cuCtxDestroy freed its 1 GiB, cudaDeviceReset the primary's 2 GiB"
+"$VT" dump $TMP/teardown-mixed/*.vtrace >$TMP/teardown-mixed.dump
+is "$(grep -c 'flags=.*other_context' $TMP/teardown-mixed.dump)" 2 \
+    "teardown-mixed: each teardown named the one allocation of another context it left"
+is "$(grep '^event ' $TMP/teardown-mixed.dump | grep 'api=cudaDeviceReset ' | grep -vc other_context)" 1 \
+    "teardown-mixed: one cudaDeviceReset call"
+export VTSIM_DEVICES=24GiB,24GiB
+run teardown-otherdev teardown-otherdev
+unset VTSIM_DEVICES
+is "$(json $TMP/teardown-otherdev.json 'd[0]["live_bytes"]')" $GiB \
+    "teardown-otherdev: device 0 keeps its 1 GiB when device 1's context goes"
+is "$(json $TMP/teardown-otherdev.json 'd[1]["live_bytes"]')" 0 "teardown-otherdev: device 1's 4 GiB went with its context"
+is "$(json $TMP/teardown-otherdev.json 'd[1]["peak"]["tracked_bytes"]')" $((4 * GiB)) "teardown-otherdev: device 1's peak 4 GiB"
+
 # ---- cuMemAllocPitch / cudaMallocPitch: width x height over 64 bits ----
 run pitchovf pitchovf
 "$VT" dump $TMP/pitchovf/*.vtrace >$TMP/pitchovf.dump
