@@ -64,6 +64,7 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->by_va);
     vt_map_free(&m->host_pools);
     vt_map_free(&m->other_context);
+    vt_m_live_dev_keys_free(m);
     vt_map_free(&m->superseded);
     vt_map_free(&m->by_map);
     vt_map_free(&m->site_by_key);

@@ -335,60 +335,33 @@ static int do_va(vt_model_t *m, const vt_event_t *ev, int kind)
  * other contexts just before (VT_EF_OTHER_CONTEXT, same thread): every
  * other live cuMemAlloc-style allocation on the device goes
  * (docs/report.md). VMM handles and mappings, pinned and managed memory
- * stay, as they outlive the context. */
+ * stay, as they outlive the context. Visits only di's allocations. */
 static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
 {
-    vt_map_t *map = &m->by_ptr;
-    size_t n = 0, cap = 0;
-    uint64_t *keys = NULL;
-    for (size_t i = 0; i < map->cap; i++) {
-        if (!map->slots[i].tag)
-            continue;
-        const live_t *e = &m->live[map->slots[i].val];
-        uint32_t tid;
-        if (e->kind != L_ALLOC || e->space != VT_SPACE_DEVICE || e->dev != di)
-            continue;
-        if (vt_map_get(&m->other_context, map->slots[i].key, &tid) && tid == ev->tid)
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            uint64_t *k = realloc(keys, nc * sizeof *k);
-            if (!k) {
-                free(keys);
-                return VT_E_NOMEM;
-            }
-            keys = k, cap = nc;
-        }
-        keys[n++] = map->slots[i].key;
-    }
+    vt_dev_keys_t *k;
+    if (vt_m_live_on_device(m, di, &k))
+        return VT_E_NOMEM;
+    size_t kept = 0, n = k->n;
     int rc = 0;
     for (size_t i = 0; i < n && rc >= 0; i++) {
-        rc = vt_m_live_remove(m, L_ALLOC, keys[i], ev->time_ns, NULL, NULL);
+        uint32_t tid;
+        uint64_t key = k->keys[i];
+        if (vt_map_get(&m->other_context, key, &tid) && tid == ev->tid) {
+            k->keys[kept++] = key;
+            continue;
+        }
+        rc = vt_m_live_remove(m, L_ALLOC, key, ev->time_ns, NULL, NULL);
         m->p.events.teardown_frees += rc > 0;
     }
-    free(keys);
-    if (n) {
+    if (rc < 0)
+        return rc;
+    k->n = kept;
+    if (kept < n) {
         m->seq++;
         m->last_alloc_kind = -1;
         vt_m_check_oversub(m, ev, VT_TAG_UNKNOWN, di);
     }
-    return rc < 0 ? rc : 0;
-}
-
-/* The marks a thread's teardown has used (or that a failed one leaves). */
-static void forget_other_context(vt_model_t *m, uint32_t tid)
-{
-    /* A deletion shifts later entries back, across the end of the table
-     * too: walk again until a walk deletes nothing. */
-    for (int again = 1; again;) {
-        again = 0;
-        for (size_t i = 0; i < m->other_context.cap;) {
-            if (m->other_context.slots[i].tag && m->other_context.slots[i].val == tid)
-                vt_map_del_slot(&m->other_context, i), again = 1;
-            else
-                i++;
-        }
-    }
+    return 0;
 }
 
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
@@ -461,8 +434,12 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         int rc = 0, di;
         if (ev->result == 0 && (di = vt_m_dev_for(m, ev->device)) >= 0)
             rc = ctx_teardown(m, di, ev);
-        if (m->other_context.count)
-            forget_other_context(m, ev->tid);
+        if (m->other_context.count) {
+            /* Freed, not emptied: the map's size is then bounded by the
+             * marks of one teardown, not by the largest ever seen. */
+            vt_map_free(&m->other_context);
+            vt_map_init(&m->other_context);
+        }
         return rc;
     }
     case VT_KIND_POOL_USAGE:

@@ -55,6 +55,14 @@ typedef struct vt_seen_mark {
     uint8_t usage;
 } vt_seen_mark_t;
 
+/* One device's addresses in model.dev_keys: keys[0..n) holds every live
+ * device allocation's address on the device, and may also hold addresses
+ * freed since, or twice over, until the next compaction. */
+typedef struct vt_dev_keys {
+    uint64_t *keys;
+    size_t n, cap, compact_at;
+} vt_dev_keys_t;
+
 typedef struct live {
     uint64_t addr, size, reserved;
     uint32_t site;      /* UINT32_MAX = none */
@@ -118,8 +126,15 @@ struct vt_model {
     vt_map_t host_pools;
     /* Allocations a coming teardown leaves alone (VT_EF_OTHER_CONTEXT
      * events: another context's), each with the thread whose CTX_RESET
-     * event they precede. */
+     * event they precede. Every CTX_RESET event ends them all. */
     vt_map_t other_context;
+    /* Once the trace has had a context teardown: per device index, the
+     * addresses of its live device allocations (model_live.c,
+     * vt_m_live_on_device), so that each teardown visits its own device's
+     * allocations, not every live one (a trace of many teardowns on one
+     * device beside many allocations on another was quadratic). NULL
+     * before. */
+    vt_dev_keys_t *dev_keys;
     /* Addresses an allocation took while the model still had them live
      * (implicit frees), and how many: a late free (VT_EF_LATE) of one of
      * them frees the allocation the address held before. */
@@ -273,6 +288,13 @@ int vt_m_sites_feed(vt_model_t *m, const vt_record_t *rec);
 int vt_m_live_insert(vt_model_t *m, vt_map_t *map, const live_t *e, uint64_t t, size_t hole);
 int vt_m_live_remove(vt_model_t *m, int kind, uint64_t key, uint64_t t, live_t *out, uint64_t *phys);
 int vt_m_live_remove_slot(vt_model_t *m, vt_map_t *map, size_t slot, uint64_t t, live_t *out, uint64_t *phys);
+/* The live device allocations on device index di, exactly (compacted):
+ * *out's keys[0..n). The first call builds the index for every device
+ * from the live table; from then on each device allocation adds its
+ * address. The caller may shrink n to the addresses it keeps live.
+ * 0 or VT_E_NOMEM. */
+int vt_m_live_on_device(vt_model_t *m, int di, vt_dev_keys_t **out);
+void vt_m_live_dev_keys_free(vt_model_t *m);
 
 /* The map that holds live entries of kind. */
 static inline vt_map_t *vt_m_map_of(vt_model_t *m, int kind)

@@ -13,6 +13,9 @@
 
 #include "grow.h"
 
+#include "sort.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 /* Sites remember their bytes at their space's peak lazily: when a site
@@ -140,6 +143,77 @@ __attribute__((always_inline)) static inline void account(vt_model_t *m, const l
         m->hook_increases_only |= 1ull << e->dev;
 }
 
+/* ---- each device's live allocations, once a teardown needs them ---- */
+
+static int is_device_alloc(const live_t *e)
+{
+    return e->kind == L_ALLOC && e->space == VT_SPACE_DEVICE && e->dev >= 0 && e->dev < VT_MAX_DEVICES;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Drops the addresses no longer live on di and the repeats. The next
+ * compaction waits until the list has doubled: O(1) per allocation. */
+static void dev_keys_compact(vt_model_t *m, int di)
+{
+    vt_dev_keys_t *k = &m->dev_keys[di];
+    vt_sort(k->keys, k->n, sizeof *k->keys, key_cmp);
+    size_t kept = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        uint32_t li;
+        if ((kept && k->keys[kept - 1] == k->keys[i]) || !vt_map_get(&m->by_ptr, k->keys[i], &li) ||
+            !is_device_alloc(&m->live[li]) || m->live[li].dev != di)
+            continue;
+        k->keys[kept++] = k->keys[i];
+    }
+    k->n = kept;
+    k->compact_at = 2 * kept + 1024;
+}
+
+static int dev_keys_add(vt_model_t *m, int di, uint64_t key)
+{
+    vt_dev_keys_t *k = &m->dev_keys[di];
+    if (k->n >= k->compact_at)
+        dev_keys_compact(m, di);
+    if (vt_grow((void **)&k->keys, &k->cap, k->n + 1, sizeof *k->keys, 64))
+        return VT_E_NOMEM;
+    k->keys[k->n++] = key;
+    return 0;
+}
+
+int vt_m_live_on_device(vt_model_t *m, int di, vt_dev_keys_t **out)
+{
+    if (!m->dev_keys) {
+        m->dev_keys = calloc(VT_MAX_DEVICES, sizeof *m->dev_keys);
+        if (!m->dev_keys)
+            return VT_E_NOMEM;
+        for (size_t i = 0; i < m->by_ptr.cap; i++) {
+            if (!m->by_ptr.slots[i].tag)
+                continue;
+            const live_t *e = &m->live[m->by_ptr.slots[i].val];
+            if (is_device_alloc(e) && dev_keys_add(m, e->dev, e->addr))
+                return VT_E_NOMEM;
+        }
+    }
+    dev_keys_compact(m, di);
+    *out = &m->dev_keys[di];
+    return 0;
+}
+
+void vt_m_live_dev_keys_free(vt_model_t *m)
+{
+    if (!m->dev_keys)
+        return;
+    for (int i = 0; i < VT_MAX_DEVICES; i++)
+        free(m->dev_keys[i].keys);
+    free(m->dev_keys);
+    m->dev_keys = NULL;
+}
+
 /* e->addr must be absent from its map: both callers have just removed any
  * entry there (an implicit free), so the map skips its probe for one. hole
  * is where the caller's probe found it absent (vt_map_find_hole, nothing
@@ -159,6 +233,8 @@ __attribute__((always_inline)) inline int vt_m_live_insert(vt_model_t *m, vt_map
         return VT_E_NOMEM;
     }
     account(m, &m->live[i], +1, t);
+    if (__builtin_expect(m->dev_keys != NULL, 0) && is_device_alloc(e) && dev_keys_add(m, e->dev, e->addr))
+        return VT_E_NOMEM;
     return vt_m_frag_added(m, &m->live[i]);
 }
 

@@ -154,4 +154,24 @@ timeout 20 "$VT" report $TMP/aimed.vtrace >$TMP/out 2>&1
 is "$?" 0 "a trace of 300,000 aimed addresses is reported within 20 s"
 check "with every allocation counted" grep -q "300000 allocs, 300000 frees" $TMP/out
 
+# 200,000 allocations live on GPU 1, then 100,000 pairs of an allocation
+# and a cudaDeviceReset on GPU 0, in a 250 KB trace: each teardown visited
+# every live allocation (about 42 s); now only its own device's, 0.13 s.
+python3 - >$TMP/resets.vtg <<'PY'
+print("device 0 total=80GiB free=79GiB")
+print("device 1 total=80GiB free=79GiB")
+t = 10
+for i in range(1, 200001):
+    print(f"event t={t} api=cudaMalloc dev=1 ptr={0x100000000 + i * 4096:#x} size=1MiB"); t += 10
+for i in range(100000):
+    print(f"event t={t} api=cudaMalloc dev=0 ptr={0x900000000000 + i * 4096:#x} size=1MiB"); t += 10
+    print(f"event t={t} api=cudaDeviceReset dev=0"); t += 10
+print(f"end t={t} events=400000 dropped=0")
+PY
+"$B/vtgen" -o $TMP/resets.vtrace $TMP/resets.vtg
+timeout 20 "$VT" report --json $TMP/resets.vtrace >$TMP/resets.json 2>&1
+is "$?" 0 "100,000 teardowns beside 200,000 live allocations on another GPU are reported within 20 s"
+is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; print(p["events"]["teardown_frees"], *[d["live_bytes"] for d in p["devices"]])' $TMP/resets.json)" \
+    "100000 0 209715200000" "each teardown freed its own GPU's allocation and none of the other's"
+
 done_testing

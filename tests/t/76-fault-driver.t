@@ -54,6 +54,27 @@ is "$(grep -c 'flags=.*other_context' $TMP/teardown-mixed.dump)" 2 \
     "teardown-mixed: each teardown named the one allocation of another context it left"
 is "$(grep '^event ' $TMP/teardown-mixed.dump | grep 'api=cudaDeviceReset ' | grep -vc other_context)" 1 \
     "teardown-mixed: one cudaDeviceReset call"
+# The reader's side: a mark keeps an allocation through its own thread's
+# teardown only, and every teardown ends all marks before it.
+for resets in 1 2; do
+    {
+        echo "device 0 total=24GiB free=23GiB"
+        echo "event t=10 tid=1 api=cudaMalloc ptr=0x1000000 size=1GiB"
+        echo "event t=20 tid=1 api=cudaMalloc ptr=0x2000000 size=2GiB"
+        echo "event t=30 tid=2 api=cudaDeviceReset ptr=0x2000000 flags=sample|other_context"
+        echo "event t=30 tid=1 api=cudaDeviceReset ptr=0x1000000 flags=sample|other_context"
+        echo "event t=30 tid=1 api=cudaDeviceReset"
+        [ $resets = 2 ] && echo "event t=40 tid=2 api=cudaDeviceReset"
+        echo "end t=50 events=$((2 + resets)) dropped=0"
+    } >$TMP/marks$resets.vtg
+    "$B/vtgen" -o $TMP/marks$resets.vtrace $TMP/marks$resets.vtg
+    "$VT" report --json $TMP/marks$resets.vtrace >$TMP/marks$resets.json
+done
+is "$(json $TMP/marks1.json 'd[0]["live_bytes"]')" $GiB "marks: thread 1's teardown keeps the 1 GiB thread 1 marked, frees the 2 GiB thread 2 marked"
+is "$(json $TMP/marks2.json 'd[0]["live_bytes"]')/$(json $TMP/marks2.json 'p["events"]["teardown_frees"]')" 0/2 \
+    "marks: a later teardown frees what an earlier one kept"
+is "$(json $TMP/marks1.json 'sum(a["calls"] for a in p["apis"].values()) if isinstance(p["apis"], dict) else sum(a["calls"] for a in p["apis"])')" 3 \
+    "marks: are not calls"
 export VTSIM_DEVICES=24GiB,24GiB
 run teardown-otherdev teardown-otherdev
 unset VTSIM_DEVICES

@@ -29,7 +29,8 @@
  *         flags=0|NAME|NAME... result=0 stack=0
  *       NAME is an entrypoints.def name (cudaMalloc, cuMemAlloc_v2, ...);
  *       flag names: sample runtime ptsz via_procaddr via_dlsym
- *       first_on_device after_failure at_peak, or a number.
+ *       first_on_device after_failure at_peak host_located late
+ *       other_context, or a number.
  *   dropped t=T total=N stacks_lost=N
  *   note t=T text=S
  *   end t=T events=N dropped=N
@@ -337,6 +338,9 @@ static uint64_t flags_value(const char *s)
         { VT_EF_FIRST_ON_DEVICE, "first_on_device" },
         { VT_EF_AFTER_FAILURE, "after_failure" },
         { VT_EF_AT_PEAK, "at_peak" },
+        { VT_EF_HOST_LOCATED, "host_located" },
+        { VT_EF_LATE, "late" },
+        { VT_EF_OTHER_CONTEXT, "other_context" },
     };
     uint64_t v = 0;
     char buf[256];
