@@ -81,7 +81,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
         route.take = 1;
         break;
     case VT_LOOKUP_FOUND:
-        route.ptr = vt_hand_out(api, real);
+        route.ptr = vt_hand_out(api, real, caller);
         route.take = 1;
         break;
     default:

@@ -407,13 +407,13 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
  * taking the real pointer beside the arguments: every way in has the same
  * frames for the stack's skip count, and an entry point without arguments
  * (cudaDeviceReset's (void)) needs no parameter list joined to another. */
-#define VT_BODY(ret, name, describe, params, args, real_expr)              \
+#define VT_BODY(ret, name, describe, params, args, real_expr, linked)      \
     typedef ret(*vt_real_t) params;                                        \
     vt_real_t real = (vt_real_t)(real_expr);                               \
     if (!real)                                                             \
         return VT_MISSING_##ret;                                           \
     vt_call_t call;                                                        \
-    if (!vt_call_begin(&call, VT_API_##name))                              \
+    if (!vt_call_begin(&call, VT_API_##name, linked))                      \
         return real args;                                                  \
     ret result = real args;                                                \
     VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args);    \
@@ -424,7 +424,7 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     VT_EXPORT ret name params                                              \
     {                                                                      \
         VT_BODY(ret, name, describe, params, args,                         \
-                vt_real_for(VT_API_##name, __builtin_return_address(0)))   \
+                vt_real_for(VT_API_##name, __builtin_return_address(0)), 1) \
     }                                                                      \
     VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 0)                \
     VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 1)                \
@@ -435,7 +435,7 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     static ret vt_slot##k##_##name params                                  \
     {                                                                      \
         VT_BODY(ret, name, describe, params, args,                         \
-                atomic_load_explicit(&vt_slot_fn[VT_API_##name][k], memory_order_acquire)) \
+                atomic_load_explicit(&vt_slot_fn[VT_API_##name][k], memory_order_acquire), 0) \
     }
 
 /* A lookup route's slot wrapper: its body (vt_body_NAME) is written by
@@ -445,7 +445,7 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     {                                                                      \
         return vt_body_##name((vt_real_t_##name)atomic_load_explicit(      \
                                   &vt_slot_fn[VT_API_##name][k], memory_order_acquire), \
-                              VT_UNPAREN args);                            \
+                              __builtin_return_address(0), VT_UNPAREN args); \
     }
 #define VT_GEN_SLOTS(ret, name, params, args)                                \
     VT_GEN_SLOT(ret, name, params, args, 0)                                \
@@ -487,44 +487,46 @@ static void *slot_wrapper(unsigned api, unsigned k);
 /* What a lookup hands the program for real, the definition it found of
  * entry point api: the wrapper that calls real (resolve.c picks which), or
  * real itself, untraced, when every slot is taken. */
-void *vt_hand_out(unsigned api, void *real)
+void *vt_hand_out(unsigned api, void *real, const void *caller)
 {
-    unsigned k = vt_resolve_slot(api, real);
+    unsigned k = vt_resolve_slot(api, real, !vt_caller_is_runtime(caller));
     return k == VT_SLOT_LINKED ? wrapper(api) : k < VT_SLOTS ? slot_wrapper(api, k) : real;
 }
 
 /* A pointer cuGetProcAddress returned: a wrapper in its place when it is
  * an entry point of the table. */
-static void *route_procaddr(void *fn)
+static void *route_procaddr(void *fn, const void *caller)
 {
     unsigned api = vt_resolve_procaddr(fn);
-    return api < VT_API_COUNT ? vt_hand_out(api, fn) : fn;
+    return api < VT_API_COUNT ? vt_hand_out(api, fn, caller) : fn;
 }
 
 typedef CUresult (*vt_real_t_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
                                                   CUdriverProcAddressQueryResult *);
 static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v2(
-    vt_real_t_cuGetProcAddress_v2 real, const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-    CUdriverProcAddressQueryResult *symbolStatus)
+    vt_real_t_cuGetProcAddress_v2 real, const void *caller, const char *symbol, void **pfn, int cudaVersion,
+    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = route_procaddr(*pfn);
+        *pfn = route_procaddr(*pfn, caller);
     return r;
 }
 
 VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *symbolStatus)
 {
-    return vt_body_cuGetProcAddress_v2((vt_real_t_cuGetProcAddress_v2)vt_real_for(VT_API_cuGetProcAddress_v2,
-                                                                                  __builtin_return_address(0)),
-                                       symbol, pfn, cudaVersion, flags, symbolStatus);
+    const void *caller = __builtin_return_address(0);
+    return vt_body_cuGetProcAddress_v2(
+        (vt_real_t_cuGetProcAddress_v2)vt_real_for(VT_API_cuGetProcAddress_v2, caller), caller, symbol, pfn,
+        cudaVersion, flags, symbolStatus);
 }
 
 typedef CUresult (*vt_real_t_cuGetProcAddress)(const char *, void **, int, cuuint64_t);
 static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(vt_real_t_cuGetProcAddress real,
+                                                                              const void *caller,
                                                                               const char *symbol, void **pfn,
                                                                               int cudaVersion, cuuint64_t flags)
 {
@@ -532,15 +534,15 @@ static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(v
         return CUDA_ERROR_NOT_FOUND;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = route_procaddr(*pfn);
+        *pfn = route_procaddr(*pfn, caller);
     return r;
 }
 
 VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
-    return vt_body_cuGetProcAddress(
-        (vt_real_t_cuGetProcAddress)vt_real_for(VT_API_cuGetProcAddress, __builtin_return_address(0)), symbol, pfn,
-        cudaVersion, flags);
+    const void *caller = __builtin_return_address(0);
+    return vt_body_cuGetProcAddress((vt_real_t_cuGetProcAddress)vt_real_for(VT_API_cuGetProcAddress, caller), caller,
+                                    symbol, pfn, cudaVersion, flags);
 }
 
 /* The lookup routes' slot wrappers: a cuGetProcAddress found with

@@ -648,7 +648,7 @@ int vt_start_for_model(void)
     return ensure_started();
 }
 
-int vt_call_begin(vt_call_t *call, unsigned api)
+int vt_call_begin(vt_call_t *call, unsigned api, int linked)
 {
     const vt_api_info_t *info = vt_api_info(api);
     call->recording = 0;
@@ -666,8 +666,12 @@ int vt_call_begin(vt_call_t *call, unsigned api)
     }
     if (!info)
         return 0;
-    if (vt_tls.runtime_depth && !info->runtime)
-        return 0; /* folded into the enclosing cuda* call's event */
+    /* Folded into the enclosing cuda* call's event: the runtime reaches
+     * the driver through slot wrappers only (vt_hand_out), so a linked
+     * call here is a signal handler's own, interrupting the runtime's
+     * body, and is recorded (tests/t/78-fault-sigrt.t). */
+    if (vt_tls.runtime_depth && !info->runtime && !linked)
+        return 0;
     if (!ensure_started())
         return 0;
     vt_tls.guard++;

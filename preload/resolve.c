@@ -353,9 +353,9 @@ void *vt_real(unsigned api)
 /* Which wrapper hands the program's calls to real, a pointer a lookup
  * found: the linked export where it calls the same for everyone, else a
  * slot wrapper of its own, claimed here. */
-unsigned vt_resolve_slot(unsigned api, void *real)
+unsigned vt_resolve_slot(unsigned api, void *real, int linked_ok)
 {
-    if (atomic_load_explicit(&vt_real_fn[api], memory_order_acquire) == real)
+    if (linked_ok && atomic_load_explicit(&vt_real_fn[api], memory_order_acquire) == real)
         return VT_SLOT_LINKED;
     for (unsigned k = 0; k < VT_SLOTS; k++)
         if (atomic_load_explicit(&vt_slot_fn[api][k], memory_order_acquire) == real)
@@ -460,14 +460,28 @@ unsigned vt_resolve_procaddr(void *fn)
 
 /* ---- dlsym ---- */
 
-static int caller_is_driver(void *caller)
+/* The file name of the object holding caller, without its directory;
+ * NULL when unknown. */
+static const char *caller_file(const void *caller)
 {
     Dl_info info;
     if (!caller || !dladdr(caller, &info) || !info.dli_fname)
-        return 0;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    return strncmp(base, "libcuda.so", 10) == 0;
+        return NULL;
+    return base_name(info.dli_fname);
+}
+
+static int caller_is_driver(void *caller)
+{
+    const char *base = caller_file(caller);
+    return base && strncmp(base, "libcuda.so", 10) == 0;
+}
+
+/* libcudart.so.13, and the vendored copies wheels rename
+ * (libcudart-1a2b3c4d.so.11.0), as find_other_runtime tells them. */
+int vt_caller_is_runtime(const void *caller)
+{
+    const char *base = caller_file(caller);
+    return base && strstr(base, "cudart") != NULL;
 }
 
 /* Not instrumented: ASan and TSan call dlsym(RTLD_NEXT) while setting

@@ -111,8 +111,13 @@ typedef struct vt_call {
 /* Starts recording a call. Returns 0 when the call must pass through
  * untraced (shim disabled, nested call, failure). Release kinds claim their
  * ring slot here, before the real call, so a free is always ordered before
- * the allocation that reuses its address. */
-int vt_call_begin(vt_call_t *call, unsigned api);
+ * the allocation that reuses its address. linked: 1 for the exported
+ * wrapper, which only the program's own code reaches (a runtime's lookups
+ * get slot wrappers: vt_hand_out), 0 for a slot wrapper. A driver call
+ * inside a runtime call is folded into the runtime's event only through a
+ * slot wrapper; through the export it is a signal handler's own call
+ * (interrupting the runtime's body), and is recorded. */
+int vt_call_begin(vt_call_t *call, unsigned api, int linked);
 /* Completes the event with the result, captures the stack and publishes. */
 void vt_call_end(vt_call_t *call, uint32_t result);
 /* Starts the shim for a process that loads a ggml model without a CUDA
@@ -381,11 +386,13 @@ int vt_live_init(void);
 void vt_live_atfork_child(void);
 
 /* ---- hooks.c ---- */
-/* What a lookup (dlsym, cuGetProcAddress) hands the program for real, the
- * definition of entry point api it found: the wrapper that calls real
- * (vt_resolve_slot says which), or real itself, untraced, once every slot
- * of api is taken. */
-void *vt_hand_out(unsigned api, void *real);
+/* What a lookup (dlsym, cuGetProcAddress) from caller (a return address)
+ * hands the program for real, the definition of entry point api it found:
+ * the wrapper that calls real (vt_resolve_slot says which), or real
+ * itself, untraced, once every slot of api is taken. A runtime's lookups
+ * always get a slot wrapper, never the linked export: see
+ * vt_call_begin's linked. */
+void *vt_hand_out(unsigned api, void *real, const void *caller);
 
 /* ---- driver.c ----
  * The real driver on the shim's own account (device facts, samples), never
@@ -430,7 +437,9 @@ extern _Atomic(void *) vt_slot_fn[VT_API_COUNT][VT_SLOTS];
  * linked export (real is what every caller's linked call gets), or
  * VT_SLOT_NONE when every slot holds another definition (said once). */
 enum { VT_SLOT_LINKED = VT_SLOTS, VT_SLOT_NONE };
-unsigned vt_resolve_slot(unsigned api, void *real);
+unsigned vt_resolve_slot(unsigned api, void *real, int linked_ok);
+/* caller (a return address) lies in a CUDA runtime (libcudart*). */
+int vt_caller_is_runtime(const void *caller);
 /* The entry point a pointer cuGetProcAddress returned is (the driver's own
  * definition of it), VT_API_COUNT when none of the table's or the shim's
  * own. */

@@ -53,6 +53,9 @@
  *                   handler that makes a driver pair of its own (run with
  *                   VTSIM_SIGNAL_SAFE=1); prints the main pairs, and the
  *                   handler's pairs to stderr ("sigalloc handler pairs H")
+ *   sigrt N         sigalloc with runtime pairs (cudaMalloc/cudaFree) in
+ *                   the loop: the handler's driver pairs land inside the
+ *                   runtime's calls too ("sigrt handler pairs H")
  *   vfork N         N pairs, then vfork + exec of "runner", vfork +
  *                   _exit(7) and vfork + exec of a missing file, then N
  *                   pairs more; prints each child's status and the counts
@@ -688,9 +691,10 @@ static void on_alarm_alloc(int sig)
     errno = saved;
 }
 
-/* n allocation pairs while a 10 kHz timer's handler allocates too
- * (on_alarm_alloc); @return the pairs that succeeded. */
-static long pairs_under_alarm(long n)
+/* n allocation pairs (runtime ones when runtime is set) while a 10 kHz
+ * timer's handler allocates too (on_alarm_alloc); @return the pairs that
+ * succeeded. */
+static long pairs_under_alarm(long n, int runtime)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -703,7 +707,9 @@ static long pairs_under_alarm(long n)
     long ok = 0;
     for (long i = 0; i < n; i++) {
         CUdeviceptr d;
-        if (cuMemAlloc_v2(&d, 8192) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
+        void *p;
+        if (runtime ? cudaMalloc(&p, 8192) == cudaSuccess && cudaFree(p) == cudaSuccess
+                    : cuMemAlloc_v2(&d, 8192) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
             ok++;
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
@@ -711,15 +717,15 @@ static long pairs_under_alarm(long n)
     return ok;
 }
 
-static int mode_sigalloc(long n)
+static int mode_sigalloc(const char *mode, long n, int runtime)
 {
     void *warm;
     if (cudaMalloc(&warm, 4096) != cudaSuccess) /* context and shim up */
         die("cudaMalloc");
-    long ok = pairs_under_alarm(n);
+    long ok = pairs_under_alarm(n, runtime);
     cudaFree(warm);
-    printf("sigalloc pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
-    fprintf(stderr, "sigalloc handler pairs %ld\n", (long)handler_pairs);
+    printf("%s pairs=%ld of %ld handler fails=%ld\n", mode, ok, n, (long)handler_fails);
+    fprintf(stderr, "%s handler pairs %ld\n", mode, (long)handler_pairs);
     return ok != n || handler_fails;
 }
 
@@ -731,7 +737,7 @@ static int mode_sigstart(long n)
      * cuMemAlloc_v2 starts the shim, with the itimer running. */
     if (cudaSetDevice(0) != cudaSuccess)
         die("cudaSetDevice");
-    long ok = pairs_under_alarm(n);
+    long ok = pairs_under_alarm(n, 0);
     printf("sigstart pairs=%ld of %ld handler fails=%ld\n", ok, n, (long)handler_fails);
     fprintf(stderr, "sigstart handler pairs %ld\n", (long)handler_pairs);
     return ok != n || handler_fails;
@@ -1131,8 +1137,8 @@ int main(int argc, char **argv)
         return mode_churn(n, t > 0 ? t : 8);
     if (!strcmp(mode, "stdfds"))
         return mode_stdfds();
-    if (!strcmp(mode, "sigalloc"))
-        return mode_sigalloc(n);
+    if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt"))
+        return mode_sigalloc(mode, n, !strcmp(mode, "sigrt"));
     if (!strcmp(mode, "vfork"))
         return mode_vfork(argv[0], n);
     if (!strcmp(mode, "sigstart"))
