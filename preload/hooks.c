@@ -328,23 +328,24 @@ static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, s
 
 /* Context teardown. The context's device is the one current when the call
  * began (vt_call_begin asks for it before the call: afterwards the context
- * is gone); cuDevicePrimaryCtxReset names its device. */
+ * is gone); cuDevicePrimaryCtxReset names its device; a cuCtxDestroy whose
+ * freed memory lay on one device is charged there (vt_call_teardown). */
 static void describe_ctx_destroy(vt_event_t *ev, uint32_t r, CUcontext ctx)
 {
-    (void)r;
     ev->ptr = (uint64_t)(uintptr_t)ctx;
+    vt_call_teardown(ev, r);
 }
 
 static void describe_ctx_reset(vt_event_t *ev, uint32_t r, CUdevice dev)
 {
-    (void)r;
     if (dev >= 0 && dev < VT_MAX_DEVICES)
         ev->device = (int16_t)dev;
+    vt_call_teardown(ev, r);
 }
 
 static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)
 {
-    (void)ev, (void)r;
+    vt_call_teardown(ev, r);
 }
 
 /* CUDA arrays: the handle stands for the address, the descriptor gives the

@@ -606,7 +606,6 @@ enum {
     HOT_DEVICE_SPACE = 8,   /* device or managed memory: the event names a device */
     HOT_TRACK_BYTES = 16,   /* moves the device's tracked bytes (track_device_bytes) */
     HOT_POOLS = 32,         /* may name a pool to sample (track_pools) */
-    HOT_TEARDOWN = 64,      /* a context teardown (note_teardown) */
 };
 
 static int is_device_release_kind(unsigned kind)
@@ -635,8 +634,6 @@ static void init_api_flags(void)
         if (kind == VT_KIND_POOL_CREATE ||
             (kind == VT_KIND_ALLOC && (vt_api_allocates_from_pool(i) || is_current_pool_alloc(i))))
             hot |= HOT_POOLS;
-        if (kind == VT_KIND_CTX_RESET)
-            hot |= HOT_TEARDOWN;
         rec.api_hot[i] = (uint8_t)hot;
     }
 }
@@ -669,7 +666,7 @@ int vt_call_begin(vt_call_t *call, unsigned api, int linked)
     /* Folded into the enclosing cuda* call's event: the runtime reaches
      * the driver through slot wrappers only (vt_hand_out), so a linked
      * call here is a signal handler's own, interrupting the runtime's
-     * body, and is recorded (tests/t/78-fault-sigrt.t). */
+     * body, and is recorded (tests/t/78-fault-sigalloc.t). */
     if (vt_tls.runtime_depth && !info->runtime && !linked)
         return 0;
     if (!ensure_started())
@@ -760,12 +757,15 @@ static int driver_still_knows(uint64_t ptr)
 
 typedef struct teardown_mark {
     const vt_event_t *teardown;
+    uint64_t time_ns;
+    uint32_t tid;
 } teardown_mark_t;
 
 static void mark_other_context(uint64_t ptr, void *arg)
 {
-    const vt_event_t *ev = ((teardown_mark_t *)arg)->teardown;
-    push_shim_event_at(ev->time_ns, ev->api, ev->device, ptr, 0, 0, VT_EF_SAMPLE | VT_EF_OTHER_CONTEXT, ev->tid, 0);
+    const teardown_mark_t *m = arg;
+    push_shim_event_at(m->time_ns, m->teardown->api, m->teardown->device, ptr, 0, 0,
+                       VT_EF_SAMPLE | VT_EF_OTHER_CONTEXT, m->tid, 0);
 }
 
 /* A context teardown that succeeded freed what its context made, and only
@@ -776,10 +776,13 @@ static void mark_other_context(uint64_t ptr, void *arg)
  * VT_EF_OTHER_CONTEXT, for the reader to keep; the others leave the live
  * map. cuCtxDestroy names a context, not a device: when every pointer it
  * freed was on one device, that is the event's device (the current one
- * may be another). Off the hot path: only CTX_RESET entry points come
- * here. */
-static __attribute__((noinline, cold)) void note_teardown(vt_event_t *ev)
+ * may be another). Off the hot path: the CTX_RESET entry points' describe
+ * helpers call it (hooks.c), between the real call and vt_call_end. */
+void vt_call_teardown(vt_event_t *ev, uint32_t result)
 {
+    if (result != 0)
+        return;
+    vt_tls.guard++;
     uint64_t freed[VT_MAX_DEVICES];
     vt_live_teardown(driver_still_knows, freed);
     int only = -1;
@@ -788,10 +791,10 @@ static __attribute__((noinline, cold)) void note_teardown(vt_event_t *ev)
             only = only == -1 ? d : -2;
     if (only >= 0)
         ev->device = (int16_t)only;
-    if (ev->device < 0)
-        return;
-    teardown_mark_t mark = { ev };
-    vt_live_each_pointer(ev->device, mark_other_context, &mark);
+    teardown_mark_t mark = { ev, vt_now_ns(), current_tid() };
+    if (ev->device >= 0)
+        vt_live_each_pointer(ev->device, mark_other_context, &mark);
+    vt_tls.guard--;
 }
 
 /* noinline keeps the frame layout fixed: the stack skips exactly this
@@ -825,8 +828,6 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         ev->device = (int16_t)vt_driver_current_device();
     if (!known)
         released_dev = ev->device;
-    if ((call->hot & HOT_TEARDOWN) && result == 0)
-        note_teardown(ev);
     if (ev->device >= 0 && !device_known(ev->device))
         capture_device(ev->device,
                        result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);

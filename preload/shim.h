@@ -120,6 +120,10 @@ typedef struct vt_call {
 int vt_call_begin(vt_call_t *call, unsigned api, int linked);
 /* Completes the event with the result, captures the stack and publishes. */
 void vt_call_end(vt_call_t *call, uint32_t result);
+/* A context teardown's describe step (after the real call, before
+ * vt_call_end): names the allocations of other contexts that survived it,
+ * and its device when it named a context (record.c). */
+void vt_call_teardown(vt_event_t *ev, uint32_t result);
 /* Starts the shim for a process that loads a ggml model without a CUDA
  * call (a runner whose CUDA backend did not load: ggml_buffers.c), so its
  * trace says it ran on the CPU. Returns 1 when the shim records. Not from
