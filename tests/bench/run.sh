@@ -8,6 +8,7 @@
 #   BENCH_REPS=N      repetitions of each hot-path run (default 5, quick 1)
 #   row 5 alone:      sh tests/bench/llama-load.sh [ROUNDS] (see its header)
 #   row 6 alone:      python3 tests/bench/scrape.py build/vramtrace build/bench/gentrace N [REPS]
+#   row 7 alone:      sh tests/bench/ggml-hooks.sh [ROUNDS]
 #
 # Run from the repository root after `make`; needs nothing from the network.
 # heaptrack is the anchor of rows 1 and 3; without it those columns say how
@@ -331,6 +332,13 @@ SREPS=$([ "$QUICK" = 1 ] && echo 1 || echo 5)
 echo
 echo "6. SERVE SCRAPE ($SCRAPEN traces, one growing; wall ms from the client, medians of $SREPS)"
 python3 tests/bench/scrape.py "$VT" "$GEN" "$SCRAPEN" "$SREPS" || echo "serve scrape failed" >>"$T/errors"
+
+# ---- 7. ggml's buffer hooks ----------------------------------------------------
+# tests/bench/ggml-hooks.sh, which runs alone too: see its header.
+GREPS=$([ "$QUICK" = 1 ] && echo 1 || echo 7)
+echo
+echo "7. GGML HOOKS (real libggml-base.so; $GREPS rounds, untraced and traced interleaved; medians)"
+B=$B sh tests/bench/ggml-hooks.sh "$GREPS" || echo "ggml hooks bench failed" >>"$T/errors"
 
 if [ -s "$T/errors" ]; then
     echo

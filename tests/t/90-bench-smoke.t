@@ -9,7 +9,7 @@ fi
 out=$(BENCH_QUICK=1 BENCH_EVENTS=50000 sh tests/bench/run.sh 2>&1)
 rc=$?
 is "$rc" 0 "bench quick mode runs cleanly"
-for section in "1. HOT PATH" "2. NO CUDA" "3. TRACE SIZE" "4. ANALYZER" "6. SERVE SCRAPE"; do
+for section in "1. HOT PATH" "2. NO CUDA" "3. TRACE SIZE" "4. ANALYZER" "6. SERVE SCRAPE" "7. GGML HOOKS"; do
     if echo "$out" | grep -q "^$section"; then ok "table has section $section"; else nok "table has section $section"; fi
 done
 for row in "cuMemAlloc_v2/cuMemFree_v2" "cudaMalloc/cudaFree" "VRAMTRACE_DEPTH=0" "8-thread / 1-thread" \
@@ -29,6 +29,13 @@ is "$(echo "$out" | awk '/one trace grew/ { print $(NF-2) }' | tr '\n' ' ')" "1 
 # The no-CUDA guarantees are exact, so they are checked even here.
 if echo "$out" | grep -q "files written (all runs) *0 "; then ok "no CUDA: no file written"; else nok "no CUDA: no file written"; fi
 if echo "$out" | grep -q "threads started *0 "; then ok "no CUDA: no thread started"; else nok "no CUDA: no thread started"; fi
+# Row 7 needs the real libggml-base.so that 63-llama-real.t installs; it
+# says when it skips.
+if echo "$out" | grep -q "a buffer (1 tensor: 4 records) *[0-9]* ns" || echo "$out" | grep -q "skipped: no libggml-base.so"; then
+    ok "row: ggml hooks (or its skip)"
+else
+    nok "row: ggml hooks (or its skip)"
+fi
 echo "$out" | grep -q "^errors:" && echo "$out" | sed 's/^/# /'
 
 # gentrace -z draws stacks with Zipf weights (docs/CHANGELOG.md,
