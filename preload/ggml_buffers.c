@@ -255,6 +255,14 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
 
 /* A GGML_BUFFER record for buffer; 0 when none was queued (a getter
  * missing, a size of 0, or a multi-buffer when allow_multi is 0). */
+/* A load queues its records faster than the writer looks when it makes
+ * few CUDA calls: a quarter-full queue wakes it. */
+static void queue_note(const vt_ggml_note_t *n)
+{
+    if (vt_ggml_queue(n))
+        vt_writer_wake();
+}
+
 static int note_buffer(void *buffer, int usage, const void *real, int allow_multi)
 {
     ggml_copy_t *c = copy_of(real);
@@ -278,7 +286,7 @@ static int note_buffer(void *buffer, int usage, const void *real, int allow_mult
     predicate_fn is_host = (predicate_fn)copy_symbol(&c->is_host, "ggml_backend_buffer_is_host", c);
     n.host = is_host ? (is_host(buffer) ? 2 : 1) : 0;
     copy_name(n.name, name_of(buffer));
-    vt_ggml_queue(&n);
+    queue_note(&n);
     return 1;
 }
 
@@ -298,7 +306,7 @@ static void note_tensor(void *buffer, void *tensor, const void *real)
     if (!n.addr || !n.size)
         return;
     copy_name(n.name, name_of(tensor));
-    vt_ggml_queue(&n);
+    queue_note(&n);
 }
 
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage)
@@ -456,7 +464,7 @@ VT_EXPORT void ggml_backend_buffer_free(void *buffer)
     }
     if (buffer && recording_allowed()) {
         vt_ggml_note_t n = { .type = VT_REC_GGML_FREE, .time_ns = vt_now_ns(), .buffer = (uintptr_t)buffer };
-        vt_ggml_queue(&n);
+        queue_note(&n);
     }
     fn(buffer);
 }

@@ -494,8 +494,10 @@ typedef struct vt_ggml_note {
     uint64_t size;     /* bytes */
     char name[VT_GGML_NAME_LEN];  /* the buffer's or the tensor's, NUL-terminated */
 } vt_ggml_note_t;
-/* Queues one record (copied); any thread, before or after start-up. */
-void vt_ggml_queue(const vt_ggml_note_t *note);
+/* Queues one record (copied); any thread, before or after start-up.
+ * Returns 1 when this record filled the queue to a quarter: the writer
+ * should drain it now (vt_writer_wake) rather than at its next look. */
+int vt_ggml_queue(const vt_ggml_note_t *note);
 /* Writer side: the pending records, through emit. */
 void vt_ggml_records(vt_emit_fn emit);
 /* This thread's open ranges as pseudo ips, innermost first. */
@@ -528,6 +530,12 @@ void vt_writer_stop(void);
  * waiting at most timeout_ms for it; 0 when it did. No-op (-1) on the
  * writer thread itself or when no writer runs. */
 int vt_writer_sync(unsigned timeout_ms);
+/* Asks the writer thread to drain now, without waiting for it and without
+ * blocking: the writer looks at the ring as often as CUDA's events need,
+ * so a burst of ggml records with few CUDA calls would otherwise wait up
+ * to VRAMTRACE_FLUSH_MS and overflow their queue. A no-op when no writer
+ * runs. Not from a signal handler. */
+void vt_writer_wake(void);
 void vt_writer_atfork_prepare(void);
 void vt_writer_atfork_parent(void);
 void vt_writer_atfork_child(void);

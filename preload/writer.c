@@ -156,6 +156,8 @@ typedef struct writer {
     pid_t pid;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
+    /* vt_writer_wake's request: drain at once instead of waiting. */
+    _Atomic int wake_asked;
     int stopping;
     /* vt_writer_sync's requests, under wake_lock: the thread drains once
      * more whenever sync_done < sync_asked, and says so on sync_cond.
@@ -801,7 +803,7 @@ static void *writer_main(void *arg)
     writer.accepting = 1;
     pthread_cond_broadcast(&writer.sync_cond); /* a sync may be waiting for us to start */
     while (!writer.stopping) {
-        if (writer.sync_done == writer.sync_asked) {
+        if (writer.sync_done == writer.sync_asked && !atomic_exchange(&writer.wake_asked, 0)) {
             uint64_t now = vt_now_ns();
             uint64_t until_flush_ms = next_flush > now ? (next_flush - now + 999999) / 1000000 : 0;
             struct timespec ts = deadline_in(CLOCK_MONOTONIC, look_ms < until_flush_ms ? look_ms : until_flush_ms);
@@ -840,6 +842,21 @@ static void *writer_main(void *arg)
     finish_trace();
     pthread_mutex_unlock(&writer.work_lock);
     return NULL;
+}
+
+/* The request is a flag the thread reads under wake_lock before it
+ * waits; the signal is sent only when the lock is free at once, so the
+ * caller (ggml's load path) never waits on the writer. When the lock is
+ * busy the thread is between waits and reads the flag before its next
+ * one, or has just read it: then the wake comes at its next look. */
+void vt_writer_wake(void)
+{
+    atomic_store(&writer.wake_asked, 1);
+    if (pthread_mutex_trylock(&writer.wake_lock) == 0) {
+        if (writer.accepting)
+            pthread_cond_signal(&writer.wake_cond);
+        pthread_mutex_unlock(&writer.wake_lock);
+    }
 }
 
 /* ---- start and stop ---- */
