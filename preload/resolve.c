@@ -460,28 +460,65 @@ unsigned vt_resolve_procaddr(void *fn)
 
 /* ---- dlsym ---- */
 
-/* The file name of the object holding caller, without its directory;
- * NULL when unknown. */
-static const char *caller_file(const void *caller)
+/* ---- who is looking up ---- */
+
+/* What a lookup's caller is: libcuda itself (its own lookups are never
+ * routed), a runtime (libcudart.so.13, or a vendored copy a wheel renamed,
+ * libcudart-1a2b3c4d.so.11.0, as find_other_runtime tells them: it gets
+ * slot wrappers), or anything else. */
+enum { CALLER_OTHER, CALLER_DRIVER, CALLER_RUNTIME };
+
+typedef struct caller_span {
+    uintptr_t where, lo, hi;
+    int kind;
+} caller_span_t;
+
+/* A dl_iterate_phdr callback: the loaded span and the kind of the object
+ * holding where. Under the loader's lock: calls nothing that takes it. */
+static int find_caller(struct dl_phdr_info *info, size_t size, void *data)
 {
-    Dl_info info;
-    if (!caller || !dladdr(caller, &info) || !info.dli_fname)
-        return NULL;
-    return base_name(info.dli_fname);
+    (void)size;
+    caller_span_t *s = data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if (s->where < lo || s->where >= hi)
+        return 0;
+    const char *base = base_name(info->dlpi_name ? info->dlpi_name : "");
+    s->lo = lo, s->hi = hi;
+    s->kind = !strncmp(base, "libcuda.so", 10) ? CALLER_DRIVER : strstr(base, "cudart") ? CALLER_RUNTIME : CALLER_OTHER;
+    return 1;
 }
 
-static int caller_is_driver(void *caller)
+/* A runtime asks for hundreds of entry points from one library, and
+ * dladdr costs about 3 us a call (it looks for the nearest symbol): the
+ * last caller's library, its span and kind, is kept per thread until a
+ * library is unloaded. */
+static int caller_kind(const void *caller)
 {
-    const char *base = caller_file(caller);
-    return base && strncmp(base, "libcuda.so", 10) == 0;
+    static __thread uintptr_t last_lo, last_hi;
+    static __thread unsigned last_gen;
+    static __thread int last_kind;
+    uintptr_t p = (uintptr_t)caller;
+    unsigned gen = atomic_load_explicit(&vt_unload_gen, memory_order_acquire);
+    if (p >= last_lo && p < last_hi && gen == last_gen)
+        return last_kind;
+    caller_span_t s = { p, 0, 0, CALLER_OTHER };
+    if (!p || !vt_dl_iterate_phdr(find_caller, &s))
+        return CALLER_OTHER;
+    last_lo = s.lo, last_hi = s.hi, last_gen = gen, last_kind = s.kind;
+    return s.kind;
 }
 
-/* libcudart.so.13, and the vendored copies wheels rename
- * (libcudart-1a2b3c4d.so.11.0), as find_other_runtime tells them. */
 int vt_caller_is_runtime(const void *caller)
 {
-    const char *base = caller_file(caller);
-    return base && strstr(base, "cudart") != NULL;
+    return caller_kind(caller) == CALLER_RUNTIME;
 }
 
 /* Not instrumented: ASan and TSan call dlsym(RTLD_NEXT) while setting
@@ -496,7 +533,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int vt_resolve_dl
     if (handle == RTLD_NEXT || !name || name[0] != 'c' || name[1] != 'u')
         return VT_LOOKUP_FORWARD;
     *api = api_by_name(name);
-    if (*api == VT_API_COUNT || vt_tls.guard || caller_is_driver(caller))
+    if (*api == VT_API_COUNT || vt_tls.guard || caller_kind(caller) == CALLER_DRIVER)
         return VT_LOOKUP_FORWARD;
     /* The linked answer first: a lookup that finds the same gets the
      * linked wrapper, as the program's own references do. */
