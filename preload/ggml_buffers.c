@@ -253,8 +253,6 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
     out[n] = 0;
 }
 
-/* A GGML_BUFFER record for buffer; 0 when none was queued (a getter
- * missing, a size of 0, or a multi-buffer when allow_multi is 0). */
 /* A load queues its records faster than the writer looks when it makes
  * few CUDA calls: a quarter-full queue wakes it. */
 static void queue_note(const vt_ggml_note_t *n)
@@ -263,6 +261,8 @@ static void queue_note(const vt_ggml_note_t *n)
         vt_writer_wake();
 }
 
+/* A GGML_BUFFER record for buffer; 0 when none was queued (a getter
+ * missing, a size of 0, or a multi-buffer when allow_multi is 0). */
 static int note_buffer(void *buffer, int usage, const void *real, int allow_multi)
 {
     ggml_copy_t *c = copy_of(real);

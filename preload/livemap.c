@@ -125,14 +125,13 @@ int64_t vt_live_remove(uint64_t key, int *device)
     return -1;
 }
 
-/* A context teardown, after the driver returned: every pointer the driver
- * no longer knows was freed by it and leaves the table; the pointers on
- * `device` it still knows (another context's) are passed to kept. Walks
- * the whole table (6 MiB) and asks the driver once per live pointer: a
- * teardown is rare, and the hot path pays nothing for it. A pointer the
- * driver gave back to another thread meanwhile is still known, and is
- * kept: that thread's allocation holds it. Returns the number of pointers
- * freed on each device in freed[]. */
+/* A context teardown, after the driver returned: every live pointer
+ * (not handle) still_known says the driver no longer knows was freed by
+ * it and leaves the table; freed[] gets how many on each device. Walks
+ * the whole table (6 MiB) and asks once per live pointer: a teardown is
+ * rare, and the hot path pays nothing for it. A pointer the driver gave
+ * back to another thread meanwhile is still known, and is kept: that
+ * thread's allocation holds it. */
 void vt_live_teardown(int (*still_known)(uint64_t ptr), uint64_t freed[VT_MAX_DEVICES])
 {
     live_slot_t *slots = live.slots;
