@@ -11,6 +11,20 @@ MiB=1048576
 # publish NEW NAME: NEW becomes $CACHE/NAME unless another run got there first.
 publish() { mv -T "$1" "$CACHE/$2" 2>/dev/null || rm -rf "$1"; }
 
+# install_shipped PACKAGE@VERSION...: npm installs them, as published, into
+# $CACHE/shipped; without npm's registry the suite skips, saying why (the
+# first package names the install in the message).
+install_shipped() {
+    mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
+    if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund --no-save "$@") \
+            >"$CACHE/npm.log" 2>&1; then
+        rm -rf "$NEW"
+        echo "1..0 # SKIP npm install $1 failed (registry unreachable?): see $CACHE/npm.log"
+        exit 0
+    fi
+    publish "$NEW" shipped
+}
+
 # zero_model: TMP (removed at exit) and MODEL, the 4-block all-zero GGUF
 # every scenario loads (tests/llama/make_gguf.py).
 zero_model() {

@@ -24,15 +24,7 @@ ADDON=@fugood/node-llama-linux-x64-cuda/index.node
 
 . tests/llama/lib.sh
 if [ ! -e "$CACHE/shipped/node_modules/$ADDON" ]; then
-    mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
-    if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
-            --no-save @fugood/llama.node@$VERSION @fugood/node-llama-linux-x64-cuda@$VERSION) \
-            >"$CACHE/npm.log" 2>&1; then
-        rm -rf "$NEW"
-        echo "1..0 # SKIP npm install @fugood/llama.node@$VERSION failed (registry unreachable?): see $CACHE/npm.log"
-        exit 0
-    fi
-    publish "$NEW" shipped
+    install_shipped @fugood/llama.node@$VERSION @fugood/node-llama-linux-x64-cuda@$VERSION
 fi
 if [ ! -e "$CACHE/stripped/node_modules/$ADDON" ]; then
     # The addon stripped, and llama.node copied beside it: node resolves a

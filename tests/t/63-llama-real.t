@@ -22,15 +22,7 @@ BINS=@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
 
 . tests/llama/lib.sh
 if [ ! -e "$SHIPPED/$BINS/libggml-cuda.so" ]; then
-    mkdir -p "$CACHE" && NEW=$(mktemp -d "$CACHE/shipped.XXXXXX") || exit 1
-    if ! (cd "$NEW" && timeout 600 npm install --ignore-scripts --no-audit --no-fund \
-            --no-save node-llama-cpp@$VERSION @node-llama-cpp/linux-x64-cuda@$VERSION) \
-            >"$CACHE/npm.log" 2>&1; then
-        rm -rf "$NEW"
-        echo "1..0 # SKIP npm install node-llama-cpp@$VERSION failed (registry unreachable?): see $CACHE/npm.log"
-        exit 0
-    fi
-    publish "$NEW" shipped
+    install_shipped node-llama-cpp@$VERSION @node-llama-cpp/linux-x64-cuda@$VERSION
 fi
 if [ ! -e "$STRIPPED/$BINS/libggml-cuda.so" ]; then
     # Only the two packages that hold code llama.cpp runs are copied; the
