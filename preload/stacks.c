@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -47,6 +48,16 @@ typedef struct node {
 #define MEMO_SLAB 16 /* walk memos mapped at a time (memo_acquire) */
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
+/* libunwind's step API, for stacks its backtrace cache can no longer walk
+ * (libunwind_backtrace). The cursor is UNW_TDEP_CURSOR_LEN (127) words on
+ * x86-64 in every release; the context is a ucontext_t there. */
+typedef int (*unw_getcontext_fn)(ucontext_t *uc);
+typedef int (*unw_init_local_fn)(void *cursor, ucontext_t *uc);
+typedef int (*unw_step_fn)(void *cursor);
+typedef int (*unw_get_reg_fn)(void *cursor, int reg, uint64_t *value);
+typedef void (*unw_flush_cache_fn)(void *as, uint64_t lo, uint64_t hi);
+#define UNW_CURSOR_WORDS 127
+#define UNW_X86_64_RIP 16
 
 /* Everything this file keeps process-wide, in one struct so that what fork
  * does to each field is decided in one place (vt_stacks_atfork_child): a
@@ -67,6 +78,16 @@ typedef struct stacks {
     pthread_mutex_t insert_lock;
 
     unw_backtrace_fn unw_backtrace_ptr;
+    /* Set only when all of them were found in libunwind, with its address
+     * space (the flush's argument). */
+    unw_getcontext_fn unw_getcontext_ptr;
+    unw_init_local_fn unw_init_local_ptr;
+    unw_step_fn unw_step_ptr;
+    unw_get_reg_fn unw_get_reg_ptr;
+    unw_flush_cache_fn unw_flush_cache_ptr;
+    void *unw_as;
+    /* The loader's unload count when libunwind's caches were last flushed. */
+    _Atomic unsigned long long unw_flushed_subs;
     /* Stacks wanted libunwind and it could not be loaded. */
     int libunwind_missing;
     _Atomic int warned_libunwind;
@@ -151,6 +172,25 @@ static int drop_own_frames(uint64_t *frames, int n)
     return k;
 }
 
+/* The step API, kept only when every part of it is there. */
+static void find_unw_step(void *h, void **as)
+{
+    unw_getcontext_fn getcontext_fn = (unw_getcontext_fn)vt_real_dlsym(h, "_Ux86_64_getcontext");
+    unw_init_local_fn init_local = (unw_init_local_fn)vt_real_dlsym(h, "_ULx86_64_init_local");
+    unw_step_fn step = (unw_step_fn)vt_real_dlsym(h, "_ULx86_64_step");
+    unw_get_reg_fn get_reg = (unw_get_reg_fn)vt_real_dlsym(h, "_ULx86_64_get_reg");
+    unw_flush_cache_fn flush = (unw_flush_cache_fn)vt_real_dlsym(h, "_Ux86_64_flush_cache");
+    if (!getcontext_fn || !init_local || !step || !get_reg || !flush || !as || !*as)
+        return;
+    stacks.unw_getcontext_ptr = getcontext_fn;
+    stacks.unw_init_local_ptr = init_local;
+    stacks.unw_step_ptr = step;
+    stacks.unw_get_reg_ptr = get_reg;
+    stacks.unw_flush_cache_ptr = flush;
+    stacks.unw_as = *as;
+    atomic_store_explicit(&stacks.unw_flushed_subs, vt_cfi_module_subs(), memory_order_relaxed);
+}
+
 int vt_stacks_init(void)
 {
     if (!shim_text.hi) {
@@ -186,6 +226,7 @@ int vt_stacks_init(void)
             void **as = (void **)vt_real_dlsym(h, "_ULx86_64_local_addr_space");
             if (set_policy && as && *as)
                 set_policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
+            find_unw_step(h, as);
             stacks.unw_backtrace_ptr = fn;
             /* libunwind opens its memory-validation pipe on its first
              * unwind: here, while record.c holds any closed fd 0-2. */
@@ -241,6 +282,13 @@ void vt_stacks_atfork_child(void)
     /*  - The unwinders found at init: the libraries stay loaded, and what
      *    could not be loaded was said once already. */
     stacks.unw_backtrace_ptr = parent.unw_backtrace_ptr;
+    stacks.unw_getcontext_ptr = parent.unw_getcontext_ptr;
+    stacks.unw_init_local_ptr = parent.unw_init_local_ptr;
+    stacks.unw_step_ptr = parent.unw_step_ptr;
+    stacks.unw_get_reg_ptr = parent.unw_get_reg_ptr;
+    stacks.unw_flush_cache_ptr = parent.unw_flush_cache_ptr;
+    stacks.unw_as = parent.unw_as;
+    stacks.unw_flushed_subs = parent.unw_flushed_subs;
     stacks.libunwind_missing = parent.libunwind_missing;
     stacks.warned_libunwind = parent.warned_libunwind;
     stacks.libc_stack_end = parent.libc_stack_end;
@@ -472,6 +520,17 @@ static __attribute__((noinline, cold)) walk_memo_t *memo_acquire(void)
     return m;
 }
 
+/* A module went away: every cached rule may now describe the wrong code.
+ * Old-generation slots are reused by later inserts. */
+static void rules_saw_subs(unsigned long long subs)
+{
+    unsigned long long old = atomic_load_explicit(&stacks.rules_subs, memory_order_relaxed);
+    if (subs == old || !atomic_compare_exchange_strong(&stacks.rules_subs, &old, subs))
+        return;
+    uint64_t g = atomic_load_explicit(&stacks.rules_gen, memory_order_relaxed);
+    atomic_compare_exchange_strong(&stacks.rules_gen, &g, g >= 0xffff ? 1 : g + 1);
+}
+
 #if defined(__x86_64__)
 /* ---- cached CFI unwinding (x86-64), the default ----
  * libunwind's unw_backtrace costs ~100 instructions a frame even with its
@@ -514,17 +573,6 @@ static void rules_init(void)
         return;
     atomic_store_explicit(&stacks.rules_subs, vt_cfi_module_subs(), memory_order_relaxed);
     stacks.rules = r;
-}
-
-/* A module went away: every cached rule may now describe the wrong code.
- * Old-generation slots are reused by later inserts. */
-static void rules_saw_subs(unsigned long long subs)
-{
-    unsigned long long old = atomic_load_explicit(&stacks.rules_subs, memory_order_relaxed);
-    if (subs == old || !atomic_compare_exchange_strong(&stacks.rules_subs, &old, subs))
-        return;
-    uint64_t g = atomic_load_explicit(&stacks.rules_gen, memory_order_relaxed);
-    atomic_compare_exchange_strong(&stacks.rules_gen, &g, g >= 0xffff ? 1 : g + 1);
 }
 
 static inline uint32_t rule_hash(uintptr_t ra)
@@ -700,14 +748,62 @@ void vt_stacks_unloaded(unsigned long long subs)
         next = e >= VT_IP_EPOCH_MAX ? 1 : e + 1;
     while (!atomic_compare_exchange_weak_explicit(&stacks.ip_epoch, &e, next, memory_order_relaxed,
                                                   memory_order_relaxed));
-#if defined(__x86_64__)
     /* Now rather than at a thread's next recheck: the next library may
-     * already be mapped over the old one's addresses. */
-    if (stacks.rules)
-        rules_saw_subs(subs);
-#else
-    (void)subs;
-#endif
+     * already be mapped over the old one's addresses. Without rules too
+     * (VRAMTRACE_UNWIND=fp): the count is what vt_stacks_subs tells the
+     * writer at the end, whose last naming would otherwise take the
+     * modules it knew before the unload for current. */
+    rules_saw_subs(subs);
+}
+
+/* libunwind's backtrace keeps, per thread, how to step each return
+ * address it has seen, keyed by the address alone, and nothing clears it
+ * when a library is unloaded (libunwind 1.6 to 1.8, src/x86_64/Gtrace.c).
+ * Code loaded where an unloaded library was is then stepped by the old
+ * code's rules: a frame of the old one's that used rbp as its frame
+ * pointer, over new code where rbp holds data, has libunwind read the
+ * return address through that data: SIGSEGV inside unw_backtrace (76-fault-
+ * api, "reload"). So a thread whose cache may predate an unload steps
+ * frame by frame, through the caches unw_flush_cache does clear, for the
+ * rest of its life: the backtrace cache cannot be emptied. */
+static __thread unsigned long long unw_trace_subs __attribute__((tls_model("initial-exec")));
+static __thread unsigned char unw_trace_used, unw_trace_stale __attribute__((tls_model("initial-exec")));
+
+static int unw_trace_is_stale(void)
+{
+    if (unw_trace_stale)
+        return 1;
+    unsigned long long subs = vt_cfi_module_subs();
+    if (!unw_trace_used) {
+        unw_trace_used = 1;
+        unw_trace_subs = subs;
+    }
+    if (subs == unw_trace_subs)
+        return 0;
+    unw_trace_stale = 1;
+    return 1;
+}
+
+/* Fills ips as unw_backtrace does from the same caller: ips[0] is the
+ * return address into it. The flush has libunwind's per-thread rule
+ * caches (kept by address too) emptied at their next use. */
+static __attribute__((noinline)) int unw_step_backtrace(uint64_t *ips, int want)
+{
+    unsigned long long subs = vt_cfi_module_subs();
+    unsigned long long flushed = atomic_load_explicit(&stacks.unw_flushed_subs, memory_order_relaxed);
+    if (flushed != subs &&
+        atomic_compare_exchange_strong_explicit(&stacks.unw_flushed_subs, &flushed, subs, memory_order_relaxed,
+                                                memory_order_relaxed))
+        stacks.unw_flush_cache_ptr(stacks.unw_as, 0, 0);
+    ucontext_t uc;
+    uint64_t cursor[UNW_CURSOR_WORDS] __attribute__((aligned(16)));
+    if (stacks.unw_getcontext_ptr(&uc) < 0 || stacks.unw_init_local_ptr(cursor, &uc) < 0)
+        return 0;
+    int n = 0;
+    uint64_t ip;
+    while (n < want && stacks.unw_step_ptr(cursor) > 0 && stacks.unw_get_reg_ptr(cursor, UNW_X86_64_RIP, &ip) >= 0)
+        ips[n++] = ip;
+    return n;
 }
 
 /* What the cached walk stands in for; libc's backtrace() when libunwind
@@ -717,7 +813,11 @@ static inline __attribute__((always_inline)) int libunwind_backtrace(uint64_t *i
 {
     /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
     vt_loader_enter();
-    int n = stacks.unw_backtrace_ptr ? stacks.unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
+    int n;
+    if (stacks.unw_step_ptr && unw_trace_is_stale())
+        n = unw_step_backtrace(ips, want);
+    else
+        n = stacks.unw_backtrace_ptr ? stacks.unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
     vt_loader_leave();
     return n;
 }

@@ -4,6 +4,8 @@
 #
 #   $(B)/tests/fault/faultprog         the host program (modes: see its header)
 #   $(B)/tests/fault/libfaultdl_{a,b}.so  libraries for the dlclose test
+#   $(B)/tests/fault/libfaultunw_{a,b}.so the reload test's pair: one return
+#                                      address, two frame layouts (x86-64)
 #   $(B)/tests/fault/libvtfault.so     write(2) fault injector (EINTR, short
 #                                      writes, ENOSPC mid-chunk)
 #   $(B)/tests/fault/faultprog-linked  faultprog with the shim as its first
@@ -33,7 +35,8 @@
 # one frame per level (the soak counts distinct stacks).
 
 FAULT := $(B)/tests/fault
-FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so $(FAULT)/libvtfault.so \
+FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so \
+	$(FAULT)/libfaultunw_a.so $(FAULT)/libfaultunw_b.so $(FAULT)/libvtfault.so \
 	$(FAULT)/libquota.so $(FAULT)/libowntag.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
 	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so
 TEST_BINS += $(FAULT_BINS)
@@ -54,6 +57,12 @@ $(FAULT)/libfaultdl_%.so: tests/fault/faultdl.c tests/fault/fault.mk $(SIM_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -fPIC -shared -fvisibility=hidden \
 	    -DFAULTDL_NAME=$* -DFAULTDL_SIZE="(7 * 1048576 + $(if $(filter a,$*),1,4097))" -o $@ $< \
+	    $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart
+
+$(FAULT)/libfaultunw_%.so: tests/fault/faultunw.S tests/fault/fault.mk $(SIM_LIBS)
+	@mkdir -p $(@D)
+	$(CC) -fPIC -shared $(if $(filter a,$*),-DFAULTUNW_A) -DFAULTUNW_FN=faultunw_$*_alloc \
+	    -DFAULTUNW_SIZE="$(if $(filter a,$*),5242880,6291456)" -o $@ $< \
 	    $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart
 
 $(FAULT)/libvtfault.so: tests/fault/vtfault.c tests/fault/fault.mk

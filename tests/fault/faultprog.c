@@ -32,6 +32,9 @@
  *                   allocates from DIR/libfaultdl_a.so, waits MS ms,
  *                   dlcloses it, then the same with libfaultdl_b.so (likely
  *                   loaded at the same address), which "keep" leaves loaded
+ *   reload DIR [MS] [keep]
+ *                   the same with libfaultunw_a.so and libfaultunw_b.so:
+ *                   one return address, two frame layouts
  *   busy T          T threads allocate and free forever (SIGKILL target);
  *                   prints "ready" after the first allocations
  *   soak N T        N events (alloc+free = 2) from T threads through about
@@ -431,23 +434,24 @@ static int mode_nov2_probe(void)
 
 /* ---- dlclose ---- */
 
-static int mode_dlclose(const char *dir, long pause_ms, int keep_b)
+/* STEM names the pair: libSTEM_a.so with STEM_a_alloc, then b. */
+static int mode_dlclose(const char *dir, const char *stem, long pause_ms, int keep_b)
 {
-    char path[4096];
-    const char *libs[] = { "libfaultdl_a.so", "libfaultdl_b.so" };
-    const char *fns[] = { "faultdl_a_alloc", "faultdl_b_alloc" };
+    char path[4096], lib[64], fn_name[64];
     for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, libs[i]);
+        snprintf(lib, sizeof lib, "lib%s_%c.so", stem, 'a' + i);
+        snprintf(fn_name, sizeof fn_name, "%s_%c_alloc", stem, 'a' + i);
+        snprintf(path, sizeof path, "%s/%s", dir, lib);
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!h)
             die(dlerror());
-        int (*fn)(void) = (int (*)(void))dlsym(h, fns[i]);
+        int (*fn)(void) = (int (*)(void))dlsym(h, fn_name);
         if (!fn)
             die("dlsym");
-        printf("%s=%d\n", fns[i], fn());
+        printf("%s=%d\n", fn_name, fn());
         Dl_info info;
         dladdr((void *)fn, &info);
-        fprintf(stderr, "%s at %p base %p\n", libs[i], (void *)fn, info.dli_fbase);
+        fprintf(stderr, "%s at %p base %p\n", lib, (void *)fn, info.dli_fbase);
         /* Long enough for the writer to name the frames while mapped. */
         struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000 };
         nanosleep(&ts, NULL);
@@ -1127,7 +1131,10 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "nov2-probe"))
         return mode_nov2_probe();
     if (!strcmp(mode, "dlclose"))
-        return mode_dlclose(argc > 2 ? argv[2] : ".", argc > 3 ? atol(argv[3]) : 0,
+        return mode_dlclose(argc > 2 ? argv[2] : ".", "faultdl", argc > 3 ? atol(argv[3]) : 0,
+                            argc > 4 && !strcmp(argv[4], "keep"));
+    if (!strcmp(mode, "reload"))
+        return mode_dlclose(argc > 2 ? argv[2] : ".", "faultunw", argc > 3 ? atol(argv[3]) : 0,
                             argc > 4 && !strcmp(argv[4], "keep"));
     if (!strcmp(mode, "busy"))
         return mode_busy(argc > 2 ? atoi(argv[2]) : 4);

@@ -3,7 +3,7 @@
 # unknown pointers and double frees, cuMemGetInfo_v2 with NULL outputs, a
 # driver that lacks an entry point, and allocations from a library that is
 # dlclosed (and another mapped in its place) before the writer names its
-# frames.
+# frames, or whose frames an unwinder has seen before (reload).
 . tests/t/lib.sh
 . tests/fault/lib.sh
 TMP=$(tmpdir)
@@ -92,5 +92,35 @@ for args in "0" "300" "0 keep" "300 keep"; do
     "$VT" report --json $D >$TMP/report.json 2>$TMP/report.err
     is "$(grep -o '"ip": *[0-9]*' $TMP/report.json | awk '{ v = $NF + 0 } v >= 2^48 { n++ } END { print n + 0 }')" 0 \
         "dlclose ($args): JSON report's ips are addresses"
+done
+# ---- reload: b, mapped where a was, returns from cudaMalloc at a's return
+# address with another frame layout (tests/fault/faultunw.S). libunwind's
+# backtrace cache, keyed by address, stepped b's frame by a's rules and read
+# through the data b keeps in rbp: SIGSEGV under VRAMTRACE_UNWIND=uncached
+# and check. Every unwinder must give b's own stack, and b's frames, still
+# mapped at exit, are named from b (not from the modules the shim knew
+# before the unload, as under VRAMTRACE_UNWIND=fp). ----
+RA=5242880 RB=6291456   # the sizes libfaultunw_a and libfaultunw_b allocate
+plain $TMP/plain $FP reload $L 0 keep
+for mode in libunwind uncached check fp; do
+    D=$TMP/reload-$mode; mkdir $D
+    export VRAMTRACE_UNWIND=$mode
+    shimmed $TMP/out $D $FP reload $L 0 keep
+    unset VRAMTRACE_UNWIND
+    unchanged $TMP/plain $TMP/out "reload ($mode): program unchanged, no crash"
+    same=$(awk '$4 == "base" { b[++n] = $5 } END { print (n == 2 && b[1] == b[2]) ? "yes" : "no" }' $TMP/out.err)
+    is "$same" yes "reload ($mode): b was mapped where a was (else this case tests nothing)"
+    "$VT" dump --stacks $D/*.vtrace >$TMP/dump 2>$TMP/dump.err
+    a0=$(stack_of $TMP/dump cudaMalloc $RA | head -1 | awk '{ print $3, $4 }')
+    b0=$(stack_of $TMP/dump cudaMalloc $RB | head -1 | awk '{ print $3, $4 }')
+    is "$a0" "faultunw_a_alloc ($L/libfaultunw_a.so)" "reload ($mode): a's frame #0 named in a"
+    is "$b0" "faultunw_b_alloc ($L/libfaultunw_b.so)" "reload ($mode): b's frame #0 named in b"
+    # b keeps no frame pointer: the frame-pointer walk ends at b's frame.
+    b1=$(stack_of $TMP/dump cudaMalloc $RB | sed -n 2p | awk '{ print $3 }')
+    is "$b1" "$([ $mode = fp ] && echo "" || echo mode_dlclose)" "reload ($mode): b's caller $([ $mode = fp ] && echo "not guessed" || echo "is faultprog's")"
+    if [ $mode = check ]; then
+        is "$(grep -c 'unwind check: pid' $TMP/out.err)" 0 "reload (check): the cached rules and libunwind agree on every stack"
+        is "$(grep -c 'unwind check summary: .* mismatches 0$' $TMP/out.err)" 1 "reload (check): summary counts no mismatch"
+    fi
 done
 done_testing
