@@ -298,10 +298,9 @@ static __attribute__((destructor)) void shim_exit(void)
 
 static void init_api_flags(void);
 
-/* Closed standard fds are held on /dev/null while the shim starts: what it,
- * and libunwind for good (its memory-validation pipe), open then must
- * never become the program's stdin, stdout or stderr (the program read
- * its own stdout back). Returns the fds held. */
+/* Closed standard fds are held on /dev/null while the shim starts: what it
+ * opens then must never become the program's stdin, stdout or stderr (the
+ * program read its own stdout back). Returns the fds held. */
 static unsigned hold_std_fds(void)
 {
     unsigned held = 0;

@@ -24,6 +24,7 @@
  *   elf_symtab.c an ELF file's symbols, for symbols.c
  * layer stacks: what a stack is made of
  *   stacks.c     unwinding and calling-context-tree interning
+ *   unwind_fds.c libunwind's memory checks kept out of the program's descriptors
  *   pyframes.c   CPython frames merged into stacks as pseudo frames
  *   ranges.c     annotation API and NVTX injection: range pseudo frames
  *   unwind_cfi.c the .eh_frame rules stacks.c caches
@@ -358,6 +359,13 @@ unsigned long long vt_stacks_subs(void);
 int vt_stacks_without_libunwind(void);
 void vt_stacks_atfork_child(void);
 
+/* ---- unwind_fds.c ---- */
+/* Points libunwind's (the library behind handle) pipe, read, write, close
+ * and syscall imports at functions that make and use no descriptor, before
+ * its first unwind. 1: it can no longer make a descriptor of its own; 0:
+ * it still can (not x86-64, or a layout not understood). */
+int vt_unwind_fds_redirect(void *handle);
+
 /* ---- unwind_cfi.c (x86-64) ---- */
 /* How to step from the frame that returns to an address to its caller,
  * packed in one word so a cache slot is two atomics: bits 0-1 the kind,
@@ -476,6 +484,9 @@ typedef void (*vt_emit_fn)(uint8_t type, const uint8_t *payload, size_t len);
 int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap);
 /* Writer side: the name of a pseudo ip, valid for the process's life. */
 const char *vt_pseudo_name(uint64_t ip);
+/* n bytes at src copied to dst without the risk of a fault: 0, or -1 where
+ * they cannot be read. Any thread; no lock, no allocation. */
+int vt_safe_read(void *dst, uintptr_t src, size_t n);
 const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);

@@ -88,8 +88,9 @@ typedef struct stacks {
     void *unw_as;
     /* The loader's unload count when libunwind's caches were last flushed. */
     _Atomic unsigned long long unw_flushed_subs;
-    /* Stacks wanted libunwind and it could not be loaded. */
-    int libunwind_missing;
+    /* Stacks wanted libunwind and it could not be loaded, or (unsafe) it
+     * was and its pipe could not be redirected (unwind_fds.c). */
+    int libunwind_missing, libunwind_unsafe;
     _Atomic int warned_libunwind;
     /* The loader's __libc_stack_end (the stack pointer at process entry),
      * looked up at init: naming it here would make the shim need ld.so. */
@@ -217,6 +218,14 @@ int vt_stacks_init(void)
         stacks.libc_stack_end = (void *const *)vt_real_dlsym(RTLD_DEFAULT, "__libc_stack_end");
     if (!stacks.unw_backtrace_ptr && vt_opt.depth > 0) {
         void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+#if defined(__x86_64__)
+        /* Before its first unwind, which would open its pipe. */
+        if (h && !vt_unwind_fds_redirect(h)) {
+            vt_real_dlclose(h);
+            h = NULL;
+            stacks.libunwind_unsafe = 1;
+        }
+#endif
         if (h) {
             unw_backtrace_fn fn = (unw_backtrace_fn)vt_real_dlsym(h, "unw_backtrace");
             /* Per-thread caching avoids the global lock libunwind takes
@@ -228,13 +237,13 @@ int vt_stacks_init(void)
                 set_policy(*as, 2 /* UNW_CACHE_PER_THREAD */);
             find_unw_step(h, as);
             stacks.unw_backtrace_ptr = fn;
-            /* libunwind opens its memory-validation pipe on its first
-             * unwind: here, while record.c holds any closed fd 0-2. */
+            /* The first unwind sets libunwind up (unwind_fds.c gave it a
+             * pipe without descriptors): here, not inside a hook. */
             /* Not under ThreadSanitizer: a libunwind per-thread cache made
              * this early crashed TSan's interceptor in libunwind's thread-exit
              * destructor (make tsan, faultprog pairs: SIGSEGV in
-             * __tsan::MutexPreLock); the pipe then comes with the first real
-             * unwind, as before. */
+             * __tsan::MutexPreLock); the set-up then comes with the first
+             * real unwind. */
             void *first[2];
             if (fn && !dlsym(RTLD_DEFAULT, "__tsan_init"))
                 fn(first, 2);
@@ -242,8 +251,12 @@ int vt_stacks_init(void)
         /* Frame pointers need no library. */
         if (!stacks.unw_backtrace_ptr && vt_opt.unwind != VT_UNWIND_FP) {
             stacks.libunwind_missing = 1;
-            vt_warn_once(&stacks.warned_libunwind, "libunwind.so.8 not found: frames the built-in unwinder cannot "
-                                            "follow go to glibc's backtrace()");
+            vt_warn_once(&stacks.warned_libunwind,
+                         stacks.libunwind_unsafe
+                             ? "libunwind.so.8 not used: its memory checks could not be kept off the program's "
+                               "descriptors; frames the built-in unwinder cannot follow go to glibc's backtrace()"
+                             : "libunwind.so.8 not found: frames the built-in unwinder cannot follow go to glibc's "
+                               "backtrace()");
             /* libc's own backtrace(), looked up in libc's scope: a
              * sanitizer in the program intercepts the global one, and its
              * frame would come first in every stack. */
@@ -290,6 +303,7 @@ void vt_stacks_atfork_child(void)
     stacks.unw_as = parent.unw_as;
     stacks.unw_flushed_subs = parent.unw_flushed_subs;
     stacks.libunwind_missing = parent.libunwind_missing;
+    stacks.libunwind_unsafe = parent.libunwind_unsafe;
     stacks.warned_libunwind = parent.warned_libunwind;
     stacks.libc_stack_end = parent.libc_stack_end;
     /*  - The memo slabs and key. The memos the parent's other threads held

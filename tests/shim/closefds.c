@@ -2,14 +2,16 @@
  * its first CUDA call, as daemons and sandboxes do, then writes its own
  * file while it keeps allocating.
  *
- *   closefds close_range|dup2 FILE N
+ *   closefds close_range|dup2|pipe FILE N
  *
  * close_range: close_range(3, ~0U) then opens FILE (it gets a freed low
  * number). dup2: opens FILE and dup2()s it over every descriptor from 3 to
- * the soft limit, so whatever the shim held now names FILE. Then N
- * cudaMalloc/cudaFree pairs, 1 ms apart every 1000, and "hello\n" written
- * to FILE. Prints "FILE has N bytes"; exits 0 when FILE holds exactly
- * "hello\n". */
+ * the soft limit, so whatever the shim held now names FILE. pipe: as
+ * close_range, but first makes a pipe of its own (the two lowest numbers)
+ * holding "hello\n". Then N cudaMalloc/cudaFree pairs, 1 ms apart every
+ * 1000, every other one made from a function without unwind information,
+ * and "hello\n" written to FILE. Prints "FILE has N bytes" (and "pipe has
+ * N bytes"); exits 0 when FILE, and the pipe, hold exactly "hello\n". */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,25 @@
 
 #include <cuda_runtime_api.h>
 
+/* A caller without unwind information (no FDE), as JIT code or hand-written
+ * assembly is: the shim's own unwinder leaves such a stack to libunwind,
+ * whose frame-pointer guess checks every address it reads. */
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl nocfi_malloc\n"
+        ".type nocfi_malloc, @function\n"
+        "nocfi_malloc:\n"
+        "    pushq %rbp\n"
+        "    movq %rsp, %rbp\n"
+        "    call cudaMalloc@PLT\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size nocfi_malloc, .-nocfi_malloc\n");
+cudaError_t nocfi_malloc(void **p, size_t size);
+#else
+#define nocfi_malloc cudaMalloc
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -28,9 +49,11 @@ int main(int argc, char **argv)
     void *p = NULL;
     if (cudaMalloc(&p, 1 << 20) != cudaSuccess || cudaFree(p) != cudaSuccess)
         return 2;
-    int own;
-    if (!strcmp(argv[1], "close_range")) {
+    int own, pipefd[2] = { -1, -1 };
+    if (!strcmp(argv[1], "close_range") || !strcmp(argv[1], "pipe")) {
         syscall(SYS_close_range, 3u, ~0u, 0u);
+        if (!strcmp(argv[1], "pipe") && (pipe2(pipefd, O_NONBLOCK) != 0 || write(pipefd[1], "hello\n", 6) != 6))
+            return 2;
         own = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
     } else {
         own = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -45,7 +68,7 @@ int main(int argc, char **argv)
         return 2;
     int n = atoi(argv[3]), failed = 0;
     for (int i = 0; i < n; i++) {
-        failed += cudaMalloc(&p, 4096) != cudaSuccess;
+        failed += (i % 2 ? nocfi_malloc(&p, 4096) : cudaMalloc(&p, 4096)) != cudaSuccess;
         failed += cudaFree(p) != cudaSuccess;
         if (i % 1000 == 999) {
             struct timespec ms = { 0, 20000000 };   /* let the writer flush */
@@ -61,5 +84,12 @@ int main(int argc, char **argv)
     if (f)
         fclose(f);
     printf("%s has %zu bytes\n", argv[2], got);
+    if (pipefd[0] >= 0) {
+        char piped[64] = "";
+        ssize_t in_pipe = read(pipefd[0], piped, sizeof piped);
+        printf("pipe has %zd bytes\n", in_pipe);
+        if (in_pipe != 6 || memcmp(piped, "hello\n", 6) != 0)
+            return 1;
+    }
     return failed || got != 6 || memcmp(buf, "hello\n", 6) != 0;
 }

@@ -5,22 +5,47 @@
 # trace must still hold every allocation: the writer thread has its own
 # descriptor table (preload/writer.c, own_fd_table). Under ASan's timing a
 # shared descriptor, checked and then written, once sent 64 trace bytes into
-# the program's file. tests/shim/closefds.c.
+# the program's file. Every other allocation comes from a function without
+# unwind information, whose stack libunwind unwinds checking each address:
+# its checks once went through a pipe in the program's table, and a program
+# that made its own pipe after close_range (closefds pipe) had a byte of it
+# eaten and one of stack memory added, and one that opened its file there
+# had the file closed under it (preload/unwind_fds.c). tests/shim/closefds.c.
 . tests/t/lib.sh
 P=$B/tests/shim/closefds
 [ -x "$P" ] || { echo "1..0 # SKIP $P not built (make test-bins)"; exit 0; }
 D=$(tmpdir)
 trap 'rm -rf "$D"' EXIT
-for how in close_range dup2; do
+for how in close_range dup2 pipe; do
     mkdir -p $D/$how
     out=$(VRAMTRACE_FLUSH_MS=5 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/$how LD_PRELOAD="$SHIM_PRELOAD" \
         "$P" $how $D/$how.own 4000 2>&1)
-    is "$? $out" "0 $D/$how.own has 6 bytes" "$how: the program's own file holds exactly what it wrote"
+    rc=$?
+    want="0 $D/$how.own has 6 bytes"
+    [ $how = pipe ] && want="$want
+pipe has 6 bytes"
+    is "$rc $out" "$want" "$how: the program's own file$([ $how = pipe ] && echo " and pipe hold" || echo " holds") exactly what it wrote"
     got=$("$VT" report --json $D/$how 2>/dev/null | python3 -c 'import json, sys
 p = json.load(sys.stdin)["processes"][0]
 print(p["trace"]["complete"], p["events"]["allocs"], p["events"]["frees"], p["events"]["dropped"])' 2>&1)
     is "$got" "True 4001 4001 0" "$how: the trace is complete with all 4001 allocations"
 done
+"$VT" dump --stacks $D/pipe/*.vtrace >$D/pipe.dump 2>/dev/null
+is "$(awk '/^event .*api=cudaMalloc .*size=4096 / && ++n == 2 { getline f0; getline f1; split(f0, a); split(f1, b); print a[3], b[3]; exit }' $D/pipe.dump)" \
+    "nocfi_malloc main" "pipe: a stack through the function without unwind information reaches main"
+# Nothing of the shim's in the program's table: the first CUDA call adds no
+# descriptor there (libunwind's pipe took two).
+newfds='
+import ctypes, os
+before = set(os.listdir("/proc/self/fd"))
+rt = ctypes.CDLL("libcudart.so.13")
+p = ctypes.c_void_p()
+rt.cudaMalloc(ctypes.byref(p), 1 << 20)
+print("new", sorted(set(os.listdir("/proc/self/fd")) - before, key=int))
+'
+mkdir -p $D/newfds
+LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/newfds LD_PRELOAD="$SHIM_PRELOAD" python3 -c "$newfds" >$D/newfds.out 2>&1
+is "$(cat $D/newfds.out)" "new []" "the first CUDA call opens no descriptor in the program's table"
 # The program's table never holds the trace: the writer thread has a table
 # of its own, with the trace and stderr only.
 fdlist='

@@ -1,0 +1,237 @@
+/* unwind_fds.c: libunwind kept out of the program's descriptors.
+ *
+ * While it steps frames, libunwind checks that each address is readable
+ * before reading it (every access in its default build, CONSERVATIVE_CHECKS;
+ * at least past a frame without unwind information) by writing one byte
+ * from it into a pipe of its own (1.6 to 1.8: x86_64/Ginit.c, then
+ * mi/Gaddress_validator.c). The pipe's two descriptors sit in the
+ * program's table, under numbers libunwind keeps for the process's life. A
+ * program that closes every descriptor above 2 and then opens its own
+ * files gets those numbers: libunwind's next check reads a byte of the
+ * program's pipe, or, finding the number no longer readable, closes it and
+ * the other "to reopen the pipe", and the program's next write goes to
+ * libunwind's pipe (tests/t/77-fault-fds.t, closefds pipe and close_range:
+ * a byte of the program's pipe eaten and one of stack memory added; the
+ * program's file closed under it).
+ *
+ * The shim loads libunwind itself, so it points libunwind's own imports of
+ * pipe2, pipe, read, write, close and syscall (its relocation slots, no
+ * one else's) at functions that give it a pipe with no descriptors:
+ * numbers above any a table can hold, on which read finds nothing, close
+ * succeeds, and a one-byte write from an address is a one-byte read of it
+ * that cannot fault (vt_safe_read: process_vm_readv on this process),
+ * which fails with EFAULT exactly where the write would. Every call on other descriptors
+ * and every other system call goes through unchanged.
+ *
+ * Contract: vt_unwind_fds_redirect(handle) patches the library behind
+ * handle before its first unwind; it returns 1 when libunwind can no
+ * longer make a descriptor of its own (its pipe imports are ours, or it
+ * imports none), 0 when it still can (the caller then does without it).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+/* Above fs.nr_open's ceiling (1 << 20 by default, 1 << 30 at most): no
+ * descriptor table holds these numbers, so a call the shim did not
+ * redirect fails with EBADF on them and touches nothing. */
+#define FAKE_READ_END 0x7ffffff0
+#define FAKE_WRITE_END 0x7ffffff1
+
+static int is_fake(long fd)
+{
+    return fd == FAKE_READ_END || fd == FAKE_WRITE_END;
+}
+
+/* The check the pipe write made: can one byte at addr be read? */
+static long check_readable(const void *addr)
+{
+    char byte;
+    if (vt_safe_read(&byte, (uintptr_t)addr, 1) == 0)
+        return 1;
+    errno = EFAULT;
+    return -1;
+}
+
+static int unw_pipe2(int fds[2], int flags)
+{
+    (void)flags;
+    fds[0] = FAKE_READ_END;
+    fds[1] = FAKE_WRITE_END;
+    return 0;
+}
+
+static int unw_pipe(int fds[2])
+{
+    return unw_pipe2(fds, 0);
+}
+
+/* libunwind drains the pipe before each check: empty, and open. */
+static ssize_t unw_read(int fd, void *buf, size_t count)
+{
+    if (!is_fake(fd))
+        return read(fd, buf, count);
+    errno = EAGAIN;
+    return -1;
+}
+
+static ssize_t unw_write(int fd, const void *buf, size_t count)
+{
+    if (fd != FAKE_WRITE_END)
+        return write(fd, buf, count);
+    return count ? check_readable(buf) : 0;
+}
+
+static int unw_close(int fd)
+{
+    return is_fake(fd) ? 0 : close(fd);
+}
+
+/* syscall(2) is variadic; on x86-64 its integer arguments travel in the
+ * same registers as fixed ones, so six are taken and passed on as they
+ * came. libunwind writes with syscall(SYS_write, ...) so that ASan does
+ * not see the read of an unchecked address. */
+static long unw_syscall(long number, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    if (number == SYS_write && a1 == FAKE_WRITE_END)
+        return a3 ? check_readable((const void *)a2) : 0;
+    return syscall(number, a1, a2, a3, a4, a5, a6);
+}
+
+typedef struct redirect {
+    const char *name;
+    void *to;
+    int done;
+} redirect_t;
+
+/* The pages the loader made read-only after relocation (RELRO, the whole
+ * GOT with -z now): those wholly inside PT_GNU_RELRO, as the loader rounds
+ * them (both ends down to a page). A slot there is made writable just for
+ * its store. found: the object was among the loaded ones. */
+typedef struct relro {
+    uintptr_t base, lo, hi;
+    int found;
+} relro_t;
+
+static int find_relro(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    relro_t *r = data;
+    if (info->dlpi_addr != r->base)
+        return 0;
+    uintptr_t page = (uintptr_t)getpagesize();
+    r->found = 1;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+            uintptr_t start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            r->lo = start & ~(page - 1);
+            r->hi = (start + info->dlpi_phdr[i].p_memsz) & ~(page - 1);
+        }
+    return 1;
+}
+
+static int store_slot(void **slot, void *fn, const relro_t *relro)
+{
+    uintptr_t page_size = (uintptr_t)getpagesize();
+    uintptr_t page = (uintptr_t)slot & ~(page_size - 1);
+    if (page < relro->lo || page >= relro->hi) {
+        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+        return 1;
+    }
+    if (mprotect((void *)page, page_size, PROT_READ | PROT_WRITE) != 0)
+        return 0;
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    mprotect((void *)page, page_size, PROT_READ);
+    return 1;
+}
+
+/* The loader relocates most d_ptr entries of a loaded object in place;
+ * where it has not (a read-only .dynamic), they are still offsets. */
+static uintptr_t dyn_ptr(const struct link_map *lm, ElfW(Addr) v)
+{
+    return v < lm->l_addr ? lm->l_addr + v : v;
+}
+
+static void patch_table(const struct link_map *lm, const ElfW(Rela) *rela, size_t bytes, const ElfW(Sym) *symtab,
+                        const char *strtab, size_t strsz, redirect_t *redirects, const relro_t *relro)
+{
+    for (size_t i = 0; i < bytes / sizeof *rela; i++) {
+        unsigned type = ELF64_R_TYPE(rela[i].r_info);
+        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+            continue;
+        const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rela[i].r_info)];
+        if (sym->st_name >= strsz)
+            continue;
+        const char *name = strtab + sym->st_name;
+        for (redirect_t *r = redirects; r->name; r++)
+            if (strcmp(name, r->name) == 0 &&
+                store_slot((void **)(lm->l_addr + rela[i].r_offset), r->to, relro))
+                r->done++;
+    }
+}
+
+int vt_unwind_fds_redirect(void *handle)
+{
+#if defined(__x86_64__)
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_ld)
+        return 0;
+    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    size_t pltrelsz = 0, relasz = 0, strsz = 0;
+    int plt_is_rela = 1;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(lm, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
+        case DT_PLTREL: plt_is_rela = d->d_un.d_val == DT_RELA; break;
+        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(lm, d->d_un.d_ptr); break;
+        case DT_RELASZ: relasz = d->d_un.d_val; break;
+        case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(lm, d->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = (const char *)dyn_ptr(lm, d->d_un.d_ptr); break;
+        case DT_STRSZ: strsz = d->d_un.d_val; break;
+        }
+    }
+    if (!symtab || !strtab || !plt_is_rela)
+        return 0;
+    redirect_t redirects[] = {
+        { "pipe2", (void *)unw_pipe2, 0 }, { "pipe", (void *)unw_pipe, 0 },
+        { "read", (void *)unw_read, 0 },   { "write", (void *)unw_write, 0 },
+        { "close", (void *)unw_close, 0 }, { "syscall", (void *)unw_syscall, 0 },
+        { NULL, NULL, 0 },
+    };
+    /* Which of the names libunwind imports at all: a slot left unpatched
+     * for a name it imports is a descriptor it can still make. */
+    int imported[2] = { 0, 0 };
+    const ElfW(Rela) *tables[2] = { jmprel, rela };
+    size_t sizes[2] = { jmprel ? pltrelsz : 0, rela ? relasz : 0 };
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizes[t] / sizeof(ElfW(Rela)); i++) {
+            const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(tables[t][i].r_info)];
+            if (sym->st_name < strsz && sym->st_shndx == SHN_UNDEF) {
+                const char *name = strtab + sym->st_name;
+                imported[0] |= strcmp(name, "pipe2") == 0;
+                imported[1] |= strcmp(name, "pipe") == 0;
+            }
+        }
+    relro_t relro = { lm->l_addr, 0, 0, 0 };
+    vt_dl_iterate_phdr(find_relro, &relro);
+    if (!relro.found)
+        return 0;
+    for (int t = 0; t < 2; t++)
+        if (tables[t])
+            patch_table(lm, tables[t], sizes[t], symtab, strtab, strsz, redirects, &relro);
+    return (!imported[0] || redirects[0].done) && (!imported[1] || redirects[1].done);
+#else
+    (void)handle;
+    return 0;
+#endif
+}
