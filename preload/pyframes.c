@@ -178,7 +178,7 @@ static int addr_ok(uintptr_t p, size_t n)
 /* A read that cannot fault: process_vm_readv on ourselves, or, where a
  * seccomp policy refuses it, a round trip through a pipe that lives only
  * for this call (write(2) returns EFAULT instead of faulting). */
-int vt_safe_read(void *dst, uintptr_t src, size_t n)
+static int safe_read(void *dst, uintptr_t src, size_t n)
 {
     if (!addr_ok(src, n))
         return -1;
@@ -207,7 +207,7 @@ int vt_safe_read(void *dst, uintptr_t src, size_t n)
 static inline int rd(int safe, void *dst, uintptr_t src, size_t n)
 {
     if (safe)
-        return vt_safe_read(dst, src, n);
+        return safe_read(dst, src, n);
     memcpy(dst, (const void *)src, n);
     return 0;
 }
@@ -234,8 +234,8 @@ static void read_str(uintptr_t obj, char *out, size_t cap)
     int64_t length = 0;
     uint32_t st = 0;
     strcpy(out, "?");
-    if (!ptr_ok(obj) || vt_safe_read(&type, obj + (uintptr_t)L.ob_type, 8) || type != unicode_type ||
-        vt_safe_read(&length, obj + (uintptr_t)L.str_length, 8) || vt_safe_read(&st, obj + (uintptr_t)L.str_state, 4))
+    if (!ptr_ok(obj) || safe_read(&type, obj + (uintptr_t)L.ob_type, 8) || type != unicode_type ||
+        safe_read(&length, obj + (uintptr_t)L.str_length, 8) || safe_read(&st, obj + (uintptr_t)L.str_state, 4))
         return;
     /* state bitfield, LSB first: interned:2 kind:3 compact:1 ascii:1
      * (Include/cpython/unicodeobject.h, unchanged 3.10-3.13). */
@@ -243,7 +243,7 @@ static void read_str(uintptr_t obj, char *out, size_t cap)
     if (kind != 1 || !compact || !ascii || length < 0)
         return;
     size_t len = (size_t)length < cap - 1 ? (size_t)length : cap - 1;
-    if (vt_safe_read(out, obj + (uintptr_t)L.ascii_data, len))
+    if (safe_read(out, obj + (uintptr_t)L.ascii_data, len))
         len = 0;
     out[len] = 0;
     for (size_t i = 0; i < len; i++)
@@ -311,14 +311,14 @@ static int line_of(uintptr_t code, int first, int lasti)
 {
     uintptr_t tbl = 0, type = 0;
     int64_t size = 0;
-    if (lasti < 0 || vt_safe_read(&tbl, code + (uintptr_t)L.co_linetable, 8) || !ptr_ok(tbl) ||
-        vt_safe_read(&type, tbl + (uintptr_t)L.ob_type, 8) || type != bytes_type ||
-        vt_safe_read(&size, tbl + (uintptr_t)L.ob_size, 8) || size < 0)
+    if (lasti < 0 || safe_read(&tbl, code + (uintptr_t)L.co_linetable, 8) || !ptr_ok(tbl) ||
+        safe_read(&type, tbl + (uintptr_t)L.ob_type, 8) || type != bytes_type ||
+        safe_read(&size, tbl + (uintptr_t)L.ob_size, 8) || size < 0)
         return -1;
     size_t n = (size_t)size < LINETABLE_MAX ? (size_t)size : LINETABLE_MAX;
     for (size_t off = 0; off < n; off += 4096) {
         size_t chunk = n - off < 4096 ? n - off : 4096;
-        if (vt_safe_read(linetable_buf + off, tbl + (uintptr_t)L.bytes_sval + off, chunk))
+        if (safe_read(linetable_buf + off, tbl + (uintptr_t)L.bytes_sval + off, chunk))
             return -1;
     }
     return L.minor == 10 ? line_310(linetable_buf, n, first, lasti * 2) : line_311(linetable_buf, n, first, lasti);
@@ -368,7 +368,7 @@ static uint32_t new_site(uintptr_t code, int32_t lasti, uintptr_t qual, uintptr_
          * replaced at this address: a new site takes the slot. */
         uint32_t n = atomic_load_explicit(&site_count, memory_order_relaxed) + 1;
         uintptr_t type = 0;
-        if (n >= SITE_CAP || vt_safe_read(&type, code + (uintptr_t)L.ob_type, 8) || type != code_type)
+        if (n >= SITE_CAP || safe_read(&type, code + (uintptr_t)L.ob_type, 8) || type != code_type)
             break;
         site_t *ns = &sites[n];
         ns->code = code;

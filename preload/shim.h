@@ -484,9 +484,6 @@ typedef void (*vt_emit_fn)(uint8_t type, const uint8_t *payload, size_t len);
 int vt_pseudo_merge(const uint64_t *ips, int n, uint64_t *out, int cap);
 /* Writer side: the name of a pseudo ip, valid for the process's life. */
 const char *vt_pseudo_name(uint64_t ip);
-/* n bytes at src copied to dst without the risk of a fault: 0, or -1 where
- * they cannot be read. Any thread; no lock, no allocation. */
-int vt_safe_read(void *dst, uintptr_t src, size_t n);
 const char *vt_range_name(uint32_t id);
 /* Writer side: pending NOTE and RANGE records, each through emit. */
 void vt_pseudo_records(vt_emit_fn emit);

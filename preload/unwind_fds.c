@@ -18,9 +18,9 @@
  * pipe2, pipe, read, write, close and syscall (its relocation slots, no
  * one else's) at functions that give it a pipe with no descriptors:
  * numbers above any a table can hold, on which read finds nothing, close
- * succeeds, and a one-byte write from an address is a one-byte read of it
- * that cannot fault (vt_safe_read: process_vm_readv on this process),
- * which fails with EFAULT exactly where the write would. Every call on other descriptors
+ * succeeds, and a one-byte write from an address is a check that the
+ * address can be read, which fails with EFAULT exactly where the write
+ * would (check_readable). Every call on other descriptors
  * and every other system call goes through unchanged.
  *
  * Contract: vt_unwind_fds_redirect(handle) patches the library behind
@@ -50,14 +50,26 @@ static int is_fake(long fd)
     return fd == FAKE_READ_END || fd == FAKE_WRITE_END;
 }
 
-/* The check the pipe write made: can one byte at addr be read? */
+/* The check the pipe write made, with no descriptor and nothing a seccomp
+ * policy refuses: rt_sigprocmask reads its new mask from user memory
+ * before it looks at how, so an invalid how makes it a pure read of the 8
+ * bytes at the address: EFAULT where they cannot be read, else EINVAL, and
+ * the mask is left as it was. The aligned word holding addr never crosses
+ * into another page, so it is readable exactly when the byte is. */
 static long check_readable(const void *addr)
 {
-    char byte;
-    if (vt_safe_read(&byte, (uintptr_t)addr, 1) == 0)
-        return 1;
-    errno = EFAULT;
-    return -1;
+    uintptr_t word = (uintptr_t)addr & ~(uintptr_t)7;
+    /* NULL would read as "no new mask" and succeed. */
+    if (!word) {
+        errno = EFAULT;
+        return -1;
+    }
+    int saved = errno;
+    long rc = syscall(SYS_rt_sigprocmask, -1, (void *)word, NULL, 8);
+    if (rc == -1 && errno == EFAULT)
+        return -1;
+    errno = saved;
+    return 1;
 }
 
 static int unw_pipe2(int fds[2], int flags)

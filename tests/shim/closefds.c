@@ -9,13 +9,15 @@
  * the soft limit, so whatever the shim held now names FILE. pipe: as
  * close_range, but first makes a pipe of its own (the two lowest numbers)
  * holding "hello\n". Then N cudaMalloc/cudaFree pairs, 1 ms apart every
- * 1000, every other one made from a function without unwind information,
+ * 1000, every other one made from a function without unwind information
+ * (every fourth from one that keeps an unreadable address in rbp),
  * and "hello\n" written to FILE. Prints "FILE has N bytes" (and "pipe has
  * N bytes"); exits 0 when FILE, and the pipe, hold exactly "hello\n". */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -23,9 +25,13 @@
 
 #include <cuda_runtime_api.h>
 
-/* A caller without unwind information (no FDE), as JIT code or hand-written
+/* Callers without unwind information (no FDE), as JIT code or hand-written
  * assembly is: the shim's own unwinder leaves such a stack to libunwind,
- * whose frame-pointer guess checks every address it reads. */
+ * whose frame-pointer guess checks every address it reads. The second
+ * keeps the address of a mapped page that cannot be read (a guard page's
+ * kind) in rbp, so the guess must find it unreadable rather than read it:
+ * past mincore, only the pipe check (unwind_fds.c's) can tell. */
+void *guard_page;
 #if defined(__x86_64__)
 __asm__(".text\n"
         ".globl nocfi_malloc\n"
@@ -36,18 +42,30 @@ __asm__(".text\n"
         "    call cudaMalloc@PLT\n"
         "    popq %rbp\n"
         "    ret\n"
-        ".size nocfi_malloc, .-nocfi_malloc\n");
+        ".size nocfi_malloc, .-nocfi_malloc\n"
+        ".globl nocfi_junk_malloc\n"
+        ".type nocfi_junk_malloc, @function\n"
+        "nocfi_junk_malloc:\n"
+        "    pushq %rbp\n"
+        "    movq guard_page(%rip), %rbp\n"
+        "    call cudaMalloc@PLT\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size nocfi_junk_malloc, .-nocfi_junk_malloc\n");
 cudaError_t nocfi_malloc(void **p, size_t size);
+cudaError_t nocfi_junk_malloc(void **p, size_t size);
 #else
 #define nocfi_malloc cudaMalloc
+#define nocfi_junk_malloc cudaMalloc
 #endif
 
 int main(int argc, char **argv)
 {
     if (argc < 4)
         return 2;
+    guard_page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     void *p = NULL;
-    if (cudaMalloc(&p, 1 << 20) != cudaSuccess || cudaFree(p) != cudaSuccess)
+    if (guard_page == MAP_FAILED || cudaMalloc(&p, 1 << 20) != cudaSuccess || cudaFree(p) != cudaSuccess)
         return 2;
     int own, pipefd[2] = { -1, -1 };
     if (!strcmp(argv[1], "close_range") || !strcmp(argv[1], "pipe")) {
@@ -68,7 +86,8 @@ int main(int argc, char **argv)
         return 2;
     int n = atoi(argv[3]), failed = 0;
     for (int i = 0; i < n; i++) {
-        failed += (i % 2 ? nocfi_malloc(&p, 4096) : cudaMalloc(&p, 4096)) != cudaSuccess;
+        cudaError_t rc = i % 4 == 1 ? nocfi_malloc(&p, 4096) : i % 4 == 3 ? nocfi_junk_malloc(&p, 4096) : cudaMalloc(&p, 4096);
+        failed += rc != cudaSuccess;
         failed += cudaFree(p) != cudaSuccess;
         if (i % 1000 == 999) {
             struct timespec ms = { 0, 20000000 };   /* let the writer flush */
