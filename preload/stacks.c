@@ -783,32 +783,35 @@ void vt_stacks_unloaded(unsigned long long subs)
 static __thread unsigned long long unw_trace_subs __attribute__((tls_model("initial-exec")));
 static __thread unsigned char unw_trace_used, unw_trace_stale __attribute__((tls_model("initial-exec")));
 
-static int unw_trace_is_stale(void)
+/* 1 when this thread must step: its backtrace cache may predate an
+ * unload. Then the caches unw_flush_cache does clear are flushed first if
+ * the loader has unloaded anything since the last flush. It walks the
+ * modules itself, so it is called outside vt_loader_enter's bracket,
+ * which must not nest. */
+static int unw_must_step(void)
 {
-    if (unw_trace_stale)
-        return 1;
     unsigned long long subs = vt_cfi_module_subs();
-    if (!unw_trace_used) {
-        unw_trace_used = 1;
-        unw_trace_subs = subs;
+    if (!unw_trace_stale) {
+        if (!unw_trace_used) {
+            unw_trace_used = 1;
+            unw_trace_subs = subs;
+        }
+        if (subs == unw_trace_subs)
+            return 0;
+        unw_trace_stale = 1;
     }
-    if (subs == unw_trace_subs)
-        return 0;
-    unw_trace_stale = 1;
-    return 1;
-}
-
-/* Fills ips as unw_backtrace does from the same caller: ips[0] is the
- * return address into it. The flush has libunwind's per-thread rule
- * caches (kept by address too) emptied at their next use. */
-static __attribute__((noinline)) int unw_step_backtrace(uint64_t *ips, int want)
-{
-    unsigned long long subs = vt_cfi_module_subs();
     unsigned long long flushed = atomic_load_explicit(&stacks.unw_flushed_subs, memory_order_relaxed);
     if (flushed != subs &&
         atomic_compare_exchange_strong_explicit(&stacks.unw_flushed_subs, &flushed, subs, memory_order_relaxed,
                                                 memory_order_relaxed))
         stacks.unw_flush_cache_ptr(stacks.unw_as, 0, 0);
+    return 1;
+}
+
+/* Fills ips as unw_backtrace does from the same caller: ips[0] is the
+ * return address into it. */
+static __attribute__((noinline)) int unw_step_backtrace(uint64_t *ips, int want)
+{
     ucontext_t uc;
     uint64_t cursor[UNW_CURSOR_WORDS] __attribute__((aligned(16)));
     if (stacks.unw_getcontext_ptr(&uc) < 0 || stacks.unw_init_local_ptr(cursor, &uc) < 0)
@@ -825,10 +828,11 @@ static __attribute__((noinline)) int unw_step_backtrace(uint64_t *ips, int want)
  * function's frame, as the cached walk's is, whatever the build's inlining. */
 static inline __attribute__((always_inline)) int libunwind_backtrace(uint64_t *ips, int want)
 {
+    int step = stacks.unw_step_ptr && unw_must_step();
     /* Both walk the modules with dl_iterate_phdr (loader_lock.c). */
     vt_loader_enter();
     int n;
-    if (stacks.unw_step_ptr && unw_trace_is_stale())
+    if (step)
         n = unw_step_backtrace(ips, want);
     else
         n = stacks.unw_backtrace_ptr ? stacks.unw_backtrace_ptr((void **)ips, want) : backtrace((void **)ips, want);
