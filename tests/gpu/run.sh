@@ -23,7 +23,8 @@
 #     without the shim.
 #
 # Environment: CUDA_HOME (nvcc, headers), NVCC, PYTHON (default python3),
-# VT_GPU_KEEP=1 keeps the work directory. VT_GPU_SIM=DIR runs parts 2, 3 and
+# VT_GPU_KEEP=1 keeps the work directory, VT_GPU_CHECK_RUNS=N runs the
+# PyTorch model under VRAMTRACE_UNWIND=check N times (default 1). VT_GPU_SIM=DIR runs parts 2, 3 and
 # 5 against a simulated driver in DIR (build/sim): a dry run of this script
 # on a machine without a GPU, nothing more.
 set -u
@@ -309,9 +310,21 @@ VRAMTRACE_UNWIND=check:$W/unwind-ep.log under_shim "$W/ep-check" "$W/entrypoints
 unwind_check "unwind cache vs libunwind, entry points" "$W/unwind-ep.log"
 if [ -z "$SIMDIR" ] && "$PY" -c 'import torch, transformers, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     mkdir -p "$W/model"
-    PYTHONPATH=$ROOT/examples/python VRAMTRACE_UNWIND=check:$W/unwind-torch.log \
-        timeout 600 env LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR="$W/torch-check" \
-        "$PY" tests/gpu/torch_llama.py "$W/model" "$W/torch-check.json" >"$W/torch-check.out" 2>&1
+    # VT_GPU_CHECK_RUNS=N runs it N times (a crash seen once in five runs
+    # needs several to show); every run's status is kept.
+    runs=${VT_GPU_CHECK_RUNS:-1} died=""
+    for i in $(seq 1 "$runs"); do
+        PYTHONPATH=$ROOT/examples/python VRAMTRACE_UNWIND=check:$W/unwind-torch.log \
+            timeout 600 env LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR="$W/torch-check" \
+            "$PY" tests/gpu/torch_llama.py "$W/model" "$W/torch-check.json" >"$W/torch-check.$i.out" 2>&1
+        rc=$?
+        [ $rc -ge 128 ] && died="$died run $i: signal $((rc - 128));"
+    done
+    if [ -z "$died" ]; then
+        ok "PyTorch under VRAMTRACE_UNWIND=check" "$runs run(s), none died"
+    else
+        bad "PyTorch under VRAMTRACE_UNWIND=check" "$runs run(s):$died output in $W/torch-check.*.out"
+    fi
     unwind_check "unwind cache vs libunwind, PyTorch" "$W/unwind-torch.log"
 else
     skip "unwind cache vs libunwind, PyTorch" "needs a real GPU and torch"
