@@ -1,8 +1,10 @@
-/* dl_hooks.c: the loader's entry points the shim wraps, dlsym and dlclose.
- * They sit above everything else in the shim: dlsym asks resolve.c what a
- * lookup found and hands the program a wrapper (hooks.c); dlclose has the
- * writer name what it captured in the library before it goes, and drops
- * what was found and unwound there once it went (resolve.c, stacks.c).
+/* dl_hooks.c: the loader's entry points the shim wraps, dlsym, dlopen and
+ * dlclose. They sit above everything else in the shim: dlsym asks
+ * resolve.c what a lookup found and hands the program a wrapper (hooks.c);
+ * dlopen has resolve.c drop the runtime answers kept as everyone's before
+ * anything loads; dlclose has the writer name what it captured in the
+ * library before it goes, and drops what was found and unwound there once
+ * it went (resolve.c, stacks.c).
  *
  * dlsym rules, learnt from other interposers' bug trackers:
  *  - The real dlsym comes from dlvsym (real_dl.c), since calling "dlsym"
@@ -19,9 +21,14 @@
  * dlclose is wrapped because frames are named after the fact, by address:
  * before a library goes, the writer names what was captured in it (waiting
  * a bounded time), and after one went, later captures get a new load epoch
- * so a library mapped at its addresses never shares its frames. dlopen is
- * not wrapped: that would make us the caller of every dlopen and break the
- * callers' RPATH/RUNPATH lookups.
+ * so a library mapped at its addresses never shares its frames.
+ *
+ * dlopen is wrapped for one thing only, done before the loader starts: a
+ * runtime it brings may be called by the constructors it runs, before any
+ * dlsym. glibc's dlopen searches the CALLER's RUNPATH and namespace, so the
+ * wrapper is a trampoline like dlsym's: it calls vt_dlopen_note and tail
+ * jumps into glibc's dlopen with the caller's return address in place
+ * (x86-64; elsewhere dlopen is not wrapped).
  */
 #include <dlfcn.h>
 
@@ -53,6 +60,50 @@ VT_EXPORT int dlclose(void *handle)
     }
     return rc;
 }
+
+/* ---- dlopen ---- */
+
+/* Called by the trampoline before every dlopen. RTLD_NOLOAD loads nothing
+ * (the shim's own lookups are such). Not instrumented: the sanitizers'
+ * dlopen interceptors may reach it before their shadow memory exists. */
+__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_dlopen_note(int mode)
+{
+    vt_real_dlopen_resolve();
+    if (!(mode & RTLD_NOLOAD))
+        vt_resolve_loading();
+}
+
+#if defined(__x86_64__)
+/* dlopen entry: vt_dlopen_note, then a tail jump into glibc's dlopen with
+ * the arguments and the caller's return address as they came; NULL (load
+ * failed) when there is no glibc dlopen to jump to. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl vt_dlopen_new\n"
+        ".globl vt_dlopen_old\n"
+        ".type vt_dlopen_new,@function\n"
+        ".type vt_dlopen_old,@function\n"
+        "vt_dlopen_new:\n"
+        "vt_dlopen_old:\n"
+        "    endbr64\n"
+        "    subq $24, %rsp\n"
+        "    movq %rdi, 0(%rsp)\n"
+        "    movq %rsi, 8(%rsp)\n"
+        "    movl %esi, %edi\n"
+        "    call vt_dlopen_note\n"
+        "    movq 0(%rsp), %rdi\n"
+        "    movq 8(%rsp), %rsi\n"
+        "    addq $24, %rsp\n"
+        "    movq vt_next_dlopen(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jz 1f\n"
+        "    jmp *%rax\n"
+        "1:  ret\n"
+        ".size vt_dlopen_new, .-vt_dlopen_new\n"
+        ".size vt_dlopen_old, .-vt_dlopen_old\n"
+        ".symver vt_dlopen_new, dlopen@@GLIBC_2.34\n"
+        ".symver vt_dlopen_old, dlopen@GLIBC_2.2.5\n");
+#endif
 
 /* ---- dlsym ---- */
 

@@ -1,6 +1,7 @@
-/* real_dl.c: the loader's own dlsym and dlclose, for the shim's lookups.
+/* real_dl.c: the loader's own dlsym, dlclose and dlopen, for the shim's
+ * lookups and trampolines.
  *
- * The shim exports dlsym and dlclose (dl_hooks.c), so a plain call from
+ * The shim exports dlsym, dlopen and dlclose (dl_hooks.c), so a plain call from
  * here would reach ours. glibc's dlsym comes from dlvsym (GLIBC_2.34 first,
  * then 2.2.5), since asking for "dlsym" from inside this library would find
  * ourselves; glibc's dlclose is the next one after ours (RTLD_NEXT).
@@ -12,6 +13,7 @@
 #include "shim.h"
 
 void *vt_next_dlsym;
+void *vt_next_dlopen;
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
@@ -25,6 +27,17 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlsy
     if (!fn)
         fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     __atomic_store_n(&vt_next_dlsym, fn, __ATOMIC_RELEASE);
+}
+
+/* glibc's dlopen for dl_hooks.c's trampoline, found the same way. */
+__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlopen_resolve(void)
+{
+    if (vt_next_dlopen)
+        return;
+    void *fn = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
+    if (!fn)
+        fn = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
+    __atomic_store_n(&vt_next_dlopen, fn, __ATOMIC_RELEASE);
 }
 
 void *vt_real_dlsym(void *handle, const char *name)

@@ -128,8 +128,9 @@ static void *runtime_lookup(const char *name)
  * when a library is unloaded (vt_real_forget), so a runtime dlclosed and
  * loaded again elsewhere is never called at its old address. A second
  * runtime loaded after a first call, while the first is in the global
- * scope, is noticed at the next dlsym (recheck_runtimes); calls made
- * before any (from its constructors) still run in the first. */
+ * scope, is noticed when its dlopen starts (vt_resolve_loading), before
+ * its constructors run, and at the next dlsym (recheck_runtimes) where it
+ * came in some other way. */
 
 /* The file's dynamic section defines symbol versions. */
 static int has_versions(const void *fn)
@@ -198,10 +199,12 @@ static void *next_definition(const char *name)
 
 /* A runtime with symbol versions kept as everyone's answer: one loaded
  * later may be some callers' own (their references ask for its version).
- * dlopen is not wrapped, but a library loaded to be used is looked into
- * with dlsym (PyInit_*, napi_register_module_v1, ctypes): each dlsym then
- * checks whether the loader added anything since, and if so the runtime
- * entry points are found again (recheck_runtimes). */
+ * Every dlopen drops the answer before it loads (vt_resolve_loading); a
+ * library loaded some other way (a dependency of one loaded before the
+ * answer was kept) is looked into with dlsym (PyInit_*,
+ * napi_register_module_v1, ctypes): each dlsym checks whether the loader
+ * added anything since, and if so the runtime entry points are found again
+ * (recheck_runtimes). */
 static _Atomic int runtime_uniform;
 static _Atomic unsigned long long adds_seen;
 
@@ -217,6 +220,23 @@ static unsigned long long loader_adds(void)
     unsigned long long adds = 0;
     vt_dl_iterate_phdr(count_adds, &adds);
     return adds;
+}
+
+/* A library is about to be loaded (dl_hooks.c's dlopen). A runtime it
+ * brings may be its callers' own, and its constructors call it inside this
+ * dlopen, before any dlsym: the answers kept as everyone's go now, and the
+ * next call of each finds its answer again (resolve_for), by then seeing
+ * the new runtime. Nothing to do while no versioned runtime is kept as
+ * everyone's (an unversioned one is every caller's whatever loads). */
+void vt_resolve_loading(void)
+{
+    int expected = 1;
+    if (!atomic_compare_exchange_strong_explicit(&runtime_uniform, &expected, 0, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return;
+    for (unsigned i = 0; i < VT_API_COUNT; i++)
+        if (vt_api_info(i)->runtime)
+            atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
 }
 
 static __attribute__((noinline, cold)) void recheck_runtimes(void)

@@ -1,8 +1,8 @@
 /* Internal declarations of the shim (libvramtrace.so), grouped by the file
  * that defines them, each group opening with that file's contract. Nothing
  * here is exported: the shim is built with -fvisibility=hidden and a
- * version script that exports only the wrapped CUDA entry points, dlsym
- * and dlclose.
+ * version script that exports only the wrapped CUDA entry points, dlsym,
+ * dlopen and dlclose.
  *
  * The files in layers, top first. A file calls only files listed after it,
  * so the calls go one way and there is no circle (tests/t/56-shim-graph.t
@@ -12,7 +12,7 @@
  * (hooks.c) hand out the pointer for what a lookup found.
  * layer entry: the wrappers the program calls in place of CUDA's, ggml's
  * and the loader's functions
- *   dl_hooks.c   dlsym and dlclose: lookups routed, unloads noticed
+ *   dl_hooks.c   dlsym, dlopen and dlclose: lookups routed, loads and unloads noticed
  *   ggml_buffers.c  ggml's buffer API; may start the shim without CUDA
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
  * layer record: what a call records
@@ -36,7 +36,7 @@
  *   livemap.c    live device bytes per pointer, for peak-triggered samples
  *   ring.c       the event queue between the wrappers and the writer
  *   ggml_queue.c the GGML_* records waiting for the writer
- *   real_dl.c    the loader's own dlsym and dlclose, past ours
+ *   real_dl.c    the loader's own dlsym, dlclose and dlopen, past ours
  *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
  *   options.c    VRAMTRACE_* environment, parsed once
  *   state.c      the state word, the thread guard, device facts, warnings
@@ -467,6 +467,9 @@ int vt_resolve_dlsym(void *handle, const char *name, void *caller, unsigned *api
 /* A library was unloaded: every real function is found again (dlclose).
  * vt_unload_gen counts these, for caches kept elsewhere (ggml_buffers.c). */
 void vt_real_forget(void);
+/* A dlopen is about to load (dl_hooks.c): the runtime answers kept as
+ * everyone's are dropped, for its constructors' calls. */
+void vt_resolve_loading(void);
 extern _Atomic unsigned vt_unload_gen;
 /* 1 when another copy of the shim precedes this one in the global scope. */
 int vt_shim_shadowed(void);
@@ -515,7 +518,7 @@ int vt_ranges_frames(uint64_t *out, int cap);
 int vt_ranges_open(void);
 
 /* ---- real_dl.c ----
- * The loader's own dlsym and dlclose. A leaf: every file that looks a
+ * The loader's own dlsym, dlclose and dlopen. A leaf: every file that looks a
  * symbol up or closes a handle it opened goes through these, never through
  * the shim's exports (dl_hooks.c), which would route the lookup again. */
 /* dlsym that bypasses our own interposition. */
@@ -526,6 +529,10 @@ int vt_real_dlclose(void *handle);
  * when glibc has none). dl_hooks.c's dlsym trampoline jumps through it. */
 extern void *vt_next_dlsym;
 void vt_real_dlsym_resolve(void);
+/* glibc's dlopen, for dl_hooks.c's trampoline; NULL until
+ * vt_real_dlopen_resolve (or when glibc has none). */
+extern void *vt_next_dlopen;
+void vt_real_dlopen_resolve(void);
 
 /* ---- loader_lock.c: loader_lock.h ---- */
 

@@ -19,6 +19,17 @@ $(B)/tests/shim/next_main: tests/shim/next_main.c tests/tests.mk $(B)/tests/shim
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lnext_a -lnext_b \
 	    -Wl,-rpath,$(abspath $(B)/tests/shim)
 
+# dlopen must search its caller's RUNPATH, not the shim's.
+$(B)/tests/shim/runpath/libtarget.so: tests/shim/runpath_target.c tests/tests.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $<
+$(B)/tests/shim/libopener.so: tests/shim/runpath_opener.c tests/tests.mk $(B)/tests/shim/runpath/libtarget.so
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -o $@ $< -ldl \
+	    -Wl,--enable-new-dtags -Wl,-rpath,$(abspath $(B)/tests/shim/runpath)
+$(B)/tests/shim/runpath_main: tests/shim/runpath_main.c tests/tests.mk $(B)/tests/shim/libopener.so
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< -L$(B)/tests/shim -Wl,--no-as-needed -lopener \
+	    -Wl,-rpath,$(abspath $(B)/tests/shim)
+
 # A library whose constructor makes the program's first CUDA call.
 $(B)/tests/shim/libctoralloc.so: tests/shim/ctoralloc_lib.c tests/tests.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
@@ -39,7 +50,7 @@ $(B)/tests/shim/ggmlflood: tests/shim/ggmlflood.c tests/tests.mk $(EX)/libggml-b
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -o $@ $< -L$(EX) -lggml-base -Wl,-rpath,$(abspath $(EX)) -pthread
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/forkstate $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main \
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/forkstate $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main $(B)/tests/shim/runpath_main \
 	$(B)/tests/shim/libinterposer.so $(B)/tests/shim/libhidelibs.so $(B)/tests/shim/ggmlflood
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find

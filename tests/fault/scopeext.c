@@ -7,7 +7,10 @@
  *
  * scope_which: a cudaMalloc that must fail, then cudaGetLastError, which
  * the shim does not wrap and so always runs in the extension's own runtime:
- * it says the error only when the cudaMalloc ran there too. */
+ * it says the error only when the cudaMalloc ran there too. With
+ * SCOPE_CTOR_TAG set, the library's constructor calls it too, inside the
+ * dlopen that loads it and its runtime. */
+#include <stdlib.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -16,12 +19,26 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-EXPORT void scope_which(const char *tag)
+/* Static: the constructor's call must not bind to another extension's
+ * scope_which, global and loaded first. */
+static void which(const char *tag)
 {
     void *p = NULL;
     int rc = cudaMalloc(&p, (size_t)1 << 60);
     int last = cudaGetLastError();
     printf("%s: cudaMalloc(1 EiB)=%d own runtime's last error=%d\n", tag, rc, last);
+}
+
+EXPORT void scope_which(const char *tag)
+{
+    which(tag);
+}
+
+__attribute__((constructor)) static void scope_ctor(void)
+{
+    const char *tag = getenv("SCOPE_CTOR_TAG");
+    if (tag)
+        which(tag);
 }
 
 EXPORT int scope_alloc(const char *tag)

@@ -15,6 +15,9 @@
  *                  RTLD_LOCAL and scope_which from it: its references ask
  *                  for version libcudart.so.12, so they bind to its own
  *                  runtime, past the global .so.13
+ *   ctor DIR       as late, with a second call from libscope_13.so, then
+ *                  libscope_12.so's first call made by its constructor,
+ *                  inside dlopen, before any dlsym
  *   ggml DIR       libaddon_a.so and libaddon_b.so, each with its own ggml
  *                  (b's buffers have another layout): addon_mark from a,
  *                  then from b; no CUDA at all
@@ -108,7 +111,7 @@ static int mode_reload(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        die("usage: scopeprog runtimes|vendored|reload|late|ggml DIR");
+        die("usage: scopeprog runtimes|vendored|reload|late|ctor|ggml DIR");
     const char *mode = argv[1], *dir = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "runtimes") == 0) {
@@ -125,14 +128,21 @@ int main(int argc, char **argv)
         ((tag_fn)sym(h, "scope_lookup"))("vendored");
         return 0;
     }
-    if (strcmp(mode, "late") == 0) {
+    if (strcmp(mode, "late") == 0 || strcmp(mode, "ctor") == 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/libscope_13.so", dir);
         void *h13 = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
         if (!h13)
             die(dlerror());
         ((tag_fn)sym(h13, "scope_which"))("ext linked to .so.13 (global)");
+        if (strcmp(mode, "ctor") == 0) {
+            /* Again, now that its runtime has found its driver: the
+             * shim's answer for .so.13's callers is settled as everyone's. */
+            ((alloc_fn)sym(h13, "scope_alloc"))("ext linked to .so.13 (global), again");
+            setenv("SCOPE_CTOR_TAG", "ext linked to .so.12, its constructor", 1);
+        }
         void *h12 = ext(dir, "libscope_12.so");
+        unsetenv("SCOPE_CTOR_TAG");
         ((tag_fn)sym(h12, "scope_which"))("ext linked to .so.12, loaded later");
         ((alloc_fn)sym(h12, "scope_alloc"))("ext linked to .so.12, loaded later");
         return 0;

@@ -54,6 +54,15 @@ shimmed $TMP/out $D $SC/scopeprog late $SC
 unchanged $TMP/plain $TMP/out "a runtime loaded after the first call, another global: its extension's cudaMalloc runs in it"
 grep 'last error' $TMP/out | sed 's/^/#   /'
 
+# ---- the same, the .so.12 extension's first call made by its constructor,
+# inside the dlopen that loads its runtime: no dlsym comes first to make
+# the shim look again; its dlopen does ----
+D=$TMP/ctor; mkdir $D
+plain $TMP/plain $SC/scopeprog ctor $SC
+shimmed $TMP/out $D $SC/scopeprog ctor $SC
+unchanged $TMP/plain $TMP/out "a runtime loaded after the first call, called from its extension's constructor: the call runs in it"
+grep 'constructor' $TMP/out | sed 's/^/#   /'
+
 # ---- a vendored runtime under its own name (PyTorch wheels), RTLD_LOCAL ----
 D=$TMP/vendored; mkdir $D
 plain $TMP/plain $SC/scopeprog vendored $SC
