@@ -455,8 +455,62 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     VT_GEN_SLOT(ret, name, params, args, 3)
 _Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN_SLOTS");
 
-/* Lookup routes are written by hand below. */
-#define VT_GEN_ROUTE(ret, name, describe, params, args)
+/* ---- the runtime's lookups made for the program ----
+ * cudaGetDriverEntryPoint(ByVersion) has libcudart look a driver entry
+ * point up for the program. libcudart's cuGetProcAddress got the wrapper a
+ * runtime gets (vt_hand_out), whose calls inside a runtime call fold into
+ * its event (record.c), as libcudart's own calls must. The program's calls
+ * through the pointer are its own: it gets the wrapper its own lookup of
+ * that definition would. (A signal handler's calls through it, inside a
+ * runtime call, were folded and counted nowhere: 78-fault-sigalloc,
+ * sigrtentry.) A pointer that is not one of those wrappers passes as it
+ * came. */
+static void *slot_wrapper(unsigned api, unsigned k);
+
+static void *for_program(void *fn, const void *caller)
+{
+    if (!fn)
+        return fn;
+    for (unsigned api = 0; api < VT_API_COUNT; api++)
+        for (unsigned k = 0; k < VT_SLOTS; k++) {
+            if (slot_wrapper(api, k) != fn)
+                continue;
+            void *real = atomic_load_explicit(&vt_slot_fn[api][k], memory_order_acquire);
+            if (!real)
+                return fn;
+            /* The linked answer first, so that the definition linked calls
+             * reach gets the exported wrapper, as a dlsym's would. */
+            vt_real(api);
+            return vt_hand_out(api, real, caller);
+        }
+    return fn;
+}
+
+#define VT_GEN_RT_LOOKUP(name, params, args)                                           \
+    typedef cudaError_t(*vt_real_t_##name) params;                                      \
+    static inline __attribute__((always_inline)) cudaError_t vt_body_##name(            \
+        vt_real_t_##name real, const void *caller, VT_UNPAREN params)                    \
+    {                                                                                   \
+        if (!real)                                                                      \
+            return VT_MISSING_cudaError_t;                                              \
+        cudaError_t r = real args;                                                      \
+        if (r == cudaSuccess && funcPtr && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF) \
+            *funcPtr = for_program(*funcPtr, caller);                                   \
+        return r;                                                                       \
+    }                                                                                   \
+    VT_EXPORT cudaError_t name params                                                   \
+    {                                                                                   \
+        const void *caller = __builtin_return_address(0);                               \
+        return vt_body_##name((vt_real_t_##name)vt_real_for(VT_API_##name, caller), caller, VT_UNPAREN args); \
+    }                                                                                   \
+    VT_GEN_SLOTS(cudaError_t, name, params, args)
+
+/* Lookup routes: the driver's (cuGetProcAddress) are written by hand
+ * below; the runtime's (cudaGetDriverEntryPoint and kin) come from their
+ * table lines. */
+#define VT_GEN_ROUTE(ret, name, describe, params, args) VT_GEN_ROUTE_##ret(name, params, args)
+#define VT_GEN_ROUTE_CUresult(name, params, args)
+#define VT_GEN_ROUTE_cudaError_t VT_GEN_RT_LOOKUP
 #define VT_GEN_ALLOC VT_GEN_EVENT
 #define VT_GEN_FREE VT_GEN_EVENT
 #define VT_GEN_VMM_CREATE VT_GEN_EVENT
@@ -483,7 +537,6 @@ _Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN
 /* ---- lookup routes ---- */
 
 static void *wrapper(unsigned api);
-static void *slot_wrapper(unsigned api, unsigned k);
 
 /* What a lookup hands the program for real, the definition it found of
  * entry point api: the wrapper that calls real (resolve.c picks which), or
@@ -569,10 +622,15 @@ VT_GEN_SLOTS(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cu
  *    alias is link-time constant, a RELATIVE relocation. */
 #define VT_STR_(x) #x
 #define VT_STR(x) VT_STR_(x)
+/* CUDA 13's headers mark cudaGetDriverEntryPoint deprecated; libcudart
+ * still exports it, and so does the shim. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     extern __typeof__(name) vt_self_##name __attribute__((alias(VT_STR(name)), visibility("hidden")));
 #include "vramtrace/entrypoints.def"
 #undef VT_ENTRY
+#pragma GCC diagnostic pop
 
 static void *wrapper(unsigned api)
 {

@@ -59,6 +59,12 @@
  *   sigrt N         sigalloc with runtime pairs (cudaMalloc/cudaFree) in
  *                   the loop: the handler's driver pairs land inside the
  *                   runtime's calls too ("sigrt handler pairs H")
+ *   sigrtlooked N   sigrt with the handler calling the driver through
+ *                   pointers it looked up (dlsym on libcuda's handle) before
+ *                   any call ("sigrtlooked handler pairs H")
+ *   sigrtentry N    the same with pointers the runtime looked up for it
+ *                   (cudaGetDriverEntryPointByVersion, as PyTorch gets its
+ *                   driver entry points)
  *   vfork N         N pairs, then vfork + exec of "runner", vfork +
  *                   _exit(7) and vfork + exec of a missing file, then N
  *                   pairs more; prints each child's status and the counts
@@ -682,13 +688,17 @@ static int mode_slowlive(long n, int cancel)
 /* ---- a handler that allocates ---- */
 
 static volatile sig_atomic_t handler_pairs, handler_fails;
+/* The handler's driver entry points: the linked ones, or (sigrtlooked)
+ * what dlsym found on libcuda's handle. */
+static CUresult (*handler_alloc)(CUdeviceptr *, size_t) = cuMemAlloc_v2;
+static CUresult (*handler_free)(CUdeviceptr) = cuMemFree_v2;
 
 static void on_alarm_alloc(int sig)
 {
     (void)sig;
     int saved = errno;
     CUdeviceptr d;
-    if (cuMemAlloc_v2(&d, 12288) == CUDA_SUCCESS && cuMemFree_v2(d) == CUDA_SUCCESS)
+    if (handler_alloc(&d, 12288) == CUDA_SUCCESS && handler_free(d) == CUDA_SUCCESS)
         handler_pairs++;
     else
         handler_fails++;
@@ -723,6 +733,23 @@ static long pairs_under_alarm(long n, int runtime)
 
 static int mode_sigalloc(const char *mode, long n, int runtime)
 {
+    if (!strcmp(mode, "sigrtlooked")) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW);
+        handler_alloc = h ? (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2") : NULL;
+        handler_free = h ? (CUresult(*)(CUdeviceptr))dlsym(h, "cuMemFree_v2") : NULL;
+        if (!handler_alloc || !handler_free)
+            die("dlsym(libcuda)");
+    }
+    if (!strcmp(mode, "sigrtentry")) {
+        void *a = NULL, *f = NULL;
+        enum cudaDriverEntryPointQueryResult st;
+        if (cudaGetDriverEntryPointByVersion("cuMemAlloc", &a, 12000, cudaEnableDefault, &st) != cudaSuccess ||
+            cudaGetDriverEntryPointByVersion("cuMemFree", &f, 12000, cudaEnableDefault, &st) != cudaSuccess ||
+            !a || !f)
+            die("cudaGetDriverEntryPointByVersion");
+        handler_alloc = (CUresult(*)(CUdeviceptr *, size_t))a;
+        handler_free = (CUresult(*)(CUdeviceptr))f;
+    }
     void *warm;
     if (cudaMalloc(&warm, 4096) != cudaSuccess) /* context and shim up */
         die("cudaMalloc");
@@ -1144,8 +1171,9 @@ int main(int argc, char **argv)
         return mode_churn(n, t > 0 ? t : 8);
     if (!strcmp(mode, "stdfds"))
         return mode_stdfds();
-    if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt"))
-        return mode_sigalloc(mode, n, !strcmp(mode, "sigrt"));
+    if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt") || !strcmp(mode, "sigrtlooked") ||
+        !strcmp(mode, "sigrtentry"))
+        return mode_sigalloc(mode, n, strcmp(mode, "sigalloc") != 0);
     if (!strcmp(mode, "vfork"))
         return mode_vfork(argv[0], n);
     if (!strcmp(mode, "sigstart"))
