@@ -17,27 +17,30 @@ void *vt_next_dlopen;
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-/* Not instrumented: dl_hooks.c's dlsym route calls it before ASan or TSan
- * have their shadow memory (they call dlsym while setting themselves up). */
-__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlsym_resolve(void)
+/* glibc's definition of name past ours, at the version glibc 2.34 gave it
+ * (libc) or the one before (libdl), into *next once found. Not
+ * instrumented: dl_hooks.c's routes call it before ASan or TSan have their
+ * shadow memory (they call dlsym and dlopen while setting themselves up). */
+__attribute__((no_sanitize("address", "undefined", "thread"))) static void resolve_next(void **next,
+                                                                                      const char *name)
 {
-    if (vt_next_dlsym)
+    if (__atomic_load_n(next, __ATOMIC_ACQUIRE))
         return;
-    void *fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    void *fn = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
     if (!fn)
-        fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n(&vt_next_dlsym, fn, __ATOMIC_RELEASE);
+        fn = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+    __atomic_store_n(next, fn, __ATOMIC_RELEASE);
 }
 
-/* glibc's dlopen for dl_hooks.c's trampoline, found the same way. */
+__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlsym_resolve(void)
+{
+    resolve_next(&vt_next_dlsym, "dlsym");
+}
+
+/* glibc's dlopen, for dl_hooks.c's trampoline. */
 __attribute__((no_sanitize("address", "undefined", "thread"))) void vt_real_dlopen_resolve(void)
 {
-    if (vt_next_dlopen)
-        return;
-    void *fn = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
-    if (!fn)
-        fn = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
-    __atomic_store_n(&vt_next_dlopen, fn, __ATOMIC_RELEASE);
+    resolve_next(&vt_next_dlopen, "dlopen");
 }
 
 void *vt_real_dlsym(void *handle, const char *name)
