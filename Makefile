@@ -56,7 +56,7 @@ include preload/preload.mk
 include analyzer/analyzer.mk
 include tests/sim/sim.mk
 include examples/examples.mk
-include tests/unit/python.mk tests/unit/report.mk tests/unit/symbols.mk
+include tests/unit/python.mk tests/unit/report.mk tests/unit/symbols.mk tests/unit/unwind_fds.mk
 include tests/bench/bench.mk
 include tests/fuzz/fuzz.mk tests/fault/fault.mk
 include tests/unit/gpu.mk
