@@ -135,8 +135,9 @@ rc=$?
 "$VT" dump "$(trace_of "$W/ep")" >"$W/ep.dump" 2>&1
 missing=""
 total=0
-for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def); do
-    case $name in cuGetProcAddress*) continue ;; esac
+# Lookup routes (cuGetProcAddress, cudaGetDriverEntryPoint) are no events.
+for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\), *\([A-Z_]*\),.*/\1 \2/p' include/vramtrace/entrypoints.def |
+              awk '$2 != "ROUTE" { print $1 }'); do
     total=$((total + 1))
     # The 32-bit legacy pair may be refused by a driver: recorded is enough.
     case $name in cuMemAlloc|cuMemFree)
