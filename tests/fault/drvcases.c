@@ -13,6 +13,11 @@
  *                     cuCtxCreate'd context, cuCtxDestroy of it; 1 GiB in
  *                     a second created context, cudaDeviceReset: peak
  *                     3 GiB, the second context's 1 GiB live at the end
+ *   teardown-many     cudaMalloc 1 GiB (primary context), 4,096
+ *                     allocations of 1 MiB in a cuCtxCreate'd context,
+ *                     cudaDeviceReset: the created context's 4 GiB live at
+ *                     the end (each is one mark the shim writes at the
+ *                     reset: more than a small event buffer holds)
  *   teardown-otherdev two devices: cudaMalloc 1 GiB on device 0, 4 GiB in
  *                     a context created on device 1, then device 0's
  *                     primary current again and cuCtxDestroy of device
@@ -114,6 +119,24 @@ static int mixed_teardown(void)
     printf("malloc=%d\n", (int)cudaMalloc(&a, 2 * GiB));
     printf("destroy=%d\n", (int)cuCtxDestroy_v2(context_with(0, GiB)));
     context_with(0, GiB);
+    printf("reset=%d\n", (int)cudaDeviceReset());
+    return 0;
+}
+
+static int many_teardown(void)
+{
+    void *a;
+    CUdevice dev;
+    CUcontext ctx, popped;
+    CUdeviceptr p;
+    int failed = 0;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    cuDeviceGet(&dev, 0);
+    printf("create=%d\n", (int)cuCtxCreate_v4(&ctx, NULL, 0, dev));
+    for (int i = 0; i < 4096; i++)
+        failed += cuMemAlloc_v2(&p, 1 << 20) != CUDA_SUCCESS;
+    printf("allocs failed=%d\n", failed);
+    printf("pop=%d\n", (int)cuCtxPopCurrent_v2(&popped));
     printf("reset=%d\n", (int)cudaDeviceReset());
     return 0;
 }
@@ -280,6 +303,8 @@ int main(int argc, char **argv)
         return destroy_teardown();
     if (!strcmp(mode, "teardown-mixed"))
         return mixed_teardown();
+    if (!strcmp(mode, "teardown-many"))
+        return many_teardown();
     if (!strcmp(mode, "teardown-otherdev"))
         return otherdev_teardown();
     if (!strcmp(mode, "pitchovf"))

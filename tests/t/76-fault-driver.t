@@ -41,6 +41,20 @@ done
 grep -q '3 freed by context teardown' $TMP/teardown-rt.txt
 is "$?" 0 "teardown: the text report says what the teardowns freed"
 
+# ---- more marks than the event buffer holds: the teardown waits for the
+# writer rather than lose them (each lost mark was a live allocation
+# counted as freed, and uncounted) ----
+D=$TMP/teardown-many; mkdir $D
+plain $TMP/teardown-many.plain $DC teardown-many
+VRAMTRACE_RING=1024 shimmed $TMP/teardown-many.out $D $DC teardown-many
+unchanged $TMP/teardown-many.plain $TMP/teardown-many.out "teardown-many: output and exit status unchanged"
+"$VT" report --json $D >$TMP/teardown-many.json 2>$TMP/teardown-many.err
+is "$(json $TMP/teardown-many.json 'd[0]["live_bytes"]')" $((4 * GiB)) \
+    "teardown-many: the created context's 4,096 allocations (4 GiB) outlive cudaDeviceReset in a 1,024-event buffer"
+is "$(json $TMP/teardown-many.json 'p["events"]["teardown_frees"]')" 1 "teardown-many: the reset freed the primary's 1 GiB"
+is "$(json $TMP/teardown-many.json 'p["events"]["dropped"]')" 0 "teardown-many: no event dropped"
+is "$("$VT" dump $D/*.vtrace | grep -c 'flags=.*other_context')" 4096 "teardown-many: 4,096 marks written"
+
 # ---- a teardown frees its own context's memory, not another's ----
 run teardown-mixed teardown-mixed
 is "$(grep -c '=0$' $TMP/teardown-mixed.out)" "$(wc -l <$TMP/teardown-mixed.out)" "teardown-mixed: every call succeeded"
