@@ -14,7 +14,8 @@
  *                     a second created context, cudaDeviceReset: peak
  *                     3 GiB, the second context's 1 GiB live at the end
  *   teardown-many     cudaMalloc 1 GiB (primary context), 4,096
- *                     allocations of 1 MiB in a cuCtxCreate'd context,
+ *                     allocations of 1 MiB in a cuCtxCreate'd context
+ *                     (20 ms apart every 256),
  *                     cudaDeviceReset: the created context's 4 GiB live at
  *                     the end (each is one mark the shim writes at the
  *                     reset: more than a small event buffer holds)
@@ -133,8 +134,15 @@ static int many_teardown(void)
     printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
     cuDeviceGet(&dev, 0);
     printf("create=%d\n", (int)cuCtxCreate_v4(&ctx, NULL, 0, dev));
-    for (int i = 0; i < 4096; i++)
+    for (int i = 0; i < 4096; i++) {
         failed += cuMemAlloc_v2(&p, 1 << 20) != CUDA_SUCCESS;
+        /* Paced, so that a small event buffer keeps the allocations: only
+         * the teardown's marks come all at once. */
+        if (i % 256 == 255) {
+            struct timespec ms = { 0, 20000000 };
+            nanosleep(&ms, NULL);
+        }
+    }
     printf("allocs failed=%d\n", failed);
     printf("pop=%d\n", (int)cuCtxPopCurrent_v2(&popped));
     printf("reset=%d\n", (int)cudaDeviceReset());

@@ -46,7 +46,7 @@ is "$?" 0 "teardown: the text report says what the teardowns freed"
 # counted as freed, and uncounted) ----
 D=$TMP/teardown-many; mkdir $D
 plain $TMP/teardown-many.plain $DC teardown-many
-VRAMTRACE_RING=1024 shimmed $TMP/teardown-many.out $D $DC teardown-many
+VRAMTRACE_RING=1024 VRAMTRACE_FLUSH_MS=5 shimmed $TMP/teardown-many.out $D $DC teardown-many
 unchanged $TMP/teardown-many.plain $TMP/teardown-many.out "teardown-many: output and exit status unchanged"
 "$VT" report --json $D >$TMP/teardown-many.json 2>$TMP/teardown-many.err
 is "$(json $TMP/teardown-many.json 'd[0]["live_bytes"]')" $((4 * GiB)) \
