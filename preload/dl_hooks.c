@@ -63,13 +63,14 @@ VT_EXPORT int dlclose(void *handle)
 
 /* ---- dlopen ---- */
 
-/* Called by the trampoline before every dlopen. RTLD_NOLOAD loads nothing
- * (the shim's own lookups are such). Not instrumented: the sanitizers'
- * dlopen interceptors may reach it before their shadow memory exists. */
-__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_dlopen_note(int mode)
+/* Called by the trampoline before every dlopen. A NULL file (the program
+ * itself: ctypes.CDLL(None)) and RTLD_NOLOAD (the shim's own lookups) load
+ * nothing. Not instrumented: the sanitizers' dlopen interceptors may reach
+ * it before their shadow memory exists. */
+__attribute__((no_sanitize("address", "undefined", "thread"))) void vt_dlopen_note(const char *file, int mode)
 {
     vt_real_dlopen_resolve();
-    if (!(mode & RTLD_NOLOAD))
+    if (file && !(mode & RTLD_NOLOAD))
         vt_resolve_loading();
 }
 
@@ -89,7 +90,6 @@ __asm__(".text\n"
         "    subq $24, %rsp\n"
         "    movq %rdi, 0(%rsp)\n"
         "    movq %rsi, 8(%rsp)\n"
-        "    movl %esi, %edi\n"
         "    call vt_dlopen_note\n"
         "    movq 0(%rsp), %rdi\n"
         "    movq 8(%rsp), %rsi\n"
