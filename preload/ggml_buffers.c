@@ -255,9 +255,34 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
 
 /* A load queues its records faster than the writer looks when it makes
  * few CUDA calls: a quarter-full queue wakes it. */
+/* How long a record that finds the queue full waits for the writer to
+ * empty it. This is ggml's load path, where a few milliseconds are
+ * nothing, and a record lost leaves part of the model's placement unknown:
+ * one burst of 20,000 marks lost 997 of them with the writer woken at a
+ * quarter (63-ggml-queue, burst). */
+#define FULL_WAIT_MS 200
+
+/* Set when a wait did not make room (no writer yet, or one that cannot
+ * drain: this thread may hold the loader's lock its naming needs), so the
+ * records after it are counted at once instead of each waiting in turn;
+ * cleared by the first record that finds room. */
+static _Atomic int full_wait_futile;
+
 static void queue_note(const vt_ggml_note_t *n)
 {
-    if (vt_ggml_queue(n))
+    int rc = vt_ggml_queue(n, 0);
+    if (rc < 0 && !atomic_load_explicit(&full_wait_futile, memory_order_relaxed)) {
+        if (vt_writer_sync(FULL_WAIT_MS) != 0)
+            atomic_store_explicit(&full_wait_futile, 1, memory_order_relaxed);
+        rc = vt_ggml_queue(n, 0);
+    }
+    if (rc < 0) {
+        vt_ggml_queue(n, 1);
+        return;
+    }
+    if (atomic_load_explicit(&full_wait_futile, memory_order_relaxed))
+        atomic_store_explicit(&full_wait_futile, 0, memory_order_relaxed);
+    if (rc > 0)
         vt_writer_wake();
 }
 

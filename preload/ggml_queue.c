@@ -7,13 +7,14 @@
  *    buffer's records come before its tensors', a free after both, and
  *    a buffer identity (a pointer the program's malloc may reuse) is
  *    never confused across a free.
- *  - Bounded: a full queue loses the record and counts it; the count is
- *    written as GGML_LOST, so a reader never takes a partial set of
+ *  - Bounded: a record that finds the queue full is lost and counted, the
+ *    count written as GGML_LOST, so a reader never takes a partial set of
  *    tensors for the whole model. Never blocks on anything but its own
- *    lock (this is ggml's load path, not the CUDA hot path). The record
- *    that fills it to a quarter says so, and the hook wakes the writer
- *    (tests/t/63-ggml-queue.t: three bursts of 3,000 records lost 4,904
- *    while the writer waited for its next look).
+ *    lock; the caller (ggml_buffers.c) may wait for the writer and try
+ *    again before the record is counted. The record that fills it to a
+ *    quarter says so, and the hook wakes the writer (tests/t/63-ggml-
+ *    queue.t: three bursts of 3,000 records lost 4,904 while the writer
+ *    waited for its next look).
  *  - Records may be queued before the shim starts (a model is loaded
  *    before, or without, the first CUDA call); they are written when the
  *    writer runs, and never by a process that does not start the shim.
@@ -50,24 +51,25 @@ static void queue_atfork_child(void)
     queue.lost = queue.lost_written = 0;
 }
 
-int vt_ggml_queue(const vt_ggml_note_t *note)
+int vt_ggml_queue(const vt_ggml_note_t *note, int count_if_full)
 {
     if (!atomic_exchange(&queue.used, 1))
         pthread_atfork(NULL, NULL, queue_atfork_child);
-    int lost, quarter = 0;
+    int lost, rc = 0;
     pthread_mutex_lock(&queue.lock);
     if (queue.queued < QUEUE_CAP) {
         queue.notes[queue.queued++] = *note;
-        quarter = queue.queued == QUEUE_CAP / 4;
+        rc = queue.queued == QUEUE_CAP / 4;
     } else {
-        queue.lost++;
+        rc = -1;
+        queue.lost += count_if_full != 0;
     }
     lost = queue.lost != 0;   /* read under the lock: another thread may be counting */
     pthread_mutex_unlock(&queue.lock);
     if (lost)
         vt_warn_once(&queue.full_warned, "ggml's buffers and tensors come faster than the trace is written; "
                                          "some are lost (the report says so)");
-    return quarter;
+    return rc;
 }
 
 static void emit_note(vt_emit_fn emit, const vt_ggml_note_t *n)

@@ -507,8 +507,10 @@ typedef struct vt_ggml_note {
 } vt_ggml_note_t;
 /* Queues one record (copied); any thread, before or after start-up.
  * Returns 1 when this record filled the queue to a quarter: the writer
- * should drain it now (vt_writer_wake) rather than at its next look. */
-int vt_ggml_queue(const vt_ggml_note_t *note);
+ * should drain it now (vt_writer_wake) rather than at its next look; -1
+ * when the queue is full, the record then counted as lost only if
+ * count_if_full (the caller may wait for the writer and try again). */
+int vt_ggml_queue(const vt_ggml_note_t *note, int count_if_full);
 /* Writer side: the pending records, through emit. */
 void vt_ggml_records(vt_emit_fn emit);
 /* This thread's open ranges as pseudo ips, innermost first. */

@@ -9,10 +9,15 @@
  * then looks only every VRAMTRACE_FLUSH_MS, as no CUDA call comes), 300 ms
  * of quiet, then three bursts of 3000 COMPUTE marks 50 ms apart: 9000
  * records, which one queue of 4096 holds only if the writer drains it
- * during the bursts. */
+ * during the bursts.
+ *
+ * ggmlflood burst N: the same start, then one burst of N COMPUTE marks
+ * with no pause: more than the queue holds, however soon the writer is
+ * woken, when they come faster than it drains. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -50,10 +55,23 @@ static int bursts(void)
     return 0;
 }
 
+static int burst(int n)
+{
+    void *b = ggml_backend_cpu_buffer_from_ptr(mem[0], sizeof mem[0]);
+    ggml_backend_buffer_set_usage(ggml_backend_cpu_buffer_from_ptr(mem[2], sizeof mem[2]), 1); /* WEIGHTS */
+    nap_ms(300);
+    for (int i = 0; i < n; i++)
+        ggml_backend_buffer_set_usage(b, 2);
+    printf("marks=%d\n", 1 + n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "bursts"))
         return bursts();
+    if (argc > 2 && !strcmp(argv[1], "burst"))
+        return burst(atoi(argv[2]));
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         if (pthread_create(&t[i], NULL, flood, mem[i]))

@@ -7,7 +7,9 @@
 # Then bursts once the shim runs: the writer looked at the queue only as
 # often as CUDA's events made it look (every 1 s here, with no CUDA call),
 # so three bursts of 3000 records 50 ms apart lost at least 1,904 of them;
-# a quarter-full queue now wakes it.
+# a quarter-full queue now wakes it. And one burst of 20,000, faster than
+# a woken writer drains: it lost about 1,000; a record that finds the
+# queue full now waits for the writer (ggml_buffers.c, queue_note).
 . tests/t/lib.sh
 P=$B/tests/shim/ggmlflood
 for f in "$SHIM" "$VT" "$P"; do
@@ -40,4 +42,13 @@ set -- "$D/bursts"/*.vtrace
 is "$(awk '$1 == "ggml_buffer" || $1 == "ggml_lost" { printf "%s %s;", $1, $2 }' "$D/bursts.count")" "ggml_buffer 9001;" \
     "bursts after start-up: all 9001 records written, none lost"
 is "$(cat "$D/bursts.err")" "" "and no loss said on stderr"
+
+mkdir "$D/burst"
+out=$(VRAMTRACE_FLUSH_MS=1000 under_shim "$D/burst" "$P" burst 20000 2>"$D/burst.err"); rc=$?
+is "$rc/$out" "0/marks=20001" "ggmlflood burst made its 20001 marks"
+set -- "$D/burst"/*.vtrace
+"$VT" dump --count "$1" >"$D/burst.count" 2>&1
+is "$(awk '$1 == "ggml_buffer" || $1 == "ggml_lost" { printf "%s %s;", $1, $2 }' "$D/burst.count")" "ggml_buffer 20001;" \
+    "one burst of 20,000 after start-up: all 20001 records written, none lost"
+is "$(cat "$D/burst.err")" "" "and no loss said on stderr"
 done_testing
