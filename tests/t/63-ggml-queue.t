@@ -34,21 +34,19 @@ is "$(grep -c ' usage=WEIGHTS ' "$D/dump")" 0 "the WEIGHTS mark found it full to
 is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][0]["placement"]["records_lost"])' "$D/json" 2>/dev/null)" 7905 \
     "report --json: placement's records_lost is 7905"
 
-mkdir "$D/bursts"
-out=$(VRAMTRACE_FLUSH_MS=1000 under_shim "$D/bursts" "$P" bursts 2>"$D/bursts.err"); rc=$?
-is "$rc/$out" "0/marks=9001" "ggmlflood bursts made its 9001 marks"
-set -- "$D/bursts"/*.vtrace
-"$VT" dump --count "$1" >"$D/bursts.count" 2>&1
-is "$(awk '$1 == "ggml_buffer" || $1 == "ggml_lost" { printf "%s %s;", $1, $2 }' "$D/bursts.count")" "ggml_buffer 9001;" \
-    "bursts after start-up: all 9001 records written, none lost"
-is "$(cat "$D/bursts.err")" "" "and no loss said on stderr"
-
-mkdir "$D/burst"
-out=$(VRAMTRACE_FLUSH_MS=1000 under_shim "$D/burst" "$P" burst 20000 2>"$D/burst.err"); rc=$?
-is "$rc/$out" "0/marks=20001" "ggmlflood burst made its 20001 marks"
-set -- "$D/burst"/*.vtrace
-"$VT" dump --count "$1" >"$D/burst.count" 2>&1
-is "$(awk '$1 == "ggml_buffer" || $1 == "ggml_lost" { printf "%s %s;", $1, $2 }' "$D/burst.count")" "ggml_buffer 20001;" \
-    "one burst of 20,000 after start-up: all 20001 records written, none lost"
-is "$(cat "$D/burst.err")" "" "and no loss said on stderr"
+# none_lost NAME MARKS DESC ARGS...: ggmlflood ARGS after start-up (the
+# writer's own look every 1 s) writes all MARKS records, none lost.
+none_lost() {
+    name=$1 marks=$2 desc=$3; shift 3
+    mkdir "$D/$name"
+    out=$(VRAMTRACE_FLUSH_MS=1000 under_shim "$D/$name" "$P" "$@" 2>"$D/$name.err"); rc=$?
+    is "$rc/$out" "0/marks=$marks" "ggmlflood $*: made its $marks marks"
+    set -- "$D/$name"/*.vtrace
+    "$VT" dump --count "$1" >"$D/$name.count" 2>&1
+    is "$(awk '$1 == "ggml_buffer" || $1 == "ggml_lost" { printf "%s %s;", $1, $2 }' "$D/$name.count")" "ggml_buffer $marks;" \
+        "$desc: all $marks records written, none lost"
+    is "$(cat "$D/$name.err")" "" "$desc: no loss said on stderr"
+}
+none_lost bursts 9001 "three bursts of 3,000 after start-up" bursts
+none_lost burst 20001 "one burst of 20,000 after start-up" burst 20000
 done_testing
