@@ -455,8 +455,29 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     VT_GEN_SLOT(ret, name, params, args, 3)
 _Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN_SLOTS");
 
-/* ---- the runtime's lookups made for the program ----
- * cudaGetDriverEntryPoint(ByVersion) has libcudart look a driver entry
+/* ---- lookup routes ---- */
+
+static void *wrapper(unsigned api);
+static void *slot_wrapper(unsigned api, unsigned k);
+
+/* What a lookup hands the program for real, the definition it found of
+ * entry point api: the wrapper that calls real (resolve.c picks which), or
+ * real itself, untraced, when every slot is taken. */
+void *vt_hand_out(unsigned api, void *real, const void *caller)
+{
+    unsigned k = vt_resolve_slot(api, real, !vt_caller_is_runtime(caller));
+    return k == VT_SLOT_LINKED ? wrapper(api) : k < VT_SLOTS ? slot_wrapper(api, k) : real;
+}
+
+/* A pointer cuGetProcAddress returned: a wrapper in its place when it is
+ * an entry point of the table. */
+static void *route_procaddr(void *fn, const void *caller)
+{
+    unsigned api = vt_resolve_procaddr(fn);
+    return api < VT_API_COUNT ? vt_hand_out(api, fn, caller) : fn;
+}
+
+/* cudaGetDriverEntryPoint(ByVersion) has libcudart look a driver entry
  * point up for the program. libcudart's cuGetProcAddress got the wrapper a
  * runtime gets (vt_hand_out), whose calls inside a runtime call fold into
  * its event (record.c), as libcudart's own calls must. The program's calls
@@ -465,8 +486,6 @@ _Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN
  * runtime call, were folded and counted nowhere: 78-fault-sigalloc,
  * sigrtentry.) A pointer that is not one of those wrappers passes as it
  * came. */
-static void *slot_wrapper(unsigned api, unsigned k);
-
 static void *for_program(void *fn, const void *caller)
 {
     if (!fn)
@@ -486,31 +505,37 @@ static void *for_program(void *fn, const void *caller)
     return fn;
 }
 
-#define VT_GEN_RT_LOOKUP(name, params, args)                                           \
-    typedef cudaError_t(*vt_real_t_##name) params;                                      \
-    static inline __attribute__((always_inline)) cudaError_t vt_body_##name(            \
+/* A lookup route from its table line: the export and its slot wrappers
+ * (a cuGetProcAddress found with dlsym(handle) is the one called, routed
+ * all the same) share one body, which calls the real lookup and puts
+ * route(what it found) in *out when it succeeded (ok). */
+#define VT_GEN_LOOKUP(ret, name, params, args, out, route, ok)                          \
+    typedef ret(*vt_real_t_##name) params;                                              \
+    static inline __attribute__((always_inline)) ret vt_body_##name(                    \
         vt_real_t_##name real, const void *caller, VT_UNPAREN params)                    \
     {                                                                                   \
         if (!real)                                                                      \
-            return VT_MISSING_cudaError_t;                                              \
-        cudaError_t r = real args;                                                      \
-        if (r == cudaSuccess && funcPtr && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF) \
-            *funcPtr = for_program(*funcPtr, caller);                                   \
+            return VT_MISSING_##ret;                                                    \
+        ret r = real args;                                                              \
+        if (r == ok && out && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)     \
+            *out = route(*out, caller);                                                 \
         return r;                                                                       \
     }                                                                                   \
-    VT_EXPORT cudaError_t name params                                                   \
+    VT_EXPORT ret name params                                                           \
     {                                                                                   \
         const void *caller = __builtin_return_address(0);                               \
         return vt_body_##name((vt_real_t_##name)vt_real_for(VT_API_##name, caller), caller, VT_UNPAREN args); \
     }                                                                                   \
-    VT_GEN_SLOTS(cudaError_t, name, params, args)
+    VT_GEN_SLOTS(ret, name, params, args)
 
-/* Lookup routes: the driver's (cuGetProcAddress) are written by hand
- * below; the runtime's (cudaGetDriverEntryPoint and kin) come from their
- * table lines. */
+/* The driver's routes (cuGetProcAddress) swap what they found for a
+ * wrapper; the runtime's (cudaGetDriverEntryPoint and kin) hand over what
+ * libcudart's lookup got as the program's own. */
 #define VT_GEN_ROUTE(ret, name, describe, params, args) VT_GEN_ROUTE_##ret(name, params, args)
-#define VT_GEN_ROUTE_CUresult(name, params, args)
-#define VT_GEN_ROUTE_cudaError_t VT_GEN_RT_LOOKUP
+#define VT_GEN_ROUTE_CUresult(name, params, args) \
+    VT_GEN_LOOKUP(CUresult, name, params, args, pfn, route_procaddr, CUDA_SUCCESS)
+#define VT_GEN_ROUTE_cudaError_t(name, params, args) \
+    VT_GEN_LOOKUP(cudaError_t, name, params, args, funcPtr, for_program, cudaSuccess)
 #define VT_GEN_ALLOC VT_GEN_EVENT
 #define VT_GEN_FREE VT_GEN_EVENT
 #define VT_GEN_VMM_CREATE VT_GEN_EVENT
@@ -533,80 +558,6 @@ static void *for_program(void *fn, const void *caller)
     VT_GEN_##kind(ret, name, describe, params, args)
 #include "vramtrace/entrypoints.def"
 #undef VT_ENTRY
-
-/* ---- lookup routes ---- */
-
-static void *wrapper(unsigned api);
-
-/* What a lookup hands the program for real, the definition it found of
- * entry point api: the wrapper that calls real (resolve.c picks which), or
- * real itself, untraced, when every slot is taken. */
-void *vt_hand_out(unsigned api, void *real, const void *caller)
-{
-    unsigned k = vt_resolve_slot(api, real, !vt_caller_is_runtime(caller));
-    return k == VT_SLOT_LINKED ? wrapper(api) : k < VT_SLOTS ? slot_wrapper(api, k) : real;
-}
-
-/* A pointer cuGetProcAddress returned: a wrapper in its place when it is
- * an entry point of the table. */
-static void *route_procaddr(void *fn, const void *caller)
-{
-    unsigned api = vt_resolve_procaddr(fn);
-    return api < VT_API_COUNT ? vt_hand_out(api, fn, caller) : fn;
-}
-
-typedef CUresult (*vt_real_t_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
-                                                  CUdriverProcAddressQueryResult *);
-static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress_v2(
-    vt_real_t_cuGetProcAddress_v2 real, const void *caller, const char *symbol, void **pfn, int cudaVersion,
-    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
-{
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = route_procaddr(*pfn, caller);
-    return r;
-}
-
-VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                       CUdriverProcAddressQueryResult *symbolStatus)
-{
-    const void *caller = __builtin_return_address(0);
-    return vt_body_cuGetProcAddress_v2(
-        (vt_real_t_cuGetProcAddress_v2)vt_real_for(VT_API_cuGetProcAddress_v2, caller), caller, symbol, pfn,
-        cudaVersion, flags, symbolStatus);
-}
-
-typedef CUresult (*vt_real_t_cuGetProcAddress)(const char *, void **, int, cuuint64_t);
-static inline __attribute__((always_inline)) CUresult vt_body_cuGetProcAddress(vt_real_t_cuGetProcAddress real,
-                                                                              const void *caller,
-                                                                              const char *symbol, void **pfn,
-                                                                              int cudaVersion, cuuint64_t flags)
-{
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult r = real(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn && !vt_tls.guard && atomic_load(&vt_state) != VT_ST_OFF)
-        *pfn = route_procaddr(*pfn, caller);
-    return r;
-}
-
-VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-{
-    const void *caller = __builtin_return_address(0);
-    return vt_body_cuGetProcAddress((vt_real_t_cuGetProcAddress)vt_real_for(VT_API_cuGetProcAddress, caller), caller,
-                                    symbol, pfn, cudaVersion, flags);
-}
-
-/* The lookup routes' slot wrappers: a cuGetProcAddress found with
- * dlsym(handle) is the one called, routed all the same. */
-VT_GEN_SLOTS(CUresult, cuGetProcAddress_v2,
-             (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-              CUdriverProcAddressQueryResult *symbolStatus),
-             (symbol, pfn, cudaVersion, flags, symbolStatus))
-VT_GEN_SLOTS(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-             (symbol, pfn, cudaVersion, flags))
 
 /* The table takes each wrapper's address through a hidden alias generated
  * from the same table, never through the exported name:
