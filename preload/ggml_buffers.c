@@ -253,8 +253,6 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
     out[n] = 0;
 }
 
-/* A load queues its records faster than the writer looks when it makes
- * few CUDA calls: a quarter-full queue wakes it. */
 /* How long a record that finds the queue full waits for the writer to
  * empty it. This is ggml's load path, where a few milliseconds are
  * nothing, and a record lost leaves part of the model's placement unknown:
@@ -268,18 +266,20 @@ static void copy_name(char out[VT_GGML_NAME_LEN], const char *name)
  * cleared by the first record that finds room. */
 static _Atomic int full_wait_futile;
 
+/* A load queues its records faster than the writer looks when it makes
+ * few CUDA calls: a quarter-full queue wakes it, and a full one is waited
+ * for. */
 static void queue_note(const vt_ggml_note_t *n)
 {
-    int rc = vt_ggml_queue(n, 0);
-    if (rc < 0 && !atomic_load_explicit(&full_wait_futile, memory_order_relaxed)) {
+    int futile = atomic_load_explicit(&full_wait_futile, memory_order_relaxed);
+    int rc = vt_ggml_queue(n, futile);
+    if (rc < 0 && !futile) {
         if (vt_writer_sync(FULL_WAIT_MS) != 0)
             atomic_store_explicit(&full_wait_futile, 1, memory_order_relaxed);
-        rc = vt_ggml_queue(n, 0);
+        rc = vt_ggml_queue(n, 1);
     }
-    if (rc < 0) {
-        vt_ggml_queue(n, 1);
+    if (rc < 0)
         return;
-    }
     if (atomic_load_explicit(&full_wait_futile, memory_order_relaxed))
         atomic_store_explicit(&full_wait_futile, 0, memory_order_relaxed);
     if (rc > 0)
@@ -389,16 +389,7 @@ static int extent_of(struct dl_phdr_info *info, size_t size, void *data)
     uintptr_t *range = data;
     if (info->dlpi_addr != range[2])
         return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-        if (range[0] == range[1] || a < range[0])
-            range[0] = a;
-        if (b > range[1])
-            range[1] = b;
-    }
+    vt_load_span(info, &range[0], &range[1]);
     return 1;
 }
 

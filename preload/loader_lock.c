@@ -67,6 +67,21 @@ int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), v
     return rc;
 }
 
+void vt_load_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = UINTPTR_MAX, *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        *lo = a < *lo ? a : *lo;
+        *hi = a + ph->p_memsz > *hi ? a + ph->p_memsz : *hi;
+    }
+    if (*hi == 0)
+        *lo = 0;
+}
+
 void vt_loader_atfork_prepare(void)
 {
     /* pthread_rwlock_timedwrlock measures against CLOCK_REALTIME. */

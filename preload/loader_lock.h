@@ -6,9 +6,13 @@
 #define VT_PRELOAD_LOADER_LOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct dl_phdr_info;
 int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+/* The addresses [*lo, *hi) an object's PT_LOAD segments span, from inside
+ * a walk's callback; 0 and 0 when it has none. */
+void vt_load_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 void vt_loader_enter(void);
 void vt_loader_leave(void);
 void vt_loader_atfork_prepare(void);

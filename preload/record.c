@@ -536,11 +536,10 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
     }
 }
 
-/* One event the shim takes on its own account (flag VT_EF_SAMPLE): not a
- * drop when the ring is full, since the program lost nothing. 0 on success. */
-/* counted: a full buffer counts this event as dropped (it stands for
- * something the program did); otherwise it is the shim's own, and a full
- * buffer loses nothing of the program's. */
+/* One event the shim writes itself; 0 on success. counted: a full buffer
+ * counts it as dropped, as it stands for something the program did (a
+ * teardown's mark); otherwise it is the shim's own (flag VT_EF_SAMPLE) and
+ * a full buffer loses nothing of the program's. */
 static int push_event_at(int counted, uint64_t time_ns, unsigned api, int device, uint64_t ptr, uint64_t size,
                          uint64_t aux, uint32_t flags, uint32_t tid, uint32_t stack)
 {

@@ -228,15 +228,21 @@ static unsigned long long loader_adds(void)
  * next call of each finds its answer again (resolve_for), by then seeing
  * the new runtime. Nothing to do while no versioned runtime is kept as
  * everyone's (an unversioned one is every caller's whatever loads). */
-void vt_resolve_loading(void)
+/* The runtime answers kept as everyone's go: each is found again at its
+ * next call (resolve_for). */
+static void drop_runtime_answers(void)
 {
-    int expected = 1;
-    if (!atomic_compare_exchange_strong_explicit(&runtime_uniform, &expected, 0, memory_order_acq_rel,
-                                                 memory_order_acquire))
-        return;
     for (unsigned i = 0; i < VT_API_COUNT; i++)
         if (vt_api_info(i)->runtime)
             atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
+}
+
+void vt_resolve_loading(void)
+{
+    int expected = 1;
+    if (atomic_compare_exchange_strong_explicit(&runtime_uniform, &expected, 0, memory_order_acq_rel,
+                                                memory_order_acquire))
+        drop_runtime_answers();
 }
 
 static __attribute__((noinline, cold)) void recheck_runtimes(void)
@@ -245,9 +251,7 @@ static __attribute__((noinline, cold)) void recheck_runtimes(void)
     if (adds == atomic_load_explicit(&adds_seen, memory_order_acquire))
         return;
     atomic_store_explicit(&runtime_uniform, 0, memory_order_release);
-    for (unsigned i = 0; i < VT_API_COUNT; i++)
-        if (vt_api_info(i)->runtime)
-            atomic_store_explicit(&vt_real_fn[i], NULL, memory_order_release);
+    drop_runtime_answers();
 }
 
 /* What a call from caller would run; *uniform = 1 when every caller in the
@@ -499,15 +503,8 @@ static int find_caller(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     caller_span_t *s = data;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        lo = a < lo ? a : lo;
-        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
-    }
+    uintptr_t lo, hi;
+    vt_load_span(info, &lo, &hi);
     if (s->where < lo || s->where >= hi)
         return 0;
     const char *base = base_name(info->dlpi_name ? info->dlpi_name : "");

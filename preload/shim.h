@@ -37,7 +37,7 @@
  *   ring.c       the event queue between the wrappers and the writer
  *   ggml_queue.c the GGML_* records waiting for the writer
  *   real_dl.c    the loader's own dlsym, dlclose and dlopen, past ours
- *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way
+ *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way; an object's span
  *   options.c    VRAMTRACE_* environment, parsed once
  *   state.c      the state word, the thread guard, device facts, warnings
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
