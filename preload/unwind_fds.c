@@ -117,10 +117,12 @@ static long unw_syscall(long number, long a1, long a2, long a3, long a4, long a5
     return syscall(number, a1, a2, a3, a4, a5, a6);
 }
 
+/* imported: relocations that ask for name from elsewhere; done: the
+ * slots that now hold to. */
 typedef struct redirect {
     const char *name;
     void *to;
-    int done;
+    int imported, done;
 } redirect_t;
 
 /* The pages the loader made read-only after relocation (RELRO, the whole
@@ -176,16 +178,18 @@ static void patch_table(const struct link_map *lm, const ElfW(Rela) *rela, size_
 {
     for (size_t i = 0; i < bytes / sizeof *rela; i++) {
         unsigned type = ELF64_R_TYPE(rela[i].r_info);
-        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-            continue;
         const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rela[i].r_info)];
         if (sym->st_name >= strsz)
             continue;
         const char *name = strtab + sym->st_name;
-        for (redirect_t *r = redirects; r->name; r++)
-            if (strcmp(name, r->name) == 0 &&
+        for (redirect_t *r = redirects; r->name; r++) {
+            if (strcmp(name, r->name) != 0)
+                continue;
+            r->imported += sym->st_shndx == SHN_UNDEF;
+            if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) &&
                 store_slot((void **)(lm->l_addr + rela[i].r_offset), r->to, relro))
                 r->done++;
+        }
     }
 }
 
@@ -215,25 +219,13 @@ int vt_unwind_fds_redirect(void *handle)
     if (!symtab || !strtab || !plt_is_rela)
         return 0;
     redirect_t redirects[] = {
-        { "pipe2", (void *)unw_pipe2, 0 }, { "pipe", (void *)unw_pipe, 0 },
-        { "read", (void *)unw_read, 0 },   { "write", (void *)unw_write, 0 },
-        { "close", (void *)unw_close, 0 }, { "syscall", (void *)unw_syscall, 0 },
-        { NULL, NULL, 0 },
+        { "pipe2", (void *)unw_pipe2, 0, 0 }, { "pipe", (void *)unw_pipe, 0, 0 },
+        { "read", (void *)unw_read, 0, 0 },   { "write", (void *)unw_write, 0, 0 },
+        { "close", (void *)unw_close, 0, 0 }, { "syscall", (void *)unw_syscall, 0, 0 },
+        { NULL, NULL, 0, 0 },
     };
-    /* Which of the names libunwind imports at all: a slot left unpatched
-     * for a name it imports is a descriptor it can still make. */
-    int imported[2] = { 0, 0 };
     const ElfW(Rela) *tables[2] = { jmprel, rela };
     size_t sizes[2] = { jmprel ? pltrelsz : 0, rela ? relasz : 0 };
-    for (int t = 0; t < 2; t++)
-        for (size_t i = 0; i < sizes[t] / sizeof(ElfW(Rela)); i++) {
-            const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(tables[t][i].r_info)];
-            if (sym->st_name < strsz && sym->st_shndx == SHN_UNDEF) {
-                const char *name = strtab + sym->st_name;
-                imported[0] |= strcmp(name, "pipe2") == 0;
-                imported[1] |= strcmp(name, "pipe") == 0;
-            }
-        }
     relro_t relro = { lm->l_addr, 0, 0, 0 };
     vt_dl_iterate_phdr(find_relro, &relro);
     if (!relro.found)
@@ -241,7 +233,9 @@ int vt_unwind_fds_redirect(void *handle)
     for (int t = 0; t < 2; t++)
         if (tables[t])
             patch_table(lm, tables[t], sizes[t], symtab, strtab, strsz, redirects, &relro);
-    return (!imported[0] || redirects[0].done) && (!imported[1] || redirects[1].done);
+    /* A pipe import left pointing at libc is a descriptor libunwind can
+     * still make. */
+    return (!redirects[0].imported || redirects[0].done) && (!redirects[1].imported || redirects[1].done);
 #else
     (void)handle;
     return 0;
