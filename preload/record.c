@@ -76,6 +76,10 @@ typedef struct record_state {
      * and passes its calls through (forked_without_handlers). NULL where
      * the kernel lacks it. */
     volatile uint8_t *started_here;
+    /* The first exec or _exit of the process ends its trace; one that
+     * races it on another thread leaves it to that one. */
+    _Atomic int image_ending;
+    pid_t image_end_pid;
 } record_state_t;
 
 static record_state_t rec;
@@ -293,7 +297,39 @@ static void atfork_child(void)
 static __attribute__((destructor)) void shim_exit(void)
 {
     if (atomic_load(&vt_state) == VT_ST_ACTIVE)
-        vt_writer_stop();
+        vt_writer_stop("exit", NULL, 0);
+}
+
+/* How long an exec or _exit waits for the writer's last chunk before it
+ * ends the trace itself: as long as exit waits for a thread's module walk.
+ * Either may come from a signal handler that interrupted the program in
+ * malloc, whose lock the writer's last chunk may need. */
+#define IMAGE_END_WAIT_MS 500
+
+void vt_record_image_ends(const char *when, const char *note)
+{
+    /* Inside the shim (a signal handler's exec) this thread may hold what
+     * stopping needs; a vfork child reads only, and returns here. */
+    if (vt_tls.guard || atomic_load(&vt_state) != VT_ST_ACTIVE || !vt_writer_ours())
+        return;
+    if (atomic_exchange(&rec.image_ending, 1))
+        return;
+    rec.image_end_pid = getpid();
+    vt_tls.guard++;
+    vt_writer_stop(when, note, IMAGE_END_WAIT_MS);
+    vt_tls.guard--;
+}
+
+void vt_record_image_goes_on(const char *note)
+{
+    if (!atomic_load(&rec.image_ending) || vt_tls.guard || getpid() != rec.image_end_pid)
+        return;
+    /* The other threads' calls now pass through at once: they would wait
+     * for an end that is not coming. */
+    vt_ring_park_end();
+    static _Atomic int warned;
+    vt_warn_once(&warned, "%s; the trace ended before it, so this process's CUDA calls from here on are not traced",
+                 note);
 }
 
 static void init_api_flags(void);

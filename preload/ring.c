@@ -219,13 +219,24 @@ void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS])
         lost[i] = atomic_fetch_or(&vt_ring.lost[i], VT_LOST_SEALED) & ~VT_LOST_SEALED;
 }
 
+/* In steps, so an exec that failed (vt_ring_park_end) lets the waiting
+ * calls go at once instead of after PARK_MS. */
+#define PARK_STEP_MS 10
+
 void vt_ring_park(void)
 {
-    if (closed_here || atomic_load(&park_expired))
+    if (closed_here)
         return;
-    struct timespec left = { PARK_MS / 1000, PARK_MS % 1000 * 1000000L };
-    while (nanosleep(&left, &left) != 0 && errno == EINTR)
-        ;
+    for (int waited = 0; waited < PARK_MS && !atomic_load(&park_expired); waited += PARK_STEP_MS) {
+        struct timespec left = { 0, PARK_STEP_MS * 1000000L };
+        while (nanosleep(&left, &left) != 0 && errno == EINTR)
+            ;
+    }
+    atomic_store(&park_expired, 1);
+}
+
+void vt_ring_park_end(void)
+{
     atomic_store(&park_expired, 1);
 }
 

@@ -2,7 +2,7 @@
  * that defines them, each group opening with that file's contract. Nothing
  * here is exported: the shim is built with -fvisibility=hidden and a
  * version script that exports only the wrapped CUDA entry points, dlsym,
- * dlopen and dlclose.
+ * dlopen, dlclose, the exec family and _exit.
  *
  * The files in layers, top first. A file calls only files listed after it,
  * so the calls go one way and there is no circle (tests/t/56-shim-graph.t
@@ -13,6 +13,7 @@
  * layer entry: the wrappers the program calls in place of CUDA's, ggml's
  * and the loader's functions
  *   dl_hooks.c   dlsym, dlopen and dlclose: lookups routed, loads and unloads noticed
+ *   exec_hooks.c the exec family and _exit: the trace ends before the image does
  *   ggml_buffers.c  ggml's buffer API; may start the shim without CUDA
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
  * layer record: what a call records
@@ -99,7 +100,10 @@ int vt_options_bool(const char *text);
  *    another thread starts the shim waits for it (bounded).
  *  - Exit: every call that returns to the program is in the trace or in
  *    END's dropped count (ring.c, vt_ring_close), and exit never waits
- *    without a bound for a thread of the program (writer.c, join_writer). */
+ *    without a bound for a thread of the program (writer.c, join_writer).
+ *    exec and _exit end the process image without exit handlers or our
+ *    destructor: their wrappers end the trace the same way first
+ *    (vt_record_image_ends), within a bound. */
 typedef struct vt_call {
     vt_event_t ev;
     void *slot;           /* ring slot held across a release call */
@@ -130,6 +134,14 @@ void vt_call_teardown(vt_event_t *ev, uint32_t result);
  * trace says it ran on the CPU. Returns 1 when the shim records. Not from
  * a signal handler, nor inside the shim. */
 int vt_start_for_model(void);
+/* exec and _exit, before the real call: ends the trace as exit would, when
+ * ("exec", "_exit"), with note in a NOTE before END. Does nothing in a
+ * process this shim does not trace, inside the shim, or in a vfork child
+ * (which shares the parent's memory: it only reads). */
+void vt_record_image_ends(const char *when, const char *note);
+/* After an exec that returned (it failed): the trace ended for it, so the
+ * process goes on untraced; says so once, with note. */
+void vt_record_image_goes_on(const char *note);
 
 /* ---- state.c ----
  * What every file shares. A leaf: calls no other file of the shim. */
@@ -336,6 +348,9 @@ void vt_ring_seal_lost(uint64_t lost[VT_LOST_REASONS]);
  * Returns at once on the thread that closed the ring (it is exiting), and
  * once one wait has run its course (ring.c). */
 void vt_ring_park(void);
+/* The process outlived its trace for good (an exec that failed): from now
+ * on vt_ring_park returns at once. */
+void vt_ring_park_end(void);
 
 /* ---- stacks.c ---- */
 /* Captures the caller's stack (skipping `skip` shim frames) and returns its
@@ -541,8 +556,16 @@ void vt_real_dlopen_resolve(void);
 /* ---- writer.c ---- */
 /* Opens the trace file and starts the writer thread. 0 on success. */
 int vt_writer_start(void);
-/* Flushes everything and writes the END record (process exit). */
-void vt_writer_stop(void);
+/* Flushes everything and writes the END record, the process ending at
+ * when ("exit", "exec", "_exit"): end_note (NULL: none) goes in a NOTE just
+ * before END. The wait for the writer is bounded by bound_ms (0: only
+ * while it waits for a module walk), past which the calling thread ends
+ * the trace itself. */
+void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms);
+/* 1 when this process's writer runs and the caller is not that thread: a
+ * vfork child, or one made without the fork handlers, gets 0. Reads
+ * only, so a vfork child may ask. */
+int vt_writer_ours(void);
 /* Asks the writer thread to write and name everything captured so far,
  * waiting at most timeout_ms for it; 0 when it did. No-op (-1) on the
  * writer thread itself or when no writer runs. */

@@ -166,6 +166,9 @@ typedef struct writer {
     uint64_t sync_asked, sync_done;
     int accepting;
     int thread_created; /* under wake_lock: accepting will follow */
+    /* Set with stopping: a NOTE written before END, saying how the process
+     * ended where that is not exit (exec, _exit). */
+    char end_note[700];
     /* Under wake_lock, for vt_writer_start: 0 while the thread opens the
      * trace, then 1 when the file and its header are written, -1 when not
      * (the thread said why and ended). */
@@ -1189,40 +1192,56 @@ static int take_over_from_writer(uint64_t *lost_out)
 }
 
 /* Joins the writer, unless it has waited EXIT_WALK_WAIT_MS for a module
- * walk: then exit goes on without it, and takes the trace's end from it
- * (take_over_from_writer). At stop the thread walks only for an ip outside
- * every known module (vt_symbols_final), so this is the writer caught in a
- * walk that began before. */
-static void join_writer(void)
+ * walk, or bound_ms in all (0: no such bound): then the process ends
+ * without it, and takes the trace's end from it (take_over_from_writer).
+ * At stop the thread walks only for an ip outside every known module
+ * (vt_symbols_final), so this is the writer caught in a walk that began
+ * before. The overall bound is exec's and _exit's: they may be called from
+ * a signal handler that interrupted the program holding a lock (malloc's)
+ * the writer's last chunk needs. */
+static void join_writer(const char *when, unsigned bound_ms)
 {
+    uint64_t began = vt_now_ns();
+    const char *waited_for = "another thread's walk of the loaded modules (dl_iterate_phdr)";
+    unsigned waited_ms = EXIT_WALK_WAIT_MS;
     for (;;) {
         struct timespec deadline = deadline_in(CLOCK_REALTIME, 10);
         int rc = pthread_timedjoin_np(writer.thread, NULL, &deadline);
         if (rc != ETIMEDOUT)
             return;
+        uint64_t now = vt_now_ns();
         unsigned long long since = atomic_load(&writer.walk_since);
-        if (since && vt_now_ns() - since >= EXIT_WALK_WAIT_MS * 1000000ull)
+        if (since && now - since >= EXIT_WALK_WAIT_MS * 1000000ull)
             break;
+        if (bound_ms && now - began >= bound_ms * 1000000ull) {
+            waited_for = "its last chunk";
+            waited_ms = bound_ms;
+            break;
+        }
     }
     uint64_t unwritten = 0;
     int ended = take_over_from_writer(&unwritten);
     char msg[900];
     int len = ended ? snprintf(msg, sizeof msg,
-                               "vramtrace: at exit the trace writer had waited %d ms for another thread's walk of the "
-                               "loaded modules (dl_iterate_phdr); %s ends with the %llu events it had not written "
-                               "counted as dropped\n",
-                               EXIT_WALK_WAIT_MS, writer.path, (unsigned long long)unwritten)
+                               "vramtrace: at %s the trace writer had waited %u ms for %s; %s ends with the %llu "
+                               "events it had not written counted as dropped\n",
+                               when, waited_ms, waited_for, writer.path, (unsigned long long)unwritten)
                     : snprintf(msg, sizeof msg,
-                               "vramtrace: %s ends at its last complete chunk: at exit the trace writer had waited "
-                               "%d ms for another thread's walk of the loaded modules (dl_iterate_phdr)\n",
-                               writer.path, EXIT_WALK_WAIT_MS);
+                               "vramtrace: %s ends at its last complete chunk: at %s the trace writer had waited %u "
+                               "ms for %s\n",
+                               writer.path, when, waited_ms, waited_for);
     if (len > (int)sizeof msg - 1)
         len = (int)sizeof msg - 1;
     ssize_t ignored = write(2, msg, (size_t)len);
     (void)ignored;
 }
 
-void vt_writer_stop(void)
+int vt_writer_ours(void)
+{
+    return writer.thread_running && !on_writer_thread && getpid() == writer.pid;
+}
+
+void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms)
 {
     if (!writer.thread_running)
         return;
@@ -1236,10 +1255,12 @@ void vt_writer_stop(void)
      * drain could miss (ring.c, vt_ring_close). */
     vt_ring_close();
     pthread_mutex_lock(&writer.wake_lock);
+    if (end_note)
+        snprintf(writer.end_note, sizeof writer.end_note, "%s", end_note);
     writer.stopping = 1;
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
-    join_writer();
+    join_writer(when, bound_ms);
     writer.thread_running = 0;
     atomic_store(&vt_state, VT_ST_ENDED);
 }
@@ -1259,6 +1280,12 @@ static void finish_trace(void)
     if (!writer.write_failed) {
         vt_ranges_records(emit);
         vt_ranges_lost_note(emit);
+        if (writer.end_note[0]) {
+            uint8_t buf[VT_VARINT_MAX * 2 + sizeof writer.end_note], *p = buf;
+            p = vt_put_varint(p, vt_now_ns());
+            p = vt_put_str(p, writer.end_note, strlen(writer.end_note), sizeof writer.end_note);
+            emit(VT_REC_NOTE, buf, (size_t)(p - buf));
+        }
     }
     finish_chunk();
     /* After a failed write the file ends at a chunk boundary (write_chunk):

@@ -405,6 +405,13 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     } else if (p->truncated) {
         fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
                    "free memory.\n", p->truncated_at);
+    } else if (!p->events.allocs && !p->events.failed && !p->ended) {
+        /* No END: the process was killed, is still running, or ended in a
+         * way the shim did not see; what came after the last chunk is
+         * unknown, so "nothing" is said of the chunks only. */
+        fprintf(o, "%sVERDICT: NO GPU MEMORY USED%s up to the trace's last chunk. The trace has no clean end: "
+                   "whether the process allocated after that is unknown.\n",
+                col(C_BOLD), col(C_OFF));
     } else if (!p->events.allocs && !p->events.failed) {
         fprintf(o, "%sVERDICT: NO GPU MEMORY USED.%s This process allocated nothing through CUDA.\n", col(C_BOLD),
                 col(C_OFF));

@@ -68,6 +68,15 @@
  *   vfork N         N pairs, then vfork + exec of "runner", vfork +
  *                   _exit(7) and vfork + exec of a missing file, then N
  *                   pairs more; prints each child's status and the counts
+ *   image N HOW     N 1 MiB cudaMallocs (kept), two threads making pairs,
+ *                   then the image ends by HOW: an exec function (execv,
+ *                   execve, execvp, execvpe, execl, execle, execlp,
+ *                   fexecve, execveat) running itself as "shown", _exit or
+ *                   _Exit (status 3), or "missing": an execv that fails,
+ *                   after which the threads make 1000 pairs (the slowest
+ *                   call's time to stderr) and the main thread N more
+ *                   allocations
+ *   shown ARGS      prints its arguments and FAULTPROG_SHOWN, allocates once
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
  *                   of fds 0-2 are open to the file $FAULTPROG_OUT
  *   sigstart N      sigalloc with the 10 kHz itimer armed before the first
@@ -1110,6 +1119,112 @@ static int mode_vfork(const char *self, long n)
     return pairs != 2 * n;
 }
 
+/* ---- exec and _exit: the image ends without exit() ---- */
+
+/* Allocating threads beside the exec: their calls must neither hang the
+ * exec nor, after a failed one, wait on a trace that has ended. */
+static _Atomic int image_threads_go = 1;
+static _Atomic long image_thread_pairs, image_slowest_us;
+
+static void *image_thread_main(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&image_threads_go)) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        void *p;
+        if (cudaMalloc(&p, 4096) == cudaSuccess && cudaFree(p) == cudaSuccess)
+            atomic_fetch_add(&image_thread_pairs, 1);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        long us = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+        long was = atomic_load(&image_slowest_us);
+        while (us > was && !atomic_compare_exchange_weak(&image_slowest_us, &was, us))
+            ;
+    }
+    return NULL;
+}
+
+/* how: execv execve execvp execvpe execl execle execlp fexecve execveat
+ * (each runs SELF as "shown" with two arguments, one with a space, and
+ * FAULTPROG_SHOWN in its environment), missing (execv of a path that does
+ * not exist, then the process goes on), _exit or _Exit (status 3). */
+static int mode_image(const char *self, long n, const char *how)
+{
+    for (long i = 0; i < n; i++) {
+        void *p;
+        if (cudaMalloc(&p, 1 << 20) != cudaSuccess)
+            die("cudaMalloc");
+    }
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&th[i], NULL, image_thread_main, NULL) != 0)
+            die("pthread_create");
+    while (atomic_load(&image_thread_pairs) < 100)
+        sched_yield();
+    printf("image allocs=%ld, then %s\n", n, how);
+    fflush(stdout);
+    char *argv[] = { "faultprog", "shown", "one two", "three", NULL };
+    char *envp[] = { "FAULTPROG_SHOWN=from envp", NULL };
+    if (!strcmp(how, "_exit"))
+        _exit(3);
+    if (!strcmp(how, "_Exit"))
+        _Exit(3);
+    if (!strcmp(how, "execv"))
+        execv(self, argv);
+    else if (!strcmp(how, "execve"))
+        execve(self, argv, envp);
+    else if (!strcmp(how, "execvp"))
+        execvp(self, argv);
+    else if (!strcmp(how, "execvpe"))
+        execvpe(self, argv, envp);
+    else if (!strcmp(how, "execl"))
+        execl(self, "faultprog", "shown", "one two", "three", (char *)NULL);
+    else if (!strcmp(how, "execle"))
+        execle(self, "faultprog", "shown", "one two", "three", (char *)NULL, envp);
+    else if (!strcmp(how, "execlp"))
+        execlp(self, "faultprog", "shown", "one two", "three", (char *)NULL);
+    else if (!strcmp(how, "fexecve")) {
+        int fd = open(self, O_RDONLY | O_CLOEXEC);
+        fexecve(fd, argv, envp);
+    } else if (!strcmp(how, "execveat"))
+        execveat(AT_FDCWD, self, argv, envp, 0);
+    else if (!strcmp(how, "missing")) {
+        int rc = execv("/nonexistent/faultprog", argv);
+        printf("exec missing: rc=%d %s\n", rc, errno == ENOENT ? "ENOENT" : "other");
+        atomic_store(&image_thread_pairs, 0);
+        atomic_store(&image_slowest_us, 0);
+        while (atomic_load(&image_thread_pairs) < 1000)
+            sched_yield();
+        atomic_store(&image_threads_go, 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        /* Not on stdout: a plain run never waits. */
+        fprintf(stderr, "faultprog: slowest call after the failed exec %ld ms\n",
+                atomic_load(&image_slowest_us) / 1000);
+        for (long i = 0; i < n; i++) {
+            void *p;
+            if (cudaMalloc(&p, 1 << 20) != cudaSuccess)
+                die("cudaMalloc");
+        }
+        printf("went on: allocs=%ld\n", n);
+        return 0;
+    }
+    die(how);
+    return 1;
+}
+
+/* The far end of mode_image's exec: its arguments and environment as it
+ * got them, and one allocation of its own. */
+static int mode_shown(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        printf("shown argv[%d]=%s\n", i, argv[i]);
+    const char *env = getenv("FAULTPROG_SHOWN");
+    printf("shown FAULTPROG_SHOWN=%s\n", env ? env : "(unset)");
+    void *p;
+    return cudaMalloc(&p, 4096) != cudaSuccess;
+}
+
 static int mode_stdfds(void)
 {
     void *p;
@@ -1174,6 +1289,10 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt") || !strcmp(mode, "sigrtlooked") ||
         !strcmp(mode, "sigrtentry"))
         return mode_sigalloc(mode, n, strcmp(mode, "sigalloc") != 0);
+    if (!strcmp(mode, "image"))
+        return mode_image(argv[0], n, argc > 3 ? argv[3] : "");
+    if (!strcmp(mode, "shown"))
+        return mode_shown(argc, argv);
     if (!strcmp(mode, "vfork"))
         return mode_vfork(argv[0], n);
     if (!strcmp(mode, "sigstart"))

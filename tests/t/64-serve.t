@@ -210,4 +210,8 @@ vramtrace_idle_processes 1" "... counted idle"
 check "top agrees: no row, one ended process not shown" grep -q '^(not shown: 1 ended process that allocated nothing' $TMP/killed.top
 "$VT" report --color never $K >$TMP/killed.txt 2>&1
 check "report agrees: its verdict, no device table" sh -c "grep -q 'VERDICT: NO GPU MEMORY USED' $TMP/killed.txt && ! grep -q 'context reserve  ' $TMP/killed.txt"
+# Killed, its trace has no END: "nothing" is said of the chunks only.
+check "report: the killed probe's verdict is said of its chunks, not of the whole process" sh -c \
+    "grep -q \"^VERDICT: NO GPU MEMORY USED up to the trace's last chunk. The trace has no\" $TMP/killed.txt &&
+     ! grep -q 'This process allocated nothing through CUDA' $TMP/killed.txt"
 done_testing

@@ -1,0 +1,85 @@
+#!/bin/sh
+# A process image that ends without exit(): exec, _exit. Neither runs exit
+# handlers or the shim's destructor, and exec ends every thread, the
+# writer's too. A process that allocated 100 MiB, with two threads making
+# pairs beside it, and then exec'd within a flush interval left a trace
+# with no event and no END, and the report said "NO GPU MEMORY USED. This
+# process allocated nothing through CUDA." Now each exec function and
+# _exit end the trace first, as exit does: the 100 allocations, a NOTE
+# naming the call, END. An exec that fails leaves the process going on
+# untraced, said once on stderr, with no call held up by the ended trace.
+# (vfork children calling exec and _exit: 74-fault-vfork.)
+. tests/t/lib.sh
+. tests/fault/lib.sh
+TMP=$(tmpdir)
+trap 'rm -rf "$TMP"' EXIT
+# No chunk goes out on its own before the exec: what the trace holds is
+# what the exec wrapper wrote.
+export VRAMTRACE_SAMPLE_MS=0 VRAMTRACE_FLUSH_MS=10000
+MiB=1048576
+
+# first_trace DIR: the trace of the process that exec'd (the exec'd image,
+# traced under the same pid, gets a name with a suffix).
+first_trace() { ls "$1"/*.vtrace | grep -v '\.[0-9]*\.[0-9]*\.vtrace$' | head -1; }
+allocs_of() { "$VT" dump "$1" 2>/dev/null | grep -c "^event .*api=cudaMalloc .*size=$MiB "; }
+end_of() { "$VT" dump "$1" 2>/dev/null | sed -n 's/^end t=[0-9]* \(events=[0-9]* dropped=[0-9]*\).*/\1/p'; }
+
+for how in execv execve execvp execvpe execl execle execlp fexecve execveat; do
+    plain $TMP/plain-$how $FP image 100 $how
+    mkdir $TMP/$how
+    shimmed $TMP/out-$how $TMP/$how $FP image 100 $how
+    unchanged $TMP/plain-$how $TMP/out-$how "$how: arguments, environment and output as without the shim"
+    f=$(first_trace $TMP/$how)
+    is "$(allocs_of $f)" 100 "$how: the trace holds the 100 allocations made before the exec"
+    check "$how: a NOTE names the call before END" \
+        grep -q '^note .* text="[a-z]* [^"]*: the trace ends at this call, which replaces the process image"' \
+        "$("$VT" dump $f >$TMP/dump-$how 2>&1; echo $TMP/dump-$how)"
+    end=$(end_of $f)
+    case "$end" in
+    *" dropped=0") ok "$how: END, nothing dropped ($end)";;
+    *) nok "$how: END, nothing dropped"; echo "#   got '$end'";;
+    esac
+    # The functions that pass the environment on keep LD_PRELOAD: the new
+    # image is traced in a file of its own.
+    case $how in execve|execvpe|execle|fexecve|execveat) want=1;; *) want=2;; esac
+    is "$(ls $TMP/$how | wc -l)" $want "$how: $want trace(s)"
+    is "$(cat $TMP/out-$how.err)" "" "$how: nothing said on stderr"
+done
+
+"$VT" report $(first_trace $TMP/execv) >$TMP/report 2>&1
+check "execv: the report's verdict reads the 100 MiB" grep -q "^VERDICT: NO SPILL" $TMP/report
+check "execv: the report shows the peak" grep -q "peak 100.0 MiB" $TMP/report
+
+for how in _exit _Exit; do
+    plain $TMP/plain-$how $FP image 100 $how
+    mkdir $TMP/$how
+    shimmed $TMP/out-$how $TMP/$how $FP image 100 $how
+    unchanged $TMP/plain-$how $TMP/out-$how "$how: exit status $(cat $TMP/out-$how.rc) and output as without the shim"
+    f=$(first_trace $TMP/$how)
+    is "$(allocs_of $f)" 100 "$how: the trace holds the 100 allocations"
+    check "$how: a NOTE says $how(3)" grep -q "^note .* text=\"$how(3): the process ended without exit handlers\"" \
+        "$("$VT" dump $f >$TMP/dump-$how 2>&1; echo $TMP/dump-$how)"
+    case "$(end_of $f)" in
+    *" dropped=0") ok "$how: END, nothing dropped";;
+    *) nok "$how: END, nothing dropped"; echo "#   got '$(end_of $f)'";;
+    esac
+done
+
+# An exec that fails: the process goes on. Its threads' calls must not
+# wait for an end that is not coming (each waited 1 s), and it says once
+# that it is no longer traced.
+plain $TMP/plain-missing $FP image 100 missing
+mkdir $TMP/missing
+shimmed $TMP/out-missing $TMP/missing $FP image 100 missing
+unchanged $TMP/plain-missing $TMP/out-missing "failed exec: the program goes on as without the shim"
+is "$(grep -c 'exec /nonexistent/faultprog failed (No such file or directory); the trace ended before it' $TMP/out-missing.err)" 1 \
+   "failed exec: said once on stderr"
+slow=$(sed -n 's/^faultprog: slowest call after the failed exec \([0-9]*\) ms/\1/p' $TMP/out-missing.err)
+check "failed exec: no call waits on the ended trace (slowest ${slow:-?} ms)" test "${slow:-9999}" -lt 500
+f=$(first_trace $TMP/missing)
+is "$(allocs_of $f)" 100 "failed exec: the trace holds the 100 allocations before it, and ends there"
+case "$(end_of $f)" in
+*" dropped=0") ok "failed exec: END, nothing dropped";;
+*) nok "failed exec: END, nothing dropped"; echo "#   got '$(end_of $f)'";;
+esac
+done_testing
