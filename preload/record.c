@@ -76,9 +76,11 @@ typedef struct record_state {
      * and passes its calls through (forked_without_handlers). NULL where
      * the kernel lacks it. */
     volatile uint8_t *started_here;
-    /* The first exec or _exit of the process ends its trace; one that
-     * races it on another thread leaves it to that one. */
-    _Atomic int image_ending;
+    /* The first of exit, exec and _exit ends the trace; another, on
+     * another thread or in a signal handler that interrupted the first,
+     * leaves it to that one (a second stop would wait on the lock the
+     * first holds). image_end_pid: the process an exec or _exit ended. */
+    _Atomic int trace_ending;
     pid_t image_end_pid;
 } record_state_t;
 
@@ -294,17 +296,30 @@ static void atfork_child(void)
  * handler registered (by ld.so), so it runs after every atexit handler and
  * static destructor of the program, even those registered before its first
  * CUDA call, whose frees are then traced too. */
+static void end_trace_once(const char *when, const char *note, unsigned bound_ms);
+
 static __attribute__((destructor)) void shim_exit(void)
 {
     if (atomic_load(&vt_state) == VT_ST_ACTIVE)
-        vt_writer_stop("exit", NULL, 0);
+        end_trace_once("exit", NULL, 0);
 }
 
 /* How long an exec or _exit waits for the writer's last chunk before it
- * ends the trace itself: as long as exit waits for a thread's module walk.
- * Either may come from a signal handler that interrupted the program in
- * malloc, whose lock the writer's last chunk may need. */
-#define IMAGE_END_WAIT_MS 500
+ * ends the trace itself. Either may come from a signal handler that
+ * interrupted the program in malloc, whose lock the writer's last chunk
+ * may need; but the last chunk names every frame not yet named, which
+ * takes a large process (PyTorch's libraries) a good part of a second,
+ * and a trace ended without it has frames without names. */
+#define IMAGE_END_WAIT_MS 5000
+
+static void end_trace_once(const char *when, const char *note, unsigned bound_ms)
+{
+    if (atomic_exchange(&rec.trace_ending, 1))
+        return;
+    vt_tls.guard++;
+    vt_writer_stop(when, note, bound_ms);
+    vt_tls.guard--;
+}
 
 void vt_record_image_ends(const char *when, const char *note)
 {
@@ -312,17 +327,13 @@ void vt_record_image_ends(const char *when, const char *note)
      * stopping needs; a vfork child reads only, and returns here. */
     if (vt_tls.guard || atomic_load(&vt_state) != VT_ST_ACTIVE || !vt_writer_ours())
         return;
-    if (atomic_exchange(&rec.image_ending, 1))
-        return;
     rec.image_end_pid = getpid();
-    vt_tls.guard++;
-    vt_writer_stop(when, note, IMAGE_END_WAIT_MS);
-    vt_tls.guard--;
+    end_trace_once(when, note, IMAGE_END_WAIT_MS);
 }
 
 void vt_record_image_goes_on(const char *note)
 {
-    if (!atomic_load(&rec.image_ending) || vt_tls.guard || getpid() != rec.image_end_pid)
+    if (!rec.image_end_pid || vt_tls.guard || getpid() != rec.image_end_pid)
         return;
     /* The other threads' calls now pass through at once: they would wait
      * for an end that is not coming. */

@@ -774,6 +774,7 @@ static struct timespec deadline_in(clockid_t clock, uint64_t ms)
 
 static int open_trace(const char *exe);
 static int write_header(const char *exe);
+static int sync_held(unsigned timeout_ms);
 static void finish_trace(void);
 
 /* arg: the program's path, for the file's name and header. */
@@ -1318,6 +1319,16 @@ int vt_writer_sync(unsigned timeout_ms)
 {
     if (on_writer_thread)
         return -1;
+    /* Inside the shim while wake_lock is held: a signal handler's _exit
+     * here must not stop the trace (vt_writer_stop takes the same lock). */
+    vt_tls.guard++;
+    int rc = sync_held(timeout_ms);
+    vt_tls.guard--;
+    return rc;
+}
+
+static int sync_held(unsigned timeout_ms)
+{
     struct timespec deadline = deadline_in(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&writer.wake_lock);
     /* A thread created but not yet in its loop is waited for, within the
