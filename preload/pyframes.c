@@ -28,8 +28,8 @@
  *    (3.10-3.12) or from _PyRuntime's _Py_DebugOffsets (3.13). Any other
  *    version: native-only stacks and one NOTE in the trace.
  *  - Before the first direct read, one whole walk is done with
- *    process_vm_readv on ourselves (a pipe round trip where that syscall is
- *    refused), checking every code object's type is PyCode_Type. If any
+ *    process_vm_readv on ourselves (where that syscall is refused, a copy
+ *    of what the kernel says is readable: safe_read), checking every code object's type is PyCode_Type. If any
  *    check fails, Python frames stay off for the process (one NOTE). Walks
  *    after that read frames directly, still checking alignment, the user
  *    address range, the code object's type, and at most MAX_PY frames.
@@ -175,9 +175,15 @@ static int addr_ok(uintptr_t p, size_t n)
     return p >= 4096 && p < USER_TOP - n;
 }
 
-/* A read that cannot fault: process_vm_readv on ourselves, or, where a
- * seccomp policy refuses it, a round trip through a pipe that lives only
- * for this call (write(2) returns EFAULT instead of faulting). */
+/* A read that cannot fault: process_vm_readv on ourselves or, where a
+ * seccomp policy refuses it, a copy of memory the kernel has just said is
+ * readable (vt_readable). The second leaves the instant between the check
+ * and the copy, harmless here: every address is reached from the calling
+ * thread's own frame chain, live while the thread is in this call, and a
+ * wrong layout's stray address is what the check turns away. It used to be a round
+ * trip through a pipe made for the call, whose two descriptors sat in the
+ * program's table meanwhile (a program thread's dup2 onto one of their
+ * numbers had its file closed by ours). */
 static int safe_read(void *dst, uintptr_t src, size_t n)
 {
     if (!addr_ok(src, n))
@@ -191,13 +197,10 @@ static int safe_read(void *dst, uintptr_t src, size_t n)
             return -1;
         vm_refused = 1;
     }
-    int fds[2];
-    if (n > 4096 || pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    if (!vt_readable((const void *)src, n))
         return -1;
-    int ok = write(fds[1], (const void *)src, n) == (ssize_t)n && read(fds[0], dst, n) == (ssize_t)n;
-    close(fds[0]);
-    close(fds[1]);
-    return ok ? 0 : -1;
+    memcpy(dst, (const void *)src, n);
+    return 0;
 }
 
 /* Direct reads once the layout is verified; safe ones before and on the

@@ -165,6 +165,10 @@ extern _Atomic int vt_state;
 void vt_warn_once(_Atomic int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Turns the shim into a pass-through for the rest of the process. */
 void vt_disable(const char *why);
+/* 1 when the n bytes at addr (at least one) can be read at this instant,
+ * asked of the kernel: no fault, no descriptor, no signal handler. Memory
+ * another thread unmaps right after may still fault a read that follows. */
+int vt_readable(const void *addr, size_t n);
 
 static inline uint64_t vt_now_ns(void)
 {

@@ -1,6 +1,7 @@
 /* state.c: what every file of the shim shares and nothing else: the
  * shim's state word, the per-thread guard, the device facts the recording
- * API captures for the writer, and saying a problem once on stderr.
+ * API captures for the writer, saying a problem once on stderr, and
+ * asking the kernel whether memory can be read.
  *
  * Contract:
  *  - A leaf: calls no other file of the shim, so any file may call it,
@@ -9,9 +10,12 @@
  *  - vt_disable is one-way: the shim stays a pass-through for the rest of
  *    the process (a fork child inherits it).
  */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -44,4 +48,30 @@ void vt_disable(const char *why)
 {
     atomic_store(&vt_state, VT_ST_OFF);
     vt_warn_once(&warned_disable, "%s; tracing is off, the program runs unchanged", why);
+}
+
+/* rt_sigprocmask with an invalid how reads the 8 bytes of its new mask
+ * from user memory before it looks at how: EFAULT where they cannot be
+ * read, else EINVAL, and the mask is left as it was. It opens no
+ * descriptor, and no seccomp policy refuses it (every program that blocks
+ * signals makes it). One aligned word a page: it never crosses into the
+ * next, so it is readable exactly when its page is. 4 KiB steps are the
+ * smallest page, so larger ones are only checked more than once. */
+int vt_readable(const void *addr, size_t n)
+{
+    uintptr_t at = (uintptr_t)addr, last = at + (n ? n - 1 : 0);
+    if (last < at)
+        return 0;
+    int saved = errno, ok = 1;
+    for (uintptr_t word = at & ~(uintptr_t)7;; word = (word | 4095) + 1) {
+        /* NULL would read as "no new mask" and succeed. */
+        if (!word || (syscall(SYS_rt_sigprocmask, -1, (void *)word, NULL, 8) == -1 && errno == EFAULT)) {
+            ok = 0;
+            break;
+        }
+        if ((word | 4095) >= last)
+            break;
+    }
+    errno = saved;
+    return ok;
 }

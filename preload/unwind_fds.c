@@ -50,26 +50,14 @@ static int is_fake(long fd)
     return fd == FAKE_READ_END || fd == FAKE_WRITE_END;
 }
 
-/* The check the pipe write made, with no descriptor and nothing a seccomp
- * policy refuses: rt_sigprocmask reads its new mask from user memory
- * before it looks at how, so an invalid how makes it a pure read of the 8
- * bytes at the address: EFAULT where they cannot be read, else EINVAL, and
- * the mask is left as it was. The aligned word holding addr never crosses
- * into another page, so it is readable exactly when the byte is. */
+/* The check the pipe write made, with no descriptor (vt_readable):
+ * 1, or -1 with EFAULT exactly where the write would have failed. */
 static long check_readable(const void *addr)
 {
-    uintptr_t word = (uintptr_t)addr & ~(uintptr_t)7;
-    /* NULL would read as "no new mask" and succeed. */
-    if (!word) {
-        errno = EFAULT;
-        return -1;
-    }
-    int saved = errno;
-    long rc = syscall(SYS_rt_sigprocmask, -1, (void *)word, NULL, 8);
-    if (rc == -1 && errno == EFAULT)
-        return -1;
-    errno = saved;
-    return 1;
+    if (vt_readable(addr, 1))
+        return 1;
+    errno = EFAULT;
+    return -1;
 }
 
 static int unw_pipe2(int fds[2], int flags)

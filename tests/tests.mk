@@ -50,7 +50,7 @@ $(B)/tests/shim/ggmlflood: tests/shim/ggmlflood.c tests/tests.mk $(EX)/libggml-b
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -o $@ $< -L$(EX) -lggml-base -Wl,-rpath,$(abspath $(EX)) -pthread
 
-TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/forkstate $(B)/tests/shim/closefds $(B)/tests/shim/nounshare $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main $(B)/tests/shim/runpath_main \
+TEST_BINS += $(B)/libvramtrace.so $(B)/vramtrace $(B)/tests/shim/paths $(B)/tests/shim/smallstack $(B)/tests/shim/rawfork $(B)/tests/shim/forkstate $(B)/tests/shim/closefds $(B)/tests/shim/refuse $(B)/tests/shim/ctoralloc $(B)/tests/shim/libctoralloc.so $(B)/tests/shim/atexitfree $(B)/tests/shim/next_main $(B)/tests/shim/runpath_main \
 	$(B)/tests/shim/libinterposer.so $(B)/tests/shim/libhidelibs.so $(B)/tests/shim/ggmlflood
 
 # Sanitized runs (SANITIZE=address,undefined or thread): the scripts find

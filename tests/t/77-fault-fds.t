@@ -80,10 +80,10 @@ is "$(cat $D/fdnum.dump)" "0" "the trace does not say its descriptor was shared"
 # Where unshare is refused (Docker's default seccomp profile), the
 # descriptor is the program's to see: it lives high, a closed one is
 # reopened, and the trace says it was shared.
-N=$B/tests/shim/nounshare
+N="$B/tests/shim/refuse unshare --"
 mkdir -p $D/shared $D/sharedfd
 out=$(VRAMTRACE_FLUSH_MS=5 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/shared LD_PRELOAD="$SHIM_PRELOAD" \
-    "$N" "$P" close_range $D/shared.own 4000 2>&1)
+    $N "$P" close_range $D/shared.own 4000 2>&1)
 is "$? $out" "0 $D/shared.own has 6 bytes" "shared table, close_range: the program's own file holds exactly what it wrote"
 got=$("$VT" report --json $D/shared 2>/dev/null | python3 -c 'import json, sys
 p = json.load(sys.stdin)["processes"][0]
@@ -92,7 +92,7 @@ is "$got" "True 4001 4001 ['unshare(CLONE_FILES)']" "shared table, close_range: 
 "$VT" report --wide $D/shared >$D/shared.txt 2>/dev/null
 check "shared table: the text report says so, with the window it leaves" \
     grep -q "^NOTE: the shim could not give its writer a descriptor table of its own (unshare(CLONE_FILES) refused, .*in the instant between the check and the write" $D/shared.txt
-LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/sharedfd LD_PRELOAD="$SHIM_PRELOAD" "$N" python3 -c "$fdlist" >$D/sharedfd.out 2>&1
+LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/sharedfd LD_PRELOAD="$SHIM_PRELOAD" $N python3 -c "$fdlist" >$D/sharedfd.out 2>&1
 n=$(sed -n 's/^program \[\([0-9]*\)\]$/\1/p' $D/sharedfd.out)
 check "shared table: the trace fd is high ($n)" test "${n:-0}" -ge 64
 done_testing

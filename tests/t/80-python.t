@@ -171,6 +171,30 @@ print(t.get("warmup", 0), t.get("graphs", 0))')
     check "$P annotate: RANGE records for the blocks" grep -q '^range .* push name="tag:my_phase"' $D/dump
 done
 
+# ---- a seccomp policy that refuses process_vm_readv ----
+# The frame reader's fallback was a pipe made for each read: two
+# descriptors in the program's table meanwhile. Now it asks the kernel
+# whether the memory is readable and copies it; here any pipe at all kills
+# the process (SIGSYS), and the frames must be the same as without the
+# policy.
+set -- $PYS
+PY=$1
+D=$(tmpdir)
+run_py $D "$PY" vllm_like.py VRAMTRACE_DEPTH=256
+R=$(tmpdir)
+PYTHONPATH=$PYDIR:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$R VRAMTRACE_DEPTH=256 \
+    $B/tests/shim/refuse process_vm_readv '!pipe2' '!pipe' -- "$PY" "$PYDIR/vllm_like.py" >$R/out 2>$R/err
+echo $? >$R/rc
+is "$(cat $R/rc)" 0 "process_vm_readv refused, pipes fatal: the program ran (no pipe made)"
+is "$(cat $R/out)" "$(cat $D/out)" "process_vm_readv refused: same output"
+$VT dump --stacks $R/*.vtrace >$R/dump 2>/dev/null
+kv=$((6 * MiB))
+a=$(stack_of $D/dump cudaMalloc $kv | grep -o ' py:[^ ]*' | tr '\n' ' ')
+b=$(stack_of $R/dump cudaMalloc $kv | grep -o ' py:[^ ]*' | tr '\n' ' ')
+check "process_vm_readv refused: the KV stack has the same Python frames ($(echo "$a" | wc -w) of them)" \
+    test -n "$a" -a "$a" = "$b"
+rm -rf $D $R
+
 # ---- fork: the child's trace has its own note and Python frames ----
 # (Not under ThreadSanitizer: no thread may start after a threaded fork.)
 if [ "${VT_SANITIZE:-}" = thread ]; then
