@@ -465,10 +465,16 @@ static __attribute__((noinline, cold)) int start_once(int st)
     vt_tls.guard++;
     int idle = VT_ST_IDLE;
     if (atomic_compare_exchange_strong(&vt_state, &idle, VT_ST_STARTING)) {
+        /* Not cancellable: a thread cancelled in start-up's waits went
+         * with the writer's lock held and the state STARTING, and every
+         * other thread's next call waited for ever (74-fault-cancel). */
+        int cancel_state;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
         int ok = start() == 0;
         /* Every failure is for good (VRAMTRACE_DISABLE, or vt_disable). The
          * state is set before the guard comes down, for the same reason. */
         atomic_store(&vt_state, ok ? VT_ST_ACTIVE : VT_ST_OFF);
+        pthread_setcancelstate(cancel_state, NULL);
         vt_tls.guard--;
         return ok;
     }

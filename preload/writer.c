@@ -1320,10 +1320,16 @@ int vt_writer_sync(unsigned timeout_ms)
     if (on_writer_thread)
         return -1;
     /* Inside the shim while wake_lock is held: a signal handler's _exit
-     * here must not stop the trace (vt_writer_stop takes the same lock). */
+     * here must not stop the trace (vt_writer_stop takes the same lock).
+     * And not cancellable: a thread cancelled in the condition wait goes
+     * with wake_lock held (the wait takes it back first), and the writer,
+     * then exit, waited for it for ever (74-fault-cancel). */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     vt_tls.guard++;
     int rc = sync_held(timeout_ms);
     vt_tls.guard--;
+    pthread_setcancelstate(cancel_state, NULL);
     return rc;
 }
 

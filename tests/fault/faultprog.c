@@ -68,6 +68,12 @@
  *   vfork N         N pairs, then vfork + exec of "runner", vfork +
  *                   _exit(7) and vfork + exec of a missing file, then N
  *                   pairs more; prints each child's status and the counts
+ *   cancel WHAT     a thread is cancelled 50 ms in, inside the process's
+ *                   first CUDA call while another holds the loader's lock
+ *                   for 1 s (WHAT "start"), or inside the dlclose of
+ *                   DIR/libfaultdl_a.so, which main allocated from, while
+ *                   the writer names its frames (WHAT that DIR; run with
+ *                   VTFAULT_SLOW_PHDR_MS); then a pair; prints how it went
  *   image N HOW     N 1 MiB cudaMallocs (kept), two threads making pairs,
  *                   then the image ends by HOW: an exec function (execv,
  *                   execve, execvp, execvpe, execl, execle, execlp,
@@ -1119,6 +1125,83 @@ static int mode_vfork(const char *self, long n)
     return pairs != 2 * n;
 }
 
+/* ---- pthread_cancel of a thread waiting inside the shim ---- */
+
+static void *wait_for_cancel(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void *cancel_first_call(void *arg)
+{
+    (void)arg;
+    size_t free_b, total_b;
+    cuMemGetInfo_v2(&free_b, &total_b);
+    return NULL;
+}
+
+/* Waits to be cancelled: every run ends the thread the same way, however
+ * long its dlclose took. */
+static void *cancel_dlclose(void *handle)
+{
+    dlclose(handle);
+    return wait_for_cancel(NULL);
+}
+
+/* what "start": a walker holds the loader's lock for 1 s while a thread
+ * makes the process's first CUDA call. what a directory: the main thread
+ * allocates through DIR/libfaultdl_a.so, and a thread dlcloses it while the
+ * writer names its frames in a walk that VTFAULT_SLOW_PHDR_MS holds up
+ * (the shim's dlclose waits for that naming first). Either thread is
+ * cancelled 50 ms in; then the main thread makes a pair and exits. */
+static int mode_cancel(const char *what)
+{
+    int start = !strcmp(what, "start");
+    pthread_t walker, victim;
+    void *arg = NULL;
+    /* glibc's first pthread_cancel loads libgcc_s (to unwind), which
+     * waits for the loader's lock: made here, before anything holds it,
+     * so the cancel below lands when it is sent. */
+    if (pthread_create(&victim, NULL, wait_for_cancel, NULL) || pthread_cancel(victim) ||
+        pthread_join(victim, NULL))
+        die("pthread_cancel");
+    if (start) {
+        walk_ms = 1000;
+        if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
+            die("pthread_create");
+        atomic_store(&walk_go, 1);
+        while (!atomic_load(&walk_in))
+            ;
+    } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/libfaultdl_a.so", what);
+        arg = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        int (*fn)(void) = arg ? (int (*)(void))dlsym(arg, "faultdl_a_alloc") : NULL;
+        if (!fn)
+            die("dlopen");
+        fn();
+        struct timespec settle = { 0, 20 * 1000000 };
+        nanosleep(&settle, NULL);
+    }
+    if (pthread_create(&victim, NULL, start ? cancel_first_call : cancel_dlclose, arg))
+        die("pthread_create");
+    struct timespec ts = { 0, 50 * 1000000 };
+    nanosleep(&ts, NULL);
+    pthread_cancel(victim);
+    void *ret;
+    pthread_join(victim, &ret);
+    if (start)
+        pthread_join(walker, NULL);
+    void *p;
+    int rc = cudaMalloc(&p, 4096) == cudaSuccess && cudaFree(p) == cudaSuccess;
+    printf("cancel %s: thread %s, then a pair %s\n", start ? "start" : "dlclose",
+           ret == PTHREAD_CANCELED ? "cancelled" : "returned", rc ? "ok" : "failed");
+    return !rc;
+}
+
 /* ---- exec and _exit: the image ends without exit() ---- */
 
 /* Allocating threads beside the exec: their calls must neither hang the
@@ -1289,6 +1372,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt") || !strcmp(mode, "sigrtlooked") ||
         !strcmp(mode, "sigrtentry"))
         return mode_sigalloc(mode, n, strcmp(mode, "sigalloc") != 0);
+    if (!strcmp(mode, "cancel"))
+        return mode_cancel(argc > 2 ? argv[2] : "start");
     if (!strcmp(mode, "image"))
         return mode_image(argv[0], n, argc > 3 ? argv[3] : "");
     if (!strcmp(mode, "shown"))
