@@ -190,8 +190,16 @@ static void wait_for_start(void)
 
 /* The writer first: it walks the modules only inside a drain, so once it
  * is between drains the loader lock waits for the program's threads alone. */
+/* The forking thread's cancel state, put back after the fork. Its waits
+ * here (a start-up in progress, the writer) are not cancellable: glibc
+ * runs the prepare handlers holding its lock of fork handlers, and a
+ * thread cancelled in one took it along: every later fork waited for ever
+ * (74-fault-cancel). */
+static __thread int fork_cancel_state __attribute__((tls_model("initial-exec")));
+
 static void atfork_prepare(void)
 {
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fork_cancel_state);
     wait_for_start();
     if (atomic_load(&vt_state) == VT_ST_ACTIVE) {
         vt_writer_atfork_prepare();
@@ -203,6 +211,7 @@ static void atfork_parent(void)
 {
     vt_loader_atfork_parent();
     vt_writer_atfork_parent();
+    pthread_setcancelstate(fork_cancel_state, NULL);
 }
 
 /* The child's trace starts from nothing of the parent's: its samples read
@@ -261,6 +270,7 @@ static __attribute__((noinline, cold)) void say_fork_unstarted(void)
 
 static void atfork_child(void)
 {
+    pthread_setcancelstate(fork_cancel_state, NULL);
     vt_tls.tid = 0;
     vt_loader_atfork_child();
     int st = atomic_load(&vt_state);

@@ -70,7 +70,11 @@
  *                   pairs more; prints each child's status and the counts
  *   cancel WHAT     a thread is cancelled 50 ms in, inside the process's
  *                   first CUDA call while another holds the loader's lock
- *                   for 1 s (WHAT "start"), or inside the dlclose of
+ *                   for 1 s (WHAT "start"), inside a fork that waits for
+ *                   such a start-up on another thread (WHAT "fork", with a
+ *                   fork handler of the program's own that holds a lock
+ *                   across fork; then the main thread forks), or inside
+ *                   the dlclose of
  *                   DIR/libfaultdl_a.so, which main allocated from, while
  *                   the writer names its frames (WHAT that DIR; run with
  *                   VTFAULT_SLOW_PHDR_MS); then a pair; prints how it went
@@ -1135,6 +1139,8 @@ static void *wait_for_cancel(void *arg)
     return NULL;
 }
 
+static int mode_cancel_fork(void);
+
 static void *cancel_first_call(void *arg)
 {
     (void)arg;
@@ -1157,8 +1163,23 @@ static void *cancel_dlclose(void *handle)
  * writer names its frames in a walk that VTFAULT_SLOW_PHDR_MS holds up
  * (the shim's dlclose waits for that naming first). Either thread is
  * cancelled 50 ms in; then the main thread makes a pair and exits. */
+/* Forks while another thread's start-up is held up: the fork waits for
+ * it, and the thread is cancelled meanwhile. */
+static void *cancel_fork(void *arg)
+{
+    (void)arg;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return wait_for_cancel(NULL);
+}
+
 static int mode_cancel(const char *what)
 {
+    if (!strcmp(what, "fork"))
+        return mode_cancel_fork();
     int start = !strcmp(what, "start");
     pthread_t walker, victim;
     void *arg = NULL;
@@ -1200,6 +1221,55 @@ static int mode_cancel(const char *what)
     printf("cancel %s: thread %s, then a pair %s\n", start ? "start" : "dlclose",
            ret == PTHREAD_CANCELED ? "cancelled" : "returned", rc ? "ok" : "failed");
     return !rc;
+}
+
+/* The program's own fork handlers, as a library that keeps a lock across
+ * fork has: registered after the shim's, so glibc runs its prepare first. */
+static pthread_mutex_t program_fork_lock = PTHREAD_MUTEX_INITIALIZER;
+static void program_fork_prepare(void)
+{
+    pthread_mutex_lock(&program_fork_lock);
+}
+static void program_fork_done(void)
+{
+    pthread_mutex_unlock(&program_fork_lock);
+}
+
+static int mode_cancel_fork(void)
+{
+    pthread_t walker, first, victim;
+    if (pthread_create(&victim, NULL, wait_for_cancel, NULL) || pthread_cancel(victim) ||
+        pthread_join(victim, NULL))
+        die("pthread_cancel");
+    walk_ms = 1000;
+    if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
+        die("pthread_create");
+    atomic_store(&walk_go, 1);
+    while (!atomic_load(&walk_in))
+        ;
+    if (pthread_create(&first, NULL, cancel_first_call, NULL))
+        die("pthread_create");
+    struct timespec ts = { 0, 20 * 1000000 };
+    nanosleep(&ts, NULL);
+    pthread_atfork(program_fork_prepare, program_fork_done, program_fork_done);
+    if (pthread_create(&victim, NULL, cancel_fork, NULL))
+        die("pthread_create");
+    ts.tv_nsec = 50 * 1000000;
+    nanosleep(&ts, NULL);
+    pthread_cancel(victim);
+    void *ret;
+    pthread_join(victim, &ret);
+    pthread_join(first, NULL);
+    pthread_join(walker, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int st = -1;
+    int reaped = pid > 0 && waitpid(pid, &st, 0) == pid;
+    printf("cancel fork: thread %s, then a fork %s\n", ret == PTHREAD_CANCELED ? "cancelled" : "returned",
+           reaped && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed");
+    return !reaped;
 }
 
 /* ---- exec and _exit: the image ends without exit() ---- */
