@@ -24,6 +24,7 @@
  */
 #include "symbols.h"
 #include "loader_lock.h"
+#include "shim.h" /* vt_readable */
 
 #include "elf_symtab.h"
 
@@ -143,8 +144,10 @@ static void read_build_id(const struct dl_phdr_info *info, vt_module_t *m)
 }
 
 /* The vdso's section headers lie past its PT_LOAD file extent but inside
- * the pages the kernel mapped; mincore tells whether those pages exist
- * without touching them. */
+ * the pages the kernel mapped; vt_readable tells whether those pages can
+ * be read without touching them. It was mincore, which systemd's
+ * @system-service set lacks: a unit with SystemCallFilter=@system-service
+ * killed the process at the writer's first naming (77-fault-seccomp). */
 static void vdso_image(uintptr_t ehdr_addr, uint64_t load_end, vt_module_t *m)
 {
     const ElfW(Ehdr) *eh = (const void *)ehdr_addr;
@@ -154,8 +157,7 @@ static void vdso_image(uintptr_t ehdr_addr, uint64_t load_end, vt_module_t *m)
     if (sh_end > want && sh_end <= VT_VDSO_MAX_IMAGE)
         want = sh_end;
     size_t rounded = (want + page - 1) & ~(page - 1);
-    unsigned char vec[VT_VDSO_MAX_IMAGE / 4096 + 1];
-    if (rounded / page <= sizeof vec && mincore((void *)ehdr_addr, rounded, vec) == 0)
+    if (rounded <= VT_VDSO_MAX_IMAGE + page && vt_readable((const void *)ehdr_addr, rounded))
         m->mem_image_len = want;
     else
         m->mem_image_len = load_end;

@@ -16,7 +16,8 @@
  *
  * The shim loads libunwind itself, so it points libunwind's own imports of
  * pipe2, pipe, read, write, close and syscall (its relocation slots, no
- * one else's) at functions that give it a pipe with no descriptors:
+ * one else's) at functions that give it a pipe with no descriptors, and
+ * its mincore at the same check (unw_mincore):
  * numbers above any a table can hold, on which read finds nothing, close
  * succeeds, and a one-byte write from an address is a check that the
  * address can be read, which fails with EFAULT exactly where the write
@@ -58,6 +59,29 @@ static long check_readable(const void *addr)
         return 1;
     errno = EFAULT;
     return -1;
+}
+
+/* libunwind asks mincore whether its stack's page is mapped at start-up,
+ * and (1.6 and later, where that worked) whether each page it reads is.
+ * The answer comes from vt_readable: systemd's @system-service set lacks
+ * mincore, and a unit filtering to it killed the process at libunwind's
+ * first use (77-fault-seccomp). A mapped page that cannot be read
+ * (PROT_NONE) is answered "not mapped": libunwind must not read it either. */
+static int unw_mincore(void *addr, size_t length, unsigned char *vec)
+{
+    size_t page = (size_t)getpagesize();
+    if ((uintptr_t)addr & (page - 1)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!length)
+        return 0;
+    if (!vt_readable(addr, length)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memset(vec, 1, (length + page - 1) / page);
+    return 0;
 }
 
 static int unw_pipe2(int fds[2], int flags)
@@ -210,7 +234,7 @@ int vt_unwind_fds_redirect(void *handle)
         { "pipe2", (void *)unw_pipe2, 0, 0 }, { "pipe", (void *)unw_pipe, 0, 0 },
         { "read", (void *)unw_read, 0, 0 },   { "write", (void *)unw_write, 0, 0 },
         { "close", (void *)unw_close, 0, 0 }, { "syscall", (void *)unw_syscall, 0, 0 },
-        { NULL, NULL, 0, 0 },
+        { "mincore", (void *)unw_mincore, 0, 0 }, { NULL, NULL, 0, 0 },
     };
     const ElfW(Rela) *tables[2] = { jmprel, rela };
     size_t sizes[2] = { jmprel ? pltrelsz : 0, rela ? relasz : 0 };
@@ -222,8 +246,9 @@ int vt_unwind_fds_redirect(void *handle)
         if (tables[t])
             patch_table(lm, tables[t], sizes[t], symtab, strtab, strsz, redirects, &relro);
     /* A pipe import left pointing at libc is a descriptor libunwind can
-     * still make. */
-    return (!redirects[0].imported || redirects[0].done) && (!redirects[1].imported || redirects[1].done);
+     * still make; a mincore one, a call a seccomp policy may kill for. */
+    return (!redirects[0].imported || redirects[0].done) && (!redirects[1].imported || redirects[1].done) &&
+           (!redirects[6].imported || redirects[6].done);
 #else
     (void)handle;
     return 0;

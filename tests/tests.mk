@@ -11,6 +11,14 @@ $(B)/tests/shim/%: tests/shim/%.c tests/tests.mk $(SIM_LIBS) | $(B)/.deps-ok
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -O1 -o $@ $< $(LDFLAGS_COMMON) $(SHIM_TEST_LDFLAGS)
 
+# refuse's table of system call names, from the C library's own header.
+$(B)/tests/shim/syscall_names.h: tests/tests.mk
+	@mkdir -p $(@D)
+	echo '#include <sys/syscall.h>' | $(CC) $(CPPFLAGS_COMMON) -dM -E - | \
+	    sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/{ "\1", \2 },/p' | LC_ALL=C sort >$@
+$(B)/tests/shim/refuse: $(B)/tests/shim/syscall_names.h
+$(B)/tests/shim/refuse: CPPFLAGS_COMMON += -I$(B)/tests/shim
+
 # RTLD_NEXT must resolve relative to the caller, not to the shim.
 $(B)/tests/shim/libnext_%.so: tests/shim/next_%.c tests/tests.mk
 	@mkdir -p $(@D)

@@ -1,5 +1,6 @@
 # Unit test of the shim's symbolizer (preload/symbols.c, preload/elf_symtab.c,
-# and the module-walk lock they take, preload/loader_lock.c)
+# the module-walk lock they take, preload/loader_lock.c, and the
+# readability check, preload/state.c)
 # linked straight into a test binary, plus the shared library it dlopens.
 # Objects get their own directory so they never collide with the shim's
 # (-fvisibility=hidden -fPIC) objects of the same sources.
@@ -8,7 +9,7 @@
 SYMTEST_OBJ := $(B)/obj/tests/unit/symbols
 SYMTEST_CFLAGS = $(CFLAGS_COMMON) $(CPPFLAGS_COMMON) -Ipreload -Itests
 
-$(SYMTEST_OBJ)/%.o: preload/%.c preload/symbols.h preload/elf_symtab.h preload/loader_lock.h
+$(SYMTEST_OBJ)/%.o: preload/%.c preload/symbols.h preload/elf_symtab.h preload/loader_lock.h preload/shim.h
 	@mkdir -p $(@D)
 	$(CC) $(SYMTEST_CFLAGS) -c $< -o $@
 
@@ -29,7 +30,7 @@ $(B)/tests/libsymtest.so: tests/unit/symtest_lib.c
 		-Wl,--build-id=sha1 $(LDFLAGS_COMMON) -o $@ $<
 
 $(B)/tests/test_symbols: $(SYMTEST_OBJ)/test_symbols.o $(SYMTEST_OBJ)/symbols.o \
-		$(SYMTEST_OBJ)/elf_symtab.o $(SYMTEST_OBJ)/loader_lock.o | $(B)/tests/libsymtest.so
+		$(SYMTEST_OBJ)/elf_symtab.o $(SYMTEST_OBJ)/loader_lock.o $(SYMTEST_OBJ)/state.o | $(B)/tests/libsymtest.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -ldl
 

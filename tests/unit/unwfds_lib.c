@@ -1,13 +1,15 @@
 /* libunwfds_{lazy,now}.so: what libunwind does to check an address (1.6 to
  * 1.8: mi/Gaddress_validator.c), through the same imports: a pipe made
  * with pipe2, drained with read, written with syscall(SYS_write) from the
- * address, reopened with close and pipe2 when a read fails. Built with lazy
+ * address, reopened with close and pipe2 when a read fails; and the page
+ * test libunwind makes with mincore (x86_64/Ginit.c). Built with lazy
  * binding and with -z now (its GOT read-only after relocation), so both
  * ways preload/unwind_fds.c stores into a slot are exercised. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 static int fds[2] = { -1, -1 };
@@ -35,4 +37,11 @@ int unwfds_check(const void *addr, int used[2])
     used[0] = fds[0];
     used[1] = fds[1];
     return rc > 0;
+}
+
+/* mincore's answer for the page at addr: 0 mapped, else -errno. */
+int unwfds_mincore(void *page)
+{
+    unsigned char vec[1];
+    return mincore(page, (size_t)getpagesize(), vec) == 0 ? 0 : -errno;
 }
