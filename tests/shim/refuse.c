@@ -2,13 +2,12 @@
  * service's policy does, so the shim's fallbacks can be tested and its
  * system calls held to what such policies allow.
  *
- *   refuse [NAME | !NAME]... -- COMMAND [ARG...]
- *   refuse --allow FILE -- COMMAND [ARG...]
+ *   refuse [--allow FILE] [NAME | !NAME]... -- COMMAND [ARG...]
  *
  * NAME fails with EPERM (Docker's default profile refuses unshare without
  * CAP_SYS_ADMIN; stricter ones refuse process_vm_readv); !NAME kills the
  * process with SIGSYS, so a test sees any use of it at all. --allow kills
- * the process at any call not named in FILE (one name a line; '#' lines
+ * the process at any other call not named in FILE (one name a line; '#' lines
  * and others this machine has no number for are skipped), as systemd's
  * SystemCallFilter= does. Exits 2 when the filter cannot be installed. */
 #include <errno.h>
@@ -86,16 +85,13 @@ int main(int argc, char **argv)
     code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0);
     code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
     code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-    unsigned otherwise = SECCOMP_RET_ALLOW;
+    const char *allow = NULL;
     int i = 1;
     if (i + 1 < argc && !strcmp(argv[i], "--allow")) {
-        if (add_allowed(argv[i + 1]) != 0) {
-            fprintf(stderr, "refuse: cannot read %s into a filter\n", argv[i + 1]);
-            return 2;
-        }
-        otherwise = SECCOMP_RET_KILL_PROCESS;
+        allow = argv[i + 1];
         i += 2;
     }
+    /* The names first: the first rule that matches decides. */
     for (; i < argc && strcmp(argv[i], "--"); i++) {
         const char *name = argv[i] + (argv[i][0] == '!');
         long nr = number_of(name);
@@ -109,7 +105,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: refuse [--allow FILE] [NAME | !NAME]... -- COMMAND [ARG...]\n");
         return 2;
     }
-    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, otherwise);
+    if (allow && add_allowed(allow) != 0) {
+        fprintf(stderr, "refuse: cannot read %s into a filter\n", allow);
+        return 2;
+    }
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, allow ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ALLOW);
     struct sock_fprog prog = { (unsigned short)n, code };
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
         perror("refuse: seccomp");

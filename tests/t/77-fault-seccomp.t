@@ -48,6 +48,19 @@ for unwind in fp uncached check; do
     check "VRAMTRACE_UNWIND=$unwind: its frames are named" sh -c "\"$VT\" dump \"$f\" | grep -q '^frame .*pairs_main'"
 done
 
+# The shim's other ways under the same filter: its fallbacks where unshare
+# is refused (EPERM, as in a container) and where process_vm_readv is,
+# the trace ended by exec, a ggml program's records.
+plain $TMP/plain-shared $ALLOW $FP pairs 500
+mkdir $TMP/shared
+shimmed $TMP/out-shared $TMP/shared $B/tests/shim/refuse --allow $ROOT/tests/shim/system-service.syscalls unshare -- $FP pairs 500
+unchanged $TMP/plain-shared $TMP/out-shared "unshare refused too: the shared descriptor table's fallback under the filter (exit $(cat $TMP/out-shared.rc))"
+plain $TMP/plain-exec $ALLOW $FP image 20 execv
+mkdir $TMP/exec
+shimmed $TMP/out-exec $TMP/exec $ALLOW $FP image 20 execv
+unchanged $TMP/plain-exec $TMP/out-exec "exec under the filter, both images traced (exit $(cat $TMP/out-exec.rc))"
+is "$(ls $TMP/exec | wc -l)" 2 "exec under the filter: two traces"
+
 # A Python program: the frame reader's safe reads (process_vm_readv, in
 # the set).
 D=$TMP/py
@@ -59,4 +72,11 @@ PYTHONPATH=$ROOT/tests/python:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PREL
 echo $? >$D/out.rc
 unchanged $D/plain $D/out "python under the filter, VRAMTRACE_UNWIND=check: as without the shim (exit $(cat $D/out.rc))"
 check "python under the filter: Python frames in the trace" sh -c "\"$VT\" dump --stacks $D/*.vtrace | grep -q ' py:run_worker'"
+mkdir $D/norv
+PYTHONPATH=$ROOT/tests/python:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D/norv \
+    $B/tests/shim/refuse --allow $ROOT/tests/shim/system-service.syscalls process_vm_readv -- "$PY" $ROOT/tests/python/vllm_like.py \
+    >$D/norv.out 2>$D/norv.err
+echo $? >$D/norv.out.rc
+unchanged $D/plain $D/norv.out "python, process_vm_readv refused too: the frame reader's fallback under the filter"
+check "python, process_vm_readv refused: Python frames in the trace" sh -c "\"$VT\" dump --stacks $D/norv/*.vtrace | grep -q ' py:run_worker'"
 done_testing
