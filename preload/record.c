@@ -341,6 +341,13 @@ void vt_record_image_ends(const char *when, const char *note)
     end_trace_once(when, note, IMAGE_END_WAIT_MS);
 }
 
+/* The failed exec's words, said at the process's next CUDA call (not at
+ * the exec: a program that searches PATH itself, as Python's os.execvp
+ * does, fails several before one replaces it, and makes no call between).
+ * Written once, before the flag that publishes it. */
+static char exec_failed_note[300];
+static _Atomic int exec_failed_said;
+
 void vt_record_image_goes_on(const char *note)
 {
     if (!rec.image_end_pid || vt_tls.guard || getpid() != rec.image_end_pid)
@@ -348,9 +355,22 @@ void vt_record_image_goes_on(const char *note)
     /* The other threads' calls now pass through at once: they would wait
      * for an end that is not coming. */
     vt_ring_park_end();
-    static _Atomic int warned;
-    vt_warn_once(&warned, "%s; the trace ended before it, so this process's CUDA calls from here on are not traced",
-                 note);
+    int never = 0;
+    if (atomic_load(&exec_failed_said) == 0 && note) {
+        snprintf(exec_failed_note, sizeof exec_failed_note, "%s", note);
+        atomic_compare_exchange_strong(&exec_failed_said, &never, 1);
+    }
+}
+
+static __attribute__((noinline, cold)) void say_exec_failed(void)
+{
+    int pending = 1;
+    if (atomic_compare_exchange_strong(&exec_failed_said, &pending, 2)) {
+        static _Atomic int warned;
+        vt_warn_once(&warned,
+                     "%s; the trace ended before it, so this process's CUDA calls from here on are not traced",
+                     exec_failed_note);
+    }
 }
 
 static void init_api_flags(void);
@@ -458,7 +478,10 @@ static __attribute__((noinline, cold)) int start_once(int st)
         return 0;
     }
     if (st == VT_ST_ENDED) {
-        /* The trace is finished (exit): no trace can count this call. */
+        /* The trace is finished (exit, or an exec that failed): no trace
+         * can count this call. */
+        if (atomic_load_explicit(&exec_failed_said, memory_order_relaxed) == 1)
+            say_exec_failed();
         vt_ring_park();
         return 0;
     }

@@ -140,7 +140,8 @@ int vt_start_for_model(void);
  * (which shares the parent's memory: it only reads). */
 void vt_record_image_ends(const char *when, const char *note);
 /* After an exec that returned (it failed): the trace ended for it, so the
- * process goes on untraced; says so once, with note. */
+ * process goes on untraced; says so once, with note, at its next CUDA
+ * call. */
 void vt_record_image_goes_on(const char *note);
 
 /* ---- state.c ----

@@ -81,7 +81,9 @@
  *   image N HOW     N 1 MiB cudaMallocs (kept), two threads making pairs,
  *                   then the image ends by HOW: an exec function (execv,
  *                   execve, execvp, execvpe, execl, execle, execlp,
- *                   fexecve, execveat) running itself as "shown", _exit or
+ *                   fexecve, execveat) running itself as "shown", "search"
+ *                   (the threads stopped, an execv that fails, then one
+ *                   that works), _exit or
  *                   _Exit (status 3), or "missing": an execv that fails,
  *                   after which the threads make 1000 pairs (the slowest
  *                   call's time to stderr) and the main thread N more
@@ -1341,7 +1343,15 @@ static int mode_image(const char *self, long n, const char *how)
         fexecve(fd, argv, envp);
     } else if (!strcmp(how, "execveat"))
         execveat(AT_FDCWD, self, argv, envp, 0);
-    else if (!strcmp(how, "missing")) {
+    else if (!strcmp(how, "search")) {
+        /* A PATH search of its own, as Python's os.execvp makes, with no
+         * CUDA call from any thread between its tries. */
+        atomic_store(&image_threads_go, 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        execv("/nonexistent/faultprog", argv);
+        execv(self, argv);
+    } else if (!strcmp(how, "missing")) {
         int rc = execv("/nonexistent/faultprog", argv);
         printf("exec missing: rc=%d %s\n", rc, errno == ENOENT ? "ENOENT" : "other");
         atomic_store(&image_thread_pairs, 0);

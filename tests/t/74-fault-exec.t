@@ -41,7 +41,7 @@ quiet() {
     else ok "$1"; fi
 }
 
-for how in execv execve execvp execvpe execl execle execlp fexecve execveat; do
+for how in execv execve execvp execvpe execl execle execlp fexecve execveat search; do
     plain $TMP/plain-$how $FP image 100 $how
     mkdir $TMP/$how
     shimmed $TMP/out-$how $TMP/$how $FP image 100 $how
@@ -54,6 +54,8 @@ for how in execv execve execvp execvpe execl execle execlp fexecve execveat; do
     end_whole "$how: END, nothing lost but calls the exec cut short" $f
     # The functions that pass the environment on keep LD_PRELOAD: the new
     # image is traced in a file of its own.
+    # "search": a PATH search of its own (an execv that fails, then one
+    # that works, no CUDA call between) says nothing of the failure.
     case $how in execve|execvpe|execle|fexecve|execveat) want=1;; *) want=2;; esac
     is "$(ls $TMP/$how | wc -l)" $want "$how: $want trace(s)"
     quiet "$how: nothing said on stderr but that count" $TMP/out-$how.err
