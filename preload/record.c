@@ -81,7 +81,7 @@ typedef struct record_state {
      * leaves it to that one (a second stop would wait on the lock the
      * first holds). image_end_pid: the process an exec or _exit ended. */
     _Atomic int trace_ending;
-    pid_t image_end_pid;
+    _Atomic pid_t image_end_pid;
 } record_state_t;
 
 static record_state_t rec;
@@ -337,7 +337,7 @@ void vt_record_image_ends(const char *when, const char *note)
      * stopping needs; a vfork child reads only, and returns here. */
     if (vt_tls.guard || atomic_load(&vt_state) != VT_ST_ACTIVE || !vt_writer_ours())
         return;
-    rec.image_end_pid = getpid();
+    atomic_store(&rec.image_end_pid, getpid());
     end_trace_once(when, note, IMAGE_END_WAIT_MS);
 }
 
@@ -350,7 +350,8 @@ static _Atomic int exec_failed_said;
 
 void vt_record_image_goes_on(const char *note)
 {
-    if (!rec.image_end_pid || vt_tls.guard || getpid() != rec.image_end_pid)
+    pid_t ended = atomic_load(&rec.image_end_pid);
+    if (!ended || vt_tls.guard || getpid() != ended)
         return;
     /* The other threads' calls now pass through at once: they would wait
      * for an end that is not coming. */
