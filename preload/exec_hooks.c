@@ -183,52 +183,39 @@ static int too_many_args(void)
     return -1;
 }
 
-VT_EXPORT int execl(const char *path, const char *arg, ...)
+/* Runs which with the list after arg made a vector on this frame's stack,
+ * and the environment that follows the list's NULL when with_envp. */
+static int run_list(int which, const char *what, const char *file, const char *arg, va_list *ap, int with_envp)
 {
-    va_list ap;
-    va_start(ap, arg);
-    long argc = count_args(&ap);
-    va_end(ap);
-    if (argc < 0)
+    va_list fill;
+    va_copy(fill, *ap);
+    long argc = count_args(ap);
+    if (argc < 0) {
+        va_end(fill);
         return too_many_args();
+    }
     const char *argv[argc + 1];
-    va_start(ap, arg);
-    fill_args(argv, argc, arg, &ap);
-    va_end(ap);
-    return run_execv(REAL_EXECV, "exec", path, (char *const *)argv);
+    fill_args(argv, argc, arg, &fill);
+    char *const *envp = with_envp ? va_arg(fill, char *const *) : NULL;
+    va_end(fill);
+    if (with_envp)
+        return run_execve(which, what, file, (char *const *)argv, envp);
+    return run_execv(which, what, file, (char *const *)argv);
 }
 
-VT_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-    va_list ap;
-    va_start(ap, arg);
-    long argc = count_args(&ap);
-    va_end(ap);
-    if (argc < 0)
-        return too_many_args();
-    const char *argv[argc + 1];
-    va_start(ap, arg);
-    fill_args(argv, argc, arg, &ap);
-    va_end(ap);
-    return run_execv(REAL_EXECVP, "execvp", file, (char *const *)argv);
-}
-
-/* The environment follows the list's NULL. */
-VT_EXPORT int execle(const char *path, const char *arg, ...)
-{
-    va_list ap;
-    va_start(ap, arg);
-    long argc = count_args(&ap);
-    va_end(ap);
-    if (argc < 0)
-        return too_many_args();
-    const char *argv[argc + 1];
-    va_start(ap, arg);
-    fill_args(argv, argc, arg, &ap);
-    char *const *envp = va_arg(ap, char *const *);
-    va_end(ap);
-    return run_execve(REAL_EXECVE, "exec", path, (char *const *)argv, envp);
-}
+/* execl, execlp and execle: one body, the list made a vector by run_list. */
+#define VT_EXEC_LIST(name, which, what, with_envp)                                                               \
+    VT_EXPORT int name(const char *file, const char *arg, ...)                                                   \
+    {                                                                                                            \
+        va_list ap;                                                                                              \
+        va_start(ap, arg);                                                                                       \
+        int rc = run_list(which, what, file, arg, &ap, with_envp);                                               \
+        va_end(ap);                                                                                              \
+        return rc;                                                                                               \
+    }
+VT_EXEC_LIST(execl, REAL_EXECV, "exec", 0)
+VT_EXEC_LIST(execlp, REAL_EXECVP, "execvp", 0)
+VT_EXEC_LIST(execle, REAL_EXECVE, "exec", 1)
 
 /* ---- _exit ---- */
 

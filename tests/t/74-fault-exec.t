@@ -41,17 +41,23 @@ quiet() {
     else ok "$1"; fi
 }
 
+# ended HOW NOTE: runs the image ending by HOW with and without the shim;
+# the trace must hold the 100 allocations, then a NOTE matching NOTE, then
+# END. Leaves the trace's name in $f.
+ended() {
+    plain $TMP/plain-$1 $FP image 100 $1
+    mkdir $TMP/$1
+    shimmed $TMP/out-$1 $TMP/$1 $FP image 100 $1
+    unchanged $TMP/plain-$1 $TMP/out-$1 "$1: arguments, environment, output and exit status ($(cat $TMP/out-$1.rc)) as without the shim"
+    f=$(first_trace $TMP/$1)
+    is "$(allocs_of $f)" 100 "$1: the trace holds the 100 allocations made before it"
+    "$VT" dump $f >$TMP/dump-$1 2>&1
+    check "$1: a NOTE names the call before END" grep -q "^note .* text=\"$2\"" $TMP/dump-$1
+    end_whole "$1: END, nothing lost but calls it cut short" $f
+}
+
 for how in execv execve execvp execvpe execl execle execlp fexecve execveat search; do
-    plain $TMP/plain-$how $FP image 100 $how
-    mkdir $TMP/$how
-    shimmed $TMP/out-$how $TMP/$how $FP image 100 $how
-    unchanged $TMP/plain-$how $TMP/out-$how "$how: arguments, environment and output as without the shim"
-    f=$(first_trace $TMP/$how)
-    is "$(allocs_of $f)" 100 "$how: the trace holds the 100 allocations made before the exec"
-    check "$how: a NOTE names the call before END" \
-        grep -q '^note .* text="[a-z]* [^"]*: the trace ends at this call, which replaces the process image"' \
-        "$("$VT" dump $f >$TMP/dump-$how 2>&1; echo $TMP/dump-$how)"
-    end_whole "$how: END, nothing lost but calls the exec cut short" $f
+    ended $how '[a-z]* [^"]*: the trace ends at this call, which replaces the process image'
     # The functions that pass the environment on keep LD_PRELOAD: the new
     # image is traced in a file of its own.
     # "search": a PATH search of its own (an execv that fails, then one
@@ -66,15 +72,7 @@ check "execv: the report's verdict reads the 100 MiB" grep -q "^VERDICT: NO SPIL
 check "execv: the report shows the peak" grep -q "peak 100.0 MiB" $TMP/report
 
 for how in _exit _Exit; do
-    plain $TMP/plain-$how $FP image 100 $how
-    mkdir $TMP/$how
-    shimmed $TMP/out-$how $TMP/$how $FP image 100 $how
-    unchanged $TMP/plain-$how $TMP/out-$how "$how: exit status $(cat $TMP/out-$how.rc) and output as without the shim"
-    f=$(first_trace $TMP/$how)
-    is "$(allocs_of $f)" 100 "$how: the trace holds the 100 allocations"
-    check "$how: a NOTE says $how(3)" grep -q "^note .* text=\"$how(3): the process ended without exit handlers\"" \
-        "$("$VT" dump $f >$TMP/dump-$how 2>&1; echo $TMP/dump-$how)"
-    end_whole "$how: END, nothing lost but calls it cut short" $f
+    ended $how "$how(3): the process ended without exit handlers"
 done
 
 # An exec that fails: the process goes on. Its threads' calls must not
