@@ -104,10 +104,20 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* Without /proc (a chroot, a container that does not mount it), the name
+ * the process was exec'd by, resolved against its working directory. */
+static char *exec_fn_path(void)
+{
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    return fn ? realpath(fn, NULL) : NULL;
+}
+
 static const char *exe_path(void)
 {
     if (!g.exe_path) {
         char *p = realpath("/proc/self/exe", NULL);
+        if (!p)
+            p = exec_fn_path();
         g.exe_path = p ? p : dup_str("/proc/self/exe");
     }
     return g.exe_path;
@@ -255,8 +265,8 @@ static int refresh_cb(struct dl_phdr_info *info, size_t size, void *arg)
         rc->saw_main = 1;
         c.path = (char *)exe_path();
         /* /proc/self/exe still opens when the binary was deleted or
-         * replaced after exec. */
-        c.open_path = "/proc/self/exe";
+         * replaced after exec; without /proc, the path itself. */
+        c.open_path = access("/proc/self/exe", R_OK) == 0 ? "/proc/self/exe" : NULL;
     } else if (name[0] == '/') {
         c.path = (char *)name;
     } else if (strchr(name, '/') && (resolved = realpath(name, NULL)) != NULL) {

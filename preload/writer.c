@@ -58,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1047,6 +1048,10 @@ int vt_writer_start(void)
     static char exe[4096];   /* off the stack, as file_start */
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
+    /* Without /proc: the name the process was exec'd by (symbols.c too). */
+    const char *exec_fn = n > 0 ? NULL : (const char *)getauxval(AT_EXECFN);
+    if (exec_fn && !realpath(exec_fn, exe))
+        snprintf(exe, sizeof exe, "%s", exec_fn);
     writer.mono_start = vt_now_ns();
     writer.prev_time = writer.mono_start;
     writer.prev_ptr = 0;
