@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -139,6 +140,25 @@ void vt_options_load(void)
         fprintf(stderr, "vramtrace: ignoring VRAMTRACE_DIR (longer than %zu bytes); using .\n",
                 sizeof vt_opt.dir - 64);
         dir = ".";
+    }
+    /* A relative directory is taken from where the process was at its
+     * first CUDA call, and a fork child keeps its parent's (the memory it
+     * inherits says which): a child the program makes after a chdir (a
+     * daemon's chdir("/")) writes beside the parent's trace, not into a
+     * directory it creates under the program's new working directory. */
+    static char resolved_from[sizeof vt_opt.dir];
+    size_t len = strlen(dir), room = sizeof vt_opt.dir - 64;
+    if (dir[0] != '/' && vt_opt.dir[0] == '/' && strcmp(dir, resolved_from) == 0)
+        return;
+    snprintf(resolved_from, sizeof resolved_from, "%s", dir);
+    if (dir[0] != '/' && len + 2 < room && getcwd(vt_opt.dir, room - len - 1) && vt_opt.dir[0] == '/') {
+        if (strcmp(dir, ".") != 0) {
+            size_t at = strlen(vt_opt.dir);
+            if (at > 1)
+                vt_opt.dir[at++] = '/';
+            memcpy(vt_opt.dir + at, dir, len + 1);
+        }
+        return;
     }
     snprintf(vt_opt.dir, sizeof vt_opt.dir, "%s", dir);
 }

@@ -68,6 +68,7 @@
  *   vfork N         N pairs, then vfork + exec of "runner", vfork +
  *                   _exit(7) and vfork + exec of a missing file, then N
  *                   pairs more; prints each child's status and the counts
+ *   chdirfork DIR   a pair, chdir(DIR), then a child that makes a pair
  *   cancel WHAT     a thread is cancelled 50 ms in, inside the process's
  *                   first CUDA call while another holds the loader's lock
  *                   for 1 s (WHAT "start"), inside a fork that waits for
@@ -1131,6 +1132,29 @@ static int mode_vfork(const char *self, long n)
     return pairs != 2 * n;
 }
 
+/* ---- a working directory changed after the first CUDA call ---- */
+
+static int mode_chdirfork(const char *dir)
+{
+    void *p;
+    if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess)
+        die("cudaMalloc");
+    if (chdir(dir) != 0)
+        die("chdir");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        int ok = cudaMalloc(&p, 4096) == cudaSuccess && cudaFree(p) == cudaSuccess;
+        exit(!ok);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("chdirfork child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed");
+    return 0;
+}
+
 /* ---- pthread_cancel of a thread waiting inside the shim ---- */
 
 static void *wait_for_cancel(void *arg)
@@ -1452,6 +1476,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "sigalloc") || !strcmp(mode, "sigrt") || !strcmp(mode, "sigrtlooked") ||
         !strcmp(mode, "sigrtentry"))
         return mode_sigalloc(mode, n, strcmp(mode, "sigalloc") != 0);
+    if (!strcmp(mode, "chdirfork"))
+        return mode_chdirfork(argc > 2 ? argv[2] : "/");
     if (!strcmp(mode, "cancel"))
         return mode_cancel(argc > 2 ? argv[2] : "start");
     if (!strcmp(mode, "image"))

@@ -12,7 +12,8 @@
 # rule cache, the stack tree and its per-thread caches are raced for real.
 # No fork here: TSan does not support fork in a multi-threaded process.
 # Exit racing allocating threads (faultprog exitrace) and a module walk
-# (exitwalk) run here too.
+# (exitwalk) run here too, and the other ends of a trace: exec, _exit, a
+# failed exec, a cancelled thread (faultprog image, cancel).
 set -u
 B=$1
 SIM=$B/sim
@@ -45,5 +46,12 @@ run $B/tests/fault/faultprog soak 200000 16
 run env FAULTPROG_COUNT_FILE=$out/counts $B/tests/fault/faultprog exitrace 4 200
 run env VRAMTRACE_FLUSH_MS=1000 $B/tests/fault/faultprog exitwalk 5000
 run env VRAMTRACE_FLUSH_MS=1000 $B/tests/fault/faultprog exitwalk 5000 early
+# the trace ended by exec and by _exit with two threads allocating, an
+# exec that fails while they go on, and threads cancelled inside the shim
+run $B/tests/fault/faultprog image 100 execv
+run $B/tests/fault/faultprog image 100 missing
+run sh -c "$B/tests/fault/faultprog image 100 _exit; test \$? = 3"
+run $B/tests/fault/faultprog cancel start
+run $B/tests/fault/faultprog cancel $B/tests/fault
 [ $status = 0 ] && echo "tsan: no reports" || echo "tsan: FAILED"
 exit $status

@@ -67,4 +67,27 @@ long=$TMP/$(printf 'd%.0s' $(seq 1 500))
 unchanged $TMP/plain $TMP/out "an over-long VRAMTRACE_DIR: program unchanged"
 check "an over-long VRAMTRACE_DIR: said on stderr" grep -q "VRAMTRACE_DIR" $TMP/out.err
 is "$(ls $TMP/cwd/*.vtrace 2>/dev/null | wc -l)" 1 "an over-long VRAMTRACE_DIR: traced into ."
+
+# A relative VRAMTRACE_DIR (and the default, .) and a program that changes
+# its working directory after its first CUDA call, then forks: the
+# child's trace went into a directory it created under the new one (a
+# daemon's chdir("/") would have put it in /). Now the directory is the
+# one the first CUDA call saw, in the child too.
+# (Not under a sanitizer: fork in a process the sanitizer runs threads in.)
+case "${VT_SANITIZE:-}" in
+*thread*|*address*) skip "fork under a sanitizer"; skip "fork under a sanitizer";;
+*)
+    for dir in traces .; do
+        rm -rf $TMP/cw; mkdir -p $TMP/cw/elsewhere
+        plain $TMP/plain-cw $FP chdirfork $TMP/cw/elsewhere
+        (cd $TMP/cw && shimmed $TMP/out-cw $dir $FP chdirfork $TMP/cw/elsewhere)
+        got=$(cd $TMP/cw && find . -name '*.vtrace' | sed 's/[0-9]*\.vtrace$//' | sort | tr '\n' ' ')
+        want=$([ $dir = . ] && echo "./faultprog. ./faultprog. " || echo "./traces/faultprog. ./traces/faultprog. ")
+        if cmp -s $TMP/plain-cw $TMP/out-cw && [ "$got" = "$want" ]; then
+            ok "VRAMTRACE_DIR=$dir, chdir then fork: both traces where the first CUDA call was, none in the new directory"
+        else
+            nok "VRAMTRACE_DIR=$dir, chdir then fork: both traces where the first CUDA call was"; echo "#   got '$got'"
+        fi
+    done;;
+esac
 done_testing
