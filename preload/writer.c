@@ -1371,7 +1371,10 @@ void vt_writer_atfork_prepare(void)
         return;
     /* pthread_mutex_timedlock measures against CLOCK_REALTIME. */
     struct timespec deadline = deadline_in(CLOCK_REALTIME, 2000);
-    for (int waited_ms = 0; !atomic_load(&writer.thread_started) && waited_ms < 2000; waited_ms++) {
+    /* By the clock, as record.c's wait_for_start: a timer's signals end
+     * naps early. */
+    uint64_t until = vt_now_ns() + 2000 * 1000000ull;
+    while (!atomic_load(&writer.thread_started) && vt_now_ns() < until) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }

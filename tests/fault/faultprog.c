@@ -114,7 +114,8 @@
  *   forkslow MS     a thread stays MS ms in a dl_iterate_phdr callback
  *                   while another makes the first CUDA call (cuMemGetInfo_v2)
  *                   and the main thread forks 100 ms later; the child makes
- *                   one call and exits; prints how it ended (child_end)
+ *                   one call and exits; prints how it ended (child_end).
+ *                   FAULTPROG_ITIMER_US=U: a SIGALRM every U us throughout
  *   rangeflood N    after a first pair, N tag pushes and pops as fast as
  *                   they go, more than the range buffer holds between two
  *                   drains (vramtrace_tag_push, none without the shim),
@@ -815,7 +816,10 @@ static void *forkstart_thread(void *arg)
 static int child_end(pid_t pid)
 {
     int st = 0;
-    if (waitpid(pid, &st, 0) != pid)
+    pid_t got;
+    while ((got = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+        ;
+    if (got != pid)
         die("waitpid");
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
@@ -928,7 +932,8 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
         for (;;)
             pause();
     struct timespec ts = { walk_ms / 1000, walk_ms % 1000 * 1000000 };
-    nanosleep(&ts, NULL);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
     return 1;
 }
 
@@ -976,8 +981,24 @@ static int mode_exitwalk(long ms, int early)
  * while another makes the process's first CUDA call: a start-up that loads
  * a library waits for the callback. The main thread forks 100 ms later;
  * the child makes one call and exits. */
+static void on_tick(int sig)
+{
+    (void)sig;
+}
+
 static int mode_forkslow(long ms)
 {
+    /* FAULTPROG_ITIMER_US: an interval timer whose signals (no
+     * SA_RESTART) end every nap of the fork's wait early. */
+    long tick_us = getenv("FAULTPROG_ITIMER_US") ? atol(getenv("FAULTPROG_ITIMER_US")) : 0;
+    if (tick_us > 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_tick;
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = { { 0, tick_us }, { 0, tick_us } };
+        setitimer(ITIMER_REAL, &it, NULL);
+    }
     walk_ms = ms;
     pthread_t walker, first;
     if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
@@ -989,7 +1010,8 @@ static int mode_forkslow(long ms)
         die("pthread_create");
     atomic_store(&forkstart_go, 1);
     struct timespec wait = { 0, 100 * 1000000 };
-    nanosleep(&wait, NULL);
+    while (nanosleep(&wait, &wait) != 0 && errno == EINTR)
+        ;
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0)

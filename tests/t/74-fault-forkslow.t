@@ -25,4 +25,15 @@ is "$(grep -c '^vramtrace: pid [0-9]* is not traced: forked while another thread
 set -- $TMP/d/*.vtrace
 is "$#" 1 "one trace: the parent's"
 is "$(all_events $1)" 1 "the parent's trace holds its one call"
+
+# The same with a start-up held 1 s, inside the 2 s fork waits, and a
+# 10 kHz interval timer: its signals ended each 1 ms nap of the wait early,
+# so the fork gave up after about 0.2 s and the child went untraced, its
+# message claiming 2000 ms. The wait now reads the clock.
+plain $TMP/plain-tick env FAULTPROG_ITIMER_US=100 timeout 60 $FP forkslow 1000
+mkdir $TMP/tick
+shimmed $TMP/out-tick $TMP/tick env FAULTPROG_ITIMER_US=100 timeout 60 $FP forkslow 1000
+unchanged $TMP/plain-tick $TMP/out-tick "start-up held 1 s, 10 kHz timer: output unchanged"
+is "$(grep -c 'is not traced' $TMP/out-tick.err)" 0 "start-up held 1 s, 10 kHz timer: the fork waited it out (nothing said)"
+is "$(ls $TMP/tick | wc -l)" 2 "start-up held 1 s, 10 kHz timer: two traces, the child's too"
 done_testing
