@@ -846,15 +846,23 @@ static void check_put(char **p, char *end, const char *s)
         *(*p)++ = *s++;
 }
 
-static void check_hex(char **p, char *end, uint64_t v)
+/* v in radix 10 or 16 (addresses, as 0x...), without stdio: these lines
+ * are written from a destructor and a capture. The summary's counts were
+ * hex once, with no 0x, and tests/gpu/run.sh summed them as decimal: 10
+ * to 15 mismatches ("a" to "f") read as none. */
+static void check_num(char **p, char *end, uint64_t v, unsigned radix)
 {
-    char tmp[17];
-    int i = 16;
+    char tmp[24];
+    int i = sizeof tmp - 1;
     tmp[i] = 0;
     do {
-        tmp[--i] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v && i > 0);
+        tmp[--i] = "0123456789abcdef"[v % radix];
+        v /= radix;
+    } while (v && i > 2);
+    if (radix == 16) {
+        tmp[--i] = 'x';
+        tmp[--i] = '0';
+    }
     check_put(p, end, tmp + i);
 }
 
@@ -864,16 +872,16 @@ static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int 
 {
     char line[4096], *p = line, *end = line + sizeof line - 1;
     check_put(&p, end, "vramtrace: unwind check: pid ");
-    check_hex(&p, end, (uint64_t)getpid());
+    check_num(&p, end, (uint64_t)getpid(), 10);
     check_put(&p, end, " cfi");
     for (int i = first; i < na; i++) {
         check_put(&p, end, " ");
-        check_hex(&p, end, a[i]);
+        check_num(&p, end, a[i], 16);
     }
     check_put(&p, end, " libunwind");
     for (int i = first; i < nb; i++) {
         check_put(&p, end, " ");
-        check_hex(&p, end, b[i]);
+        check_num(&p, end, b[i], 16);
     }
     *p++ = '\n';
     ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
@@ -890,13 +898,13 @@ static __attribute__((destructor)) void check_summary(void)
         return;
     char line[256], *p = line, *end = line + sizeof line - 1;
     check_put(&p, end, "vramtrace: unwind check summary: pid ");
-    check_hex(&p, end, (uint64_t)getpid());
+    check_num(&p, end, (uint64_t)getpid(), 10);
     check_put(&p, end, " stacks ");
-    check_hex(&p, end, atomic_load(&stacks.check_stacks));
+    check_num(&p, end, atomic_load(&stacks.check_stacks), 10);
     check_put(&p, end, " fallbacks ");
-    check_hex(&p, end, atomic_load(&stacks.check_fallbacks));
+    check_num(&p, end, atomic_load(&stacks.check_fallbacks), 10);
     check_put(&p, end, " mismatches ");
-    check_hex(&p, end, atomic_load(&stacks.check_mismatches));
+    check_num(&p, end, atomic_load(&stacks.check_mismatches), 10);
     *p++ = '\n';
     ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
     (void)w;

@@ -123,4 +123,12 @@ for mode in libunwind uncached check fp; do
         is "$(grep -c 'unwind check summary: .* mismatches 0$' $TMP/out.err)" 1 "reload (check): summary counts no mismatch"
     fi
 done
+
+# The check summary's counts are decimal, as tests/gpu/run.sh reads them
+# (they were hex: 1000 stacks said "3e8", and 10 mismatches "a", which the
+# GPU check summed as none).
+mkdir $TMP/sum
+VRAMTRACE_UNWIND=check shimmed $TMP/out-sum $TMP/sum $FP pairs 1000
+is "$(sed -n 's/^vramtrace: unwind check summary: pid [0-9]* \(stacks .*\)/\1/p' $TMP/out-sum.err)" \
+   "stacks 1000 fallbacks 0 mismatches 0" "check summary: 1000 stacks, in decimal"
 done_testing
