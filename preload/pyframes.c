@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -576,6 +577,13 @@ static int init(void)
     } else if (sscanf(get_version(), "%u.%u", &major, &minor) != 2) {
         major = 0;
     }
+    /* Under a seccomp filter, process_vm_readv may be a call the policy
+     * kills for (an allowlist without it: a debugging call to most): the
+     * readability check, with rt_sigprocmask, which every policy that
+     * lets a program block signals allows, is used from the start
+     * (77-fault-seccomp). PR_GET_SECCOMP says 2 for a filter. */
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2)
+        vm_refused = 1;
     is_initialized = (int (*)(void))sym("Py_IsInitialized");
     is_finalizing = (int (*)(void))sym(minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
     code_type = (uintptr_t)sym("PyCode_Type");

@@ -79,4 +79,14 @@ PYTHONPATH=$ROOT/tests/python:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PREL
 echo $? >$D/norv.out.rc
 unchanged $D/plain $D/norv.out "python, process_vm_readv refused too: the frame reader's fallback under the filter"
 check "python, process_vm_readv refused: Python frames in the trace" sh -c "\"$VT\" dump --stacks $D/norv/*.vtrace | grep -q ' py:run_worker'"
+# A filter that kills for process_vm_readv (an allowlist without it): under
+# any filter the frame reader does without it from the start; it was killed
+# at its first Python frame.
+mkdir $D/killrv
+PYTHONPATH=$ROOT/tests/python:$ROOT/examples/python LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D/killrv \
+    $B/tests/shim/refuse --allow $ROOT/tests/shim/system-service.syscalls '!process_vm_readv' -- "$PY" $ROOT/tests/python/vllm_like.py \
+    >$D/killrv.out 2>$D/killrv.err
+echo $? >$D/killrv.out.rc
+unchanged $D/plain $D/killrv.out "python, a filter that kills for process_vm_readv: as without the shim (exit $(cat $D/killrv.out.rc))"
+check "python, process_vm_readv fatal: Python frames in the trace" sh -c "\"$VT\" dump --stacks $D/killrv/*.vtrace | grep -q ' py:run_worker'"
 done_testing
