@@ -28,8 +28,9 @@
  *    (3.10-3.12) or from _PyRuntime's _Py_DebugOffsets (3.13). Any other
  *    version: native-only stacks and one NOTE in the trace.
  *  - Before the first direct read, one whole walk is done with
- *    process_vm_readv on ourselves (where that syscall is refused, a copy
- *    of what the kernel says is readable: safe_read), checking every code object's type is PyCode_Type. If any
+ *    process_vm_readv on ourselves (under a seccomp filter, or where that
+ *    syscall is refused, a copy of what the kernel says is readable:
+ *    safe_read), checking every code object's type is PyCode_Type. If any
  *    check fails, Python frames stay off for the process (one NOTE). Walks
  *    after that read frames directly, still checking alignment, the user
  *    address range, the code object's type, and at most MAX_PY frames.
