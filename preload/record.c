@@ -684,6 +684,9 @@ static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
 
 static void push_sample(int device, uint32_t why, uint32_t stack)
 {
+    /* A cold path a running program keeps taking: where what the writer
+     * thread had to say (a write that failed) reaches stderr. */
+    vt_say_pending();
     uint64_t free_b, total_b;
     /* cuMemGetInfo answers for the current device: an allocation placed on
      * another one (a stream or pool of that device) gets no sample rather

@@ -151,6 +151,7 @@ typedef struct vt_tls {
     int runtime_depth;    /* > 0 inside a cuda* wrapper: driver calls fold into it */
     int ggml_hook_depth;  /* > 0 inside a ggml hook (ggml_buffers.c): stacks leave the shim's frames out */
     uint32_t tid;
+    int defer_say;        /* the writer thread: what it says waits for a thread of the program (vt_say) */
 } vt_tls_t;
 
 extern __thread vt_tls_t vt_tls __attribute__((tls_model("initial-exec")));
@@ -166,6 +167,13 @@ extern _Atomic int vt_state;
 void vt_warn_once(_Atomic int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Turns the shim into a pass-through for the rest of the process. */
 void vt_disable(const char *why);
+/* Writes len bytes of a message to stderr (fd 2), or, on a thread with
+ * vt_tls.defer_say (the writer, whose descriptor table holds no stderr),
+ * keeps it for the next vt_say_pending of a thread of the program. */
+void vt_say(const char *text, size_t len);
+/* Says what the writer thread kept (vt_say), on this thread's stderr; the
+ * ones a parent kept are dropped in a fork child. Cold paths only. */
+void vt_say_pending(void);
 /* 1 when the n bytes at addr (at least one) can be read at this instant,
  * asked of the kernel: no fault, no descriptor, no signal handler. Memory
  * another thread unmaps right after may still fault a read that follows. */

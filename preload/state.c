@@ -39,9 +39,57 @@ void vt_warn_once(_Atomic int *flag, const char *fmt, ...)
     size_t len = strlen(buf);
     if (len < sizeof buf - 1)
         buf[len++] = '\n';
-    /* write(2), not stdio: stderr's lock may be held by the host. */
-    ssize_t ignored = write(2, buf, len);
-    (void)ignored;
+    vt_say(buf, len);
+}
+
+/* What the writer thread says waits here: its descriptor table keeps no
+ * copy of the program's stderr, which held a pipe's write end open after
+ * the program closed its own (the reader saw EOF only at exit:
+ * 77-fault-fds). A slot is 0 free, 1 being filled or emptied, 2 ready;
+ * past PENDING_SLOTS, a message is dropped. */
+#define PENDING_SLOTS 4
+static struct {
+    _Atomic int state;
+    pid_t pid;
+    size_t len;
+    char text[512];
+} pending[PENDING_SLOTS];
+
+void vt_say(const char *text, size_t len)
+{
+    if (!vt_tls.defer_say) {
+        /* write(2), not stdio: stderr's lock may be held by the host. */
+        ssize_t ignored = write(2, text, len);
+        (void)ignored;
+        return;
+    }
+    for (int i = 0; i < PENDING_SLOTS; i++) {
+        int free_slot = 0;
+        if (!atomic_compare_exchange_strong(&pending[i].state, &free_slot, 1))
+            continue;
+        pending[i].len = len < sizeof pending[i].text ? len : sizeof pending[i].text;
+        memcpy(pending[i].text, text, pending[i].len);
+        pending[i].pid = getpid();
+        atomic_store(&pending[i].state, 2);
+        return;
+    }
+}
+
+void vt_say_pending(void)
+{
+    if (vt_tls.defer_say)
+        return;
+    for (int i = 0; i < PENDING_SLOTS; i++) {
+        int ready = 2;
+        if (atomic_load_explicit(&pending[i].state, memory_order_relaxed) != 2 ||
+            !atomic_compare_exchange_strong(&pending[i].state, &ready, 1))
+            continue;
+        if (pending[i].pid == getpid()) {
+            ssize_t ignored = write(2, pending[i].text, pending[i].len);
+            (void)ignored;
+        }
+        atomic_store(&pending[i].state, 0);
+    }
 }
 
 void vt_disable(const char *why)

@@ -26,8 +26,9 @@
  *    writes it and closes it, so a program that closes every descriptor or
  *    dup2()s its own file over all of them can neither lose our file nor
  *    receive our bytes, whatever the timing (tests/t/77-fault-fds.t). That
- *    table keeps stderr, for the shim's own messages, and nothing else of
- *    the program's. Where unshare is refused (Docker's default seccomp
+ *    table keeps nothing of the program's, not even stderr: what the
+ *    thread says waits for a thread of the program to say it (vt_say: at
+ *    start-up, at a sample, at a sync, at stop). Where unshare is refused (Docker's default seccomp
  *    profile allows it only with CAP_SYS_ADMIN) the descriptor is shared:
  *    it is checked to be the trace before every write and reopened by path
  *    when it is not, which leaves the instant between check and write; the
@@ -174,6 +175,8 @@ typedef struct writer {
      * trace, then 1 when the file and its header are written, -1 when not
      * (the thread said why and ended). */
     int opened;
+    /* Why it could not (-1), for the starting thread to say. */
+    char open_why[700];
     /* Held by the writer thread for each drain, and by fork's prepare
      * handler: an allocator whose locks are not reset in the child (ASan's
      * in GCC 12, seen hanging 7 forks in 300 in tests/t/51) would otherwise
@@ -273,13 +276,12 @@ static int reclaim_trace_fd(void)
     return 0;
 }
 
-/* Closes every descriptor of the calling thread's table but keep. Kernels
- * before 5.9 lack close_range: the numbers are then read from
+/* Closes every descriptor of the calling thread's table. Kernels before
+ * 5.9 lack close_range: the numbers are then read from
  * /proc/thread-self/fd, a batch at a time, until none is left. */
-static void close_all_but(int keep)
+static void close_all(void)
 {
-    if (syscall(SYS_close_range, 0u, (unsigned)keep - 1u, 0u) == 0 &&
-        syscall(SYS_close_range, (unsigned)keep + 1u, ~0u, 0u) == 0)
+    if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0)
         return;
     for (;;) {
         int dir = open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -295,7 +297,7 @@ static void close_all_but(int keep)
                 memcpy(&reclen, buf.bytes + at + 16, sizeof reclen);
                 char *end;
                 long f = strtol(name, &end, 10);
-                if (end != name && !*end && f != keep && f != dir)
+                if (end != name && !*end && f != dir)
                     batch[n++] = (int)f;
                 at += reclen ? reclen : got;
             }
@@ -308,16 +310,18 @@ static void close_all_but(int keep)
 }
 
 /* Called first on the writer thread: gives it a descriptor table of its
- * own, holding only stderr (the shim's messages go there), so the program
- * can neither close nor reuse what we open from here on, and no file or
- * socket the program closes stays open because we hold a copy. stderr
- * itself stays open as it was at start. @return 1 with a table of our
- * own, 0 when unshare is refused (seccomp) and the table stays shared. */
+ * own, empty, so the program can neither close nor reuse what we open from
+ * here on, and no file, pipe or socket the program closes stays open
+ * because we hold a copy. Not even stderr: a copy of it kept a pipe open
+ * after the program closed its own, and the reader saw EOF only at exit
+ * (77-fault-fds); what this thread says waits for a thread of the program
+ * (vt_say). @return 1 with a table of our own, 0 when unshare is refused
+ * (seccomp) and the table stays shared. */
 static int own_fd_table(void)
 {
     if (unshare(CLONE_FILES) != 0)
         return 0;
-    close_all_but(2);
+    close_all();
     return 1;
 }
 
@@ -724,8 +728,7 @@ static void say_lost(const uint64_t lost[VT_LOST_REASONS], uint64_t dropped)
                         writer.write_failed ? "; the trace could not record this" : "");
     if (len > (int)sizeof msg - 1)
         len = (int)sizeof msg - 1;
-    ssize_t ignored = write(2, msg, (size_t)len);
-    (void)ignored;
+    vt_say(msg, (size_t)len);
 }
 
 static uint64_t drain(void)
@@ -782,14 +785,14 @@ static void finish_trace(void);
 static void *writer_main(void *arg)
 {
     on_writer_thread = 1;
+    vt_tls.defer_say = 1;
     atomic_store(&writer.thread_started, 1);
     vt_loader_watch(&writer.walk_since);
     writer.own_fds = own_fd_table();
     int opened = open_trace(arg) == 0 ? 1 : -1;
     if (opened == 1 && write_header(arg) != 0) {
-        char why[700];
-        snprintf(why, sizeof why, "cannot write the trace header of %s (%s)", writer.path, strerror(errno));
-        vt_disable(why);
+        snprintf(writer.open_why, sizeof writer.open_why, "cannot write the trace header of %s (%s)", writer.path,
+                 strerror(errno));
         close(writer.fd);
         unlink(writer.path);
         writer.fd = -1;
@@ -921,9 +924,8 @@ static size_t read_small_file(const char *name, char *buf, size_t cap)
 static int open_trace(const char *exe)
 {
     if (mkdir(vt_opt.dir, 0700) != 0 && errno != EEXIST) {
-        char why[700];
-        snprintf(why, sizeof why, "cannot create VRAMTRACE_DIR %s (%s)", vt_opt.dir, strerror(errno));
-        vt_disable(why);
+        snprintf(writer.open_why, sizeof writer.open_why, "cannot create VRAMTRACE_DIR %s (%s)", vt_opt.dir,
+                 strerror(errno));
         return -1;
     }
     const char *base = strrchr(exe, '/');
@@ -951,9 +953,8 @@ static int open_trace(const char *exe)
             break;
     }
     if (writer.fd < 0) {
-        char why[700];
-        snprintf(why, sizeof why, "cannot create a trace file in %s (%s)", vt_opt.dir, strerror(errno));
-        vt_disable(why);
+        snprintf(writer.open_why, sizeof writer.open_why, "cannot create a trace file in %s (%s)", vt_opt.dir,
+                 strerror(errno));
         return -1;
     }
     writer.fd = move_high(writer.fd);
@@ -1083,7 +1084,8 @@ int vt_writer_start(void)
     pthread_mutex_unlock(&writer.wake_lock);
     if (opened != 1) {
         pthread_join(writer.thread, NULL);
-        return -1; /* the thread said why */
+        vt_disable(writer.open_why); /* said here: the thread's table has no stderr */
+        return -1;
     }
     writer.pid = getpid();
     writer.thread_running = 1;
@@ -1267,6 +1269,7 @@ void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms)
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
     join_writer(when, bound_ms);
+    vt_say_pending();
     writer.thread_running = 0;
     atomic_store(&vt_state, VT_ST_ENDED);
 }
@@ -1333,6 +1336,7 @@ int vt_writer_sync(unsigned timeout_ms)
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     vt_tls.guard++;
     int rc = sync_held(timeout_ms);
+    vt_say_pending();
     vt_tls.guard--;
     pthread_setcancelstate(cancel_state, NULL);
     return rc;

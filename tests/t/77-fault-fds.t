@@ -73,7 +73,34 @@ for t in sorted(os.listdir("/proc/self/task")):
 mkdir -p $D/fdnum
 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/fdnum LD_PRELOAD="$SHIM_PRELOAD" python3 -c "$fdlist" >$D/fdnum.out 2>&1
 is "$(cat $D/fdnum.out)" "program []
-writer [2, 'trace'] trace fd high" "the program's table holds no trace; the writer's holds stderr and the trace, high"
+writer ['trace'] trace fd high" "the program's table holds no trace; the writer's holds the trace alone, high"
+
+# A program that closes its stderr (a pipe to its launcher) and goes on:
+# the writer's table kept a copy of stderr, which held the pipe open, and
+# the launcher saw EOF only when the program exited (2 s later, not at
+# once). The writer keeps no stderr now; what it says waits for a thread
+# of the program.
+closer='
+import ctypes, os, time
+rt = ctypes.CDLL("libcudart.so.13")
+p = ctypes.c_void_p()
+rt.cudaMalloc(ctypes.byref(p), 1 << 20)
+os.write(2, b"started\n")
+os.close(1)
+os.close(2)
+time.sleep(2)
+'
+mkdir -p $D/eof
+eof=$(LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/eof LD_PRELOAD="$SHIM_PRELOAD" python3 -c '
+import subprocess, sys, time
+t = time.time()
+p = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+data = p.stderr.read()
+took = time.time() - t
+p.wait()
+print(data.decode().strip(), "eof-at-once" if took < 1.5 else "eof-at-exit (%.1f s)" % took)' "$closer")
+is "$eof" "started eof-at-once" "the program closes its stderr pipe: its reader sees EOF then, not when the program exits"
+is "$(ls $D/eof | wc -l)" 1 "... and the program is traced"
 "$VT" dump $D/fdnum/*.vtrace | grep -c 'shared-fds' >$D/fdnum.dump
 is "$(cat $D/fdnum.dump)" "0" "the trace does not say its descriptor was shared"
 
