@@ -169,8 +169,9 @@ typedef struct writer {
     int accepting;
     int thread_created; /* under wake_lock: accepting will follow */
     /* Set with stopping: a NOTE written before END, saying how the process
-     * ended where that is not exit (exec, _exit). */
+     * ended where that is not exit (exec, _exit), and END's how. */
     char end_note[700];
+    uint8_t end_how;
     /* Under wake_lock, for vt_writer_start: 0 while the thread opens the
      * trace, then 1 when the file and its header are written, -1 when not
      * (the thread said why and ended). */
@@ -1167,6 +1168,7 @@ static int take_over_from_writer(uint64_t *lost_out)
     q = vt_put_varint(q, writer.file_events);
     q = vt_put_varint(q, dropped);
     q = put_lost(q, lost);
+    q = vt_put_varint(q, writer.end_how);
     p = vt_put_record(p, VT_REC_END, rec, (size_t)(q - rec));
     size_t raw = (size_t)(p - body);
 
@@ -1265,6 +1267,7 @@ void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms)
     pthread_mutex_lock(&writer.wake_lock);
     if (end_note)
         snprintf(writer.end_note, sizeof writer.end_note, "%s", end_note);
+    writer.end_how = !strcmp(when, "exec") ? VT_END_EXEC : when[0] == '_' ? VT_END_EXIT_NOW : VT_END_EXIT;
     writer.stopping = 1;
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
@@ -1306,12 +1309,13 @@ static void finish_trace(void)
     uint64_t lost[VT_LOST_REASONS];
     uint64_t dropped = lost_by_reason(lost);
     if (!writer.write_failed) {
-        uint8_t buf[(3 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
+        uint8_t buf[(4 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
         emit_counts(1);
         p = vt_put_varint(p, vt_now_ns());
         p = vt_put_varint(p, writer.events_written);
         p = vt_put_varint(p, dropped);
         p = put_lost(p, lost);
+        p = vt_put_varint(p, writer.end_how);
         emit(VT_REC_END, buf, (size_t)(p - buf));
         flush_chunk();
     }

@@ -120,7 +120,6 @@ static void dump_lost(FILE *out, const vt_lost_t *l)
 {
     for (uint32_t i = 0; i < l->reasons && i < VT_LOST_REASONS; i++)
         fprintf(out, "%s%s:%" PRIu64, i ? "," : " lost=", vt_lost_reason_key((int)i), l->lost[i]);
-    fputc('\n', out);
 }
 
 static int ensure(void **arr, size_t *cap, size_t i, size_t elem)
@@ -385,6 +384,7 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         fprintf(out, "dropped t=%" PRId64 " total=%" PRIu64 " stacks_lost=%" PRIu64, REL(rec->u.dropped.time_ns),
                 rec->u.dropped.dropped_total, rec->u.dropped.stacks_lost_total);
         dump_lost(out, &rec->u.dropped.by_reason);
+        fputc('\n', out);
         break;
     case VT_REC_NOTE:
         fprintf(out, "note t=%" PRId64 " text=", REL(rec->u.note.time_ns));
@@ -395,6 +395,14 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         fprintf(out, "end t=%" PRId64 " events=%" PRIu64 " dropped=%" PRIu64, REL(rec->u.end.time_ns),
                 rec->u.end.events_total, rec->u.end.dropped_total);
         dump_lost(out, &rec->u.end.by_reason);
+        /* The call that ended it, where that was not exit (vt_end_how). */
+        if (rec->u.end.how == VT_END_EXEC)
+            fprintf(out, " by=exec");
+        else if (rec->u.end.how == VT_END_EXIT_NOW)
+            fprintf(out, " by=_exit");
+        else if (rec->u.end.how != VT_END_EXIT)
+            fprintf(out, " by=%" PRIu64, rec->u.end.how);
+        fputc('\n', out);
         break;
     case VT_REC_RANGE:
         fprintf(out, "range t=%" PRId64 " tid=%" PRIu64 " depth=%" PRIu64 " %s name=", REL(rec->u.range.time_ns),

@@ -190,6 +190,7 @@ int vt_model_feed(vt_model_t *m, const vt_record_t *rec)
         return 0;
     case VT_REC_END:
         m->p.ended = 1;
+        m->p.end_how = rec->u.end.how;
         m->p.end_time_ns = vt_m_rel(m, rec->u.end.time_ns);
         if (rec->u.end.dropped_total >= m->p.events.dropped && rec->u.end.by_reason.reasons)
             m->p.events.by_reason = rec->u.end.by_reason;

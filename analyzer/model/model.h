@@ -328,6 +328,7 @@ typedef struct vt_proc {
     int host_weights_after;     /* last_failed_tag when pinned weights last reached a peak, -1 none */
     int last_failed_dev;
     int ended;
+    uint64_t end_how; /* END's vt_end_how (an unknown value passes as is) */
     uint64_t end_time_ns, last_time_ns;
     /* The trace stops inside a chunk (vt_model_mark_truncated): nothing
      * after truncated_at is known, so the verdict may not speak for the

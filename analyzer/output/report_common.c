@@ -196,6 +196,29 @@ const char *vt_lost_reason_text(int reason)
     return reason >= 0 && reason < VT_LOST_REASONS ? lost_reasons[reason].text : NULL;
 }
 
+/* END's how (vt_end_how): its JSON key and the words "live when the
+ * process ..." end with. */
+static const struct {
+    const char *key, *ended;
+} end_hows[] = {
+    [VT_END_EXIT] = { "exit", "exited" },
+    [VT_END_EXEC] = { "exec", "replaced its image (exec)" },
+    [VT_END_EXIT_NOW] = { "_exit", "exited through _exit (no exit handlers)" },
+};
+
+const char *vt_end_how_key(const vt_proc_t *p)
+{
+    if (!p->ended)
+        return NULL;
+    return p->end_how < sizeof end_hows / sizeof end_hows[0] ? end_hows[p->end_how].key : "unknown";
+}
+
+const char *vt_end_how_words(const vt_proc_t *p)
+{
+    return p->end_how < sizeof end_hows / sizeof end_hows[0] ? end_hows[p->end_how].ended
+                                                             : "ended, in a way this version cannot name";
+}
+
 /* The names of the results an allocation reports most; the numbers are
  * the toolkit's own (cuda.h, driver_types.h), so a renumbering would not
  * compile silently wrong. Others print as their number. */

@@ -61,10 +61,17 @@ static void leaks_text(FILE *o, const vt_report_t *r, const vt_model_t *m, int w
         bytes += p->sites[sel[k]].live;
         allocs += p->sites[sel[k]].live_allocs;
     }
-    const char *when = p->ended ? "when the process exited" : "when the trace ends";
+    char when[96], before[96];
+    if (p->ended) {
+        snprintf(when, sizeof when, "when the process %s", vt_end_how_words(p));
+        snprintf(before, sizeof before, "the process %s", vt_end_how_words(p));
+    } else {
+        snprintf(when, sizeof when, "when the trace ends");
+        snprintf(before, sizeof before, "the trace ends");
+    }
     if (!n) {
         fprintf(o, "\nNever freed: nothing; every allocation%s was freed before %s.\n",
-                r->opts.filter ? " of the matching sites" : "", p->ended ? "the process exited" : "the trace ends");
+                r->opts.filter ? " of the matching sites" : "", before);
         free(sel);
         return;
     }

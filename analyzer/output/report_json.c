@@ -544,6 +544,10 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_str(j, "path", in->path);
     vt_json_bool(j, "complete", p->ended && !in->truncated && !in->damaged);
     vt_json_bool(j, "ended", p->ended);
+    if (vt_end_how_key(p))
+        vt_json_str(j, "ended_by", vt_end_how_key(p));
+    else
+        vt_json_null(j, "ended_by");
     vt_json_bool(j, "truncated", in->truncated);
     vt_json_bool(j, "damaged", in->damaged);
     if (in->truncated || in->damaged)

@@ -269,6 +269,11 @@ const char *vt_proc_degraded_note(const vt_proc_t *p);
  * for a reason this reader does not know. */
 const char *vt_lost_reason_key(int reason);
 const char *vt_lost_reason_text(int reason);
+/* How an ended process ended its image (END's how): "exit", "exec",
+ * "_exit", "unknown"; NULL when the trace has no END. And the words that
+ * follow "the process " in the text report. */
+const char *vt_end_how_key(const vt_proc_t *p);
+const char *vt_end_how_words(const vt_proc_t *p);
 
 /* findings.c: what the report finds beside the verdict, for every view to
  * print (docs/report.md gives the evidence behind each). */

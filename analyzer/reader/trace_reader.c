@@ -584,10 +584,12 @@ static int decode_payload(vt_reader_t *r, uint8_t type, cur_t *c, vt_record_t *r
                    ? -1
                    : 1;
     case VT_REC_END:
+        rec->u.end.how = VT_END_EXIT;
         return get_varint(c, "time_ns", &rec->u.end.time_ns) ||
                        get_varint(c, "events_total", &rec->u.end.events_total) ||
                        get_varint(c, "dropped_total", &rec->u.end.dropped_total) ||
-                       decode_lost(c, rec->u.end.dropped_total, &rec->u.end.by_reason)
+                       decode_lost(c, rec->u.end.dropped_total, &rec->u.end.by_reason) ||
+                       (c->i < c->n && get_varint(c, "how", &rec->u.end.how))
                    ? -1
                    : 1;
     case VT_REC_RANGE:

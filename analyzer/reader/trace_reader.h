@@ -81,6 +81,7 @@ typedef struct vt_rec_note {
 typedef struct vt_rec_end {
     uint64_t time_ns, events_total, dropped_total;
     vt_lost_t by_reason;
+    uint64_t how; /* vt_end_how; VT_END_EXIT when the record has none */
 } vt_rec_end_t;
 
 typedef struct vt_rec_range {

@@ -123,7 +123,10 @@
  *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)
  *   VT_REC_END      time_ns varint, events_total varint (events in the file),
  *                   dropped_total varint (as in DROPPED), then optionally the
- *                   loss by reason. Written once at process exit, also after
+ *                   loss by reason, then optionally how varint (vt_end_how:
+ *                   how the process ended its image; absent, as before the
+ *                   shim wrapped exec and _exit: exit). Written once at
+ *                   process exit, exec or _exit, also after
  *                   the disk filled: the shim then cuts a partial chunk off
  *                   and tries once more, with this small chunk alone. Its
  *                   absence means the process died (SIGKILL, crash), is
@@ -348,6 +351,13 @@ enum vt_lost_reason {
     VT_LOST_REASONS         /* not a reason: how many this header knows */
 };
 #define VT_LOST_REASONS_MAX 64u
+
+/* END's how: the call that ended the process's image and its trace. */
+enum vt_end_how {
+    VT_END_EXIT = 0,     /* exit() or a return from main: exit handlers ran */
+    VT_END_EXEC = 1,     /* an exec function: the image was replaced */
+    VT_END_EXIT_NOW = 2, /* _exit or _Exit: no exit handlers */
+};
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */
 enum vt_ggml_usage {

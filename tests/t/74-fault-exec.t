@@ -24,13 +24,14 @@ MiB=1048576
 first_trace() { ls "$1"/*.vtrace | grep -v '\.[0-9]*\.[0-9]*\.vtrace$' | head -1; }
 allocs_of() { "$VT" dump "$1" 2>/dev/null | grep -c "^event .*api=cudaMalloc .*size=$MiB "; }
 end_of() { "$VT" dump "$1" 2>/dev/null | sed -n 's/^end t=[0-9]* //p'; }
-# end_whole DESC FILE: END is there, and the only calls it counts as lost
+# end_whole DESC FILE BY: END is there, says the call that ended the
+# image (BY: "by=exec", "by=_exit"), and the only calls it counts as lost
 # are ones still inside the driver when the trace ended (the pair-making
 # threads' frees, which the exec ends before they return).
 end_whole() {
     end=$(end_of "$2")
     case "$end" in
-    "events="*" lost=buffer_full:0,signal_handler_in_shim:0,call_not_returned:"*",not_written:0") ok "$1 ($end)";;
+    "events="*" lost=buffer_full:0,signal_handler_in_shim:0,call_not_returned:"*",not_written:0 $3") ok "$1 ($end)";;
     *) nok "$1"; echo "#   got '$end'";;
     esac
 }
@@ -53,7 +54,15 @@ ended() {
     is "$(allocs_of $f)" 100 "$1: the trace holds the 100 allocations made before it"
     "$VT" dump $f >$TMP/dump-$1 2>&1
     check "$1: a NOTE names the call before END" grep -q "^note .* text=\"$2\"" $TMP/dump-$1
-    end_whole "$1: END, nothing lost but calls it cut short" $f
+    by=$(case $1 in _*) echo _exit;; *) echo exec;; esac)
+    end_whole "$1: END, by=$by, nothing lost but calls it cut short" $f by=$by
+    # The report says how the allocations were still live at the end, and
+    # JSON names the call.
+    "$VT" report --leaks --wide $f >$TMP/leaks-$1 2>&1
+    check "$1: the report says how the process ended while the allocations were live ($by)" \
+        grep -q "live when the process $([ $by = exec ] && echo 'replaced its image (exec)' || echo 'exited through _exit')" $TMP/leaks-$1
+    is "$("$VT" report --json $f | python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["trace"]["ended_by"])')" \
+       "$by" "$1: JSON trace.ended_by is $by"
 }
 
 for how in execv execve execvp execvpe execl execle execlp fexecve execveat search; do
@@ -88,5 +97,5 @@ slow=$(sed -n 's/^faultprog: slowest call after the failed exec \([0-9]*\) ms/\1
 check "failed exec: no call waits on the ended trace (slowest ${slow:-?} ms)" test "${slow:-9999}" -lt 500
 f=$(first_trace $TMP/missing)
 is "$(allocs_of $f)" 100 "failed exec: the trace holds the 100 allocations before it, and ends there"
-end_whole "failed exec: END, nothing lost but calls inside the driver when it ended" $f
+end_whole "failed exec: END, nothing lost but calls inside the driver when it ended" $f by=exec
 done_testing
