@@ -112,20 +112,28 @@ void vt_options_load(void)
      * appended to FILE, with a count at exit. */
     const char *unwind = getenv("VRAMTRACE_UNWIND");
     vt_opt.unwind = VT_UNWIND_CFI;
-    vt_opt.unwind_check_fd = 2;
+    vt_opt.unwind_check_path[0] = 0;
     if (unwind && strcmp(unwind, "fp") == 0) {
         vt_opt.unwind = VT_UNWIND_FP;
     } else if (unwind && strcmp(unwind, "uncached") == 0) {
         vt_opt.unwind = VT_UNWIND_LIBUNWIND;
     } else if (unwind && strncmp(unwind, "check", 5) == 0 && (!unwind[5] || unwind[5] == ':')) {
         vt_opt.unwind = VT_UNWIND_CHECK;
+        /* Opened for each line (they are rare), never kept: a descriptor
+         * held in the program's table for the process's life is one a
+         * program that closes every descriptor and opens its own file
+         * would have had our lines written into. */
         if (unwind[5] && unwind[6]) {
-            int fd = open(unwind + 6, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-            if (fd >= 0)
-                vt_opt.unwind_check_fd = fd;
-            else
+            int fd = strlen(unwind + 6) < sizeof vt_opt.unwind_check_path
+                         ? open(unwind + 6, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)
+                         : -1;
+            if (fd >= 0) {
+                close(fd);
+                snprintf(vt_opt.unwind_check_path, sizeof vt_opt.unwind_check_path, "%s", unwind + 6);
+            } else {
                 fprintf(stderr, "vramtrace: VRAMTRACE_UNWIND: cannot open %.200s; reporting on stderr\n",
                         unwind + 6);
+            }
         }
     } else if (unwind && *unwind && strcmp(unwind, "libunwind") != 0) {
         fprintf(stderr,

@@ -74,7 +74,7 @@ typedef struct vt_options {
     uint32_t ring;      /* VRAMTRACE_RING: events buffered, power of two */
     int disable;        /* VRAMTRACE_DISABLE */
     int unwind;         /* VRAMTRACE_UNWIND: one of VT_UNWIND_* */
-    int unwind_check_fd; /* VRAMTRACE_UNWIND=check[:FILE]: where mismatches go */
+    char unwind_check_path[256]; /* VRAMTRACE_UNWIND=check:FILE, "" for stderr: where mismatches go */
 } vt_options_t;
 enum { VT_UNWIND_CFI, VT_UNWIND_LIBUNWIND, VT_UNWIND_FP, VT_UNWIND_CHECK };
 

@@ -23,6 +23,7 @@
  */
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -866,8 +867,24 @@ static void check_num(char **p, char *end, uint64_t v, unsigned radix)
     check_put(p, end, tmp + i);
 }
 
-/* One line per mismatch, both stacks after the shim's frames, written
- * whole with one write() so processes appending to one file do not mix. */
+/* Writes a check line whole, with one write(), so processes appending to
+ * one file do not mix: to stderr, or to VRAMTRACE_UNWIND=check:FILE,
+ * opened for the line and closed again. */
+static void check_write(const char *line, size_t len)
+{
+    int fd = 2;
+    if (vt_opt.unwind_check_path[0]) {
+        fd = open(vt_opt.unwind_check_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+            return;
+    }
+    ssize_t w = write(fd, line, len);
+    (void)w;
+    if (fd != 2)
+        close(fd);
+}
+
+/* One line per mismatch, both stacks after the shim's frames. */
 static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int na, const uint64_t *b, int nb, int first)
 {
     char line[4096], *p = line, *end = line + sizeof line - 1;
@@ -884,8 +901,7 @@ static __attribute__((noinline, cold)) void check_report(const uint64_t *a, int 
         check_num(&p, end, b[i], 16);
     }
     *p++ = '\n';
-    ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
-    (void)w;
+    check_write(line, (size_t)(p - line));
 }
 
 static __attribute__((destructor)) void check_summary(void)
@@ -906,8 +922,7 @@ static __attribute__((destructor)) void check_summary(void)
     check_put(&p, end, " mismatches ");
     check_num(&p, end, atomic_load(&stacks.check_mismatches), 10);
     *p++ = '\n';
-    ssize_t w = write(vt_opt.unwind_check_fd, line, (size_t)(p - line));
-    (void)w;
+    check_write(line, (size_t)(p - line));
 }
 
 __attribute__((noinline)) uint32_t vt_stack_capture(int skip)

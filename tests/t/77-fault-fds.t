@@ -30,6 +30,16 @@ p = json.load(sys.stdin)["processes"][0]
 print(p["trace"]["complete"], p["events"]["allocs"], p["events"]["frees"], p["events"]["dropped"])' 2>&1)
     is "$got" "True 4001 4001 0" "$how: the trace is complete with all 4001 allocations"
 done
+# VRAMTRACE_UNWIND=check:FILE kept FILE open in the program's table: after
+# close_range the check's summary, written at exit, went to whatever held
+# that number then (here nothing: it was lost; a file the program opened
+# there would have taken it). FILE is now opened for each line and closed
+# again.
+mkdir -p $D/chk
+out=$(VRAMTRACE_UNWIND=check:$D/chk.log LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/chk LD_PRELOAD="$SHIM_PRELOAD" \
+    "$P" close_range $D/chk.own 400 2>&1)
+is "$? $out $(wc -c <$D/chk.own)" "0 $D/chk.own has 6 bytes 6" "check:FILE, close_range: the program's file holds its 6 bytes after exit too"
+check "check:FILE, close_range: the summary is in FILE" grep -q '^vramtrace: unwind check summary: pid [0-9]* stacks [1-9]' $D/chk.log
 "$VT" dump --stacks $D/pipe/*.vtrace >$D/pipe.dump 2>/dev/null
 is "$(awk '/^event .*api=cudaMalloc .*size=4096 / && ++n == 2 { getline f0; getline f1; split(f0, a); split(f1, b); print a[3], b[3]; exit }' $D/pipe.dump)" \
     "nocfi_malloc main" "pipe: a stack through the function without unwind information reaches main"
