@@ -425,6 +425,7 @@ static void mark_started_here(void)
 
 static int start(void)
 {
+    vt_say_start();
     unsigned held = hold_std_fds();
     int rc = start_held();
     release_std_fds(held);

@@ -174,6 +174,11 @@ void vt_say(const char *text, size_t len);
 /* Says what the writer thread kept (vt_say), on this thread's stderr; the
  * ones a parent kept are dropped in a fork child. Cold paths only. */
 void vt_say_pending(void);
+/* At start-up, before fds 0-2 are held: notes whether fd 2 is open. When
+ * it was closed, nothing the shim says is written there (vt_stderr_ours 0):
+ * the program may open its own file on that number later. */
+void vt_say_start(void);
+int vt_stderr_ours(void);
 /* 1 when the n bytes at addr (at least one) can be read at this instant,
  * asked of the kernel: no fault, no descriptor, no signal handler. Memory
  * another thread unmaps right after may still fault a read that follows. */

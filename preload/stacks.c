@@ -873,6 +873,8 @@ static void check_num(char **p, char *end, uint64_t v, unsigned radix)
 static void check_write(const char *line, size_t len)
 {
     int fd = 2;
+    if (!vt_opt.unwind_check_path[0] && !vt_stderr_ours())
+        return;
     if (vt_opt.unwind_check_path[0]) {
         fd = open(vt_opt.unwind_check_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)

@@ -11,6 +11,7 @@
  *    the process (a fork child inherits it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,8 +56,26 @@ static struct {
     char text[512];
 } pending[PENDING_SLOTS];
 
+/* Whether fd 2 was open when the shim started: 1, or -1 when it was closed
+ * (0 before start). A program started with it closed may open its own file
+ * there later, and what the shim says must not land in it. */
+static _Atomic int stderr_at_start;
+
+void vt_say_start(void)
+{
+    int open_now = fcntl(2, F_GETFD) >= 0 || errno != EBADF;
+    atomic_store(&stderr_at_start, open_now ? 1 : -1);
+}
+
+int vt_stderr_ours(void)
+{
+    return atomic_load_explicit(&stderr_at_start, memory_order_relaxed) >= 0;
+}
+
 void vt_say(const char *text, size_t len)
 {
+    if (!vt_stderr_ours())
+        return;
     if (!vt_tls.defer_say) {
         /* write(2), not stdio: stderr's lock may be held by the host. */
         ssize_t ignored = write(2, text, len);
@@ -84,7 +103,7 @@ void vt_say_pending(void)
         if (atomic_load_explicit(&pending[i].state, memory_order_relaxed) != 2 ||
             !atomic_compare_exchange_strong(&pending[i].state, &ready, 1))
             continue;
-        if (pending[i].pid == getpid()) {
+        if (pending[i].pid == getpid() && vt_stderr_ours()) {
             ssize_t ignored = write(2, pending[i].text, pending[i].len);
             (void)ignored;
         }

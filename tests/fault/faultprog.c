@@ -91,7 +91,9 @@
  *                   allocations
  *   shown ARGS      prints its arguments and FAULTPROG_SHOWN, allocates once
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
- *                   of fds 0-2 are open to the file $FAULTPROG_OUT
+ *                   of fds 0-2 are open to the file $FAULTPROG_OUT; with
+ *                   FAULTPROG_OUT2, then opens that file on fds 0-2 and
+ *                   writes "own" through each
  *   sigstart N      sigalloc with the 10 kHz itimer armed before the first
  *                   CUDA call, so handlers land inside the shim's start-up
  *   forkstart R     R rounds, each in a fresh process that has made no CUDA
@@ -1447,7 +1449,17 @@ static int mode_stdfds(void)
     if (!f)
         die("fopen");
     fprintf(f, "stdfds open=%d\n", open_std);
-    return fclose(f) != 0;
+    if (fclose(f) != 0)
+        return 1;
+    /* FAULTPROG_OUT2: then the program opens that file three times, so it
+     * holds fds 0-2 itself to the end, and writes its own line in each. */
+    const char *own = getenv("FAULTPROG_OUT2");
+    for (int i = 0; own && i < 3; i++) {
+        int fd = open(own, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd < 0 || write(fd, "own\n", 4) != 4)
+            die("open");
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
