@@ -11,8 +11,11 @@
  *    __execve, which no preload sees, so each public one is wrapped; the
  *    execl family is turned into its execv sibling here, as glibc does.
  *  - An exec that fails returns and the process goes on, its trace
- *    already ended: its later calls pass through, said once on stderr.
- *    Restarting the trace in the same file would need its END taken back.
+ *    already ended: its later calls pass through, said once on stderr at
+ *    the next one (record.c). Restarting the trace in the same file would
+ *    need its END taken back.
+ *  - END says which call ended the image (VT_END_EXEC, VT_END_EXIT_NOW),
+ *    so the report does not say the process exited.
  *  - Both are async-signal-safe and called from vfork children (Python's
  *    subprocess, a shell's): the trace ends only in the process that
  *    traces, never inside the shim, and a vfork child, which shares its
