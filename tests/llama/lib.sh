@@ -43,7 +43,7 @@ near() {
     if [ -n "$2" ] && [ -n "$1" ] && awk -v g="$1" -v w="$2" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= w / 100) }'; then
         ok "$3"
     else
-        nok "$3"; echo "#   got '$1', want '$2' within 1%"
+        nok "$3"; echo "#   got '$1', want '$2' within 1%" | tee /dev/stderr
     fi
 }
 # val BYTES KEY: one value from tests/llama/tag_bytes.py's output (0 if absent).

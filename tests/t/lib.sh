@@ -12,10 +12,12 @@ SIM=$B/sim
 T=0
 FAILED=0
 ok() { T=$((T+1)); echo "ok $T - $*"; }
-nok() { T=$((T+1)); FAILED=$((FAILED+1)); echo "not ok $T - $*"; }
+# A failure is said on stderr too, which prove shows without -v: a flake in
+# CI's log then says what it got, not only its number.
+nok() { T=$((T+1)); FAILED=$((FAILED+1)); echo "not ok $T - $*"; echo "# failed $T - $*" >&2; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
-# is GOT WANT DESC: exact comparison, prints both on failure.
-is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; echo "#   got '$1', want '$2'"; fi; }
+# is GOT WANT DESC: exact comparison, prints both on failure (stderr too).
+is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; echo "#   got '$1', want '$2'" | tee /dev/stderr; fi; }
 done_testing() { echo "1..$T"; [ $FAILED -eq 0 ]; }
 tmpdir() { mktemp -d "${TMPDIR:-/tmp}/vt-test.XXXXXX"; }
 
