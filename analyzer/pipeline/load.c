@@ -26,9 +26,18 @@ static int has_suffix(const char *s, const char *suf)
     return n >= k && !strcmp(s + n - k, suf);
 }
 
-static int cmp_str(const void *a, const void *b)
+/* Name order, the ".vtrace" ending left out: a process's trace comes
+ * before the ones the shim numbered after it for the same pid
+ * (prog.PID.vtrace, then prog.PID.1.vtrace: the image an exec started, or
+ * a pid reused), where plain name order put them first. */
+static int cmp_trace_name(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    size_t nx = strlen(x), ny = strlen(y), k = strlen(".vtrace");
+    nx -= has_suffix(x, ".vtrace") ? k : 0;
+    ny -= has_suffix(y, ".vtrace") ? k : 0;
+    int c = strncmp(x, y, nx < ny ? nx : ny);
+    return c ? c : (nx > ny) - (nx < ny);
 }
 
 /* Appends path, or every *.vtrace of a directory in name order (those
@@ -66,7 +75,7 @@ static int add_path(char ***paths, unsigned char **from_dir, int *n, const char 
             fprintf(stderr, "vramtrace: %s: no trace files (*.vtrace) in this directory\n", path);
             return VT_E_IO;
         }
-        vt_sort(list, (size_t)nl, sizeof *list, cmp_str);
+        vt_sort(list, (size_t)nl, sizeof *list, cmp_trace_name);
     } else {
         list = malloc(sizeof *list);
         if (!list || !(list[0] = strdup(path))) {
