@@ -174,37 +174,47 @@ static inline uint64_t event_now_ns(void)
  * ahead and the child passes its calls through (atfork_child). */
 #define START_WAIT_MS 2000
 
-/* A fork while another thread starts the shim waits for it to finish, so
- * the child inherits a shim that is started or not, never half of one. Not
- * on the starting thread itself (a signal handler's fork: its guard is
- * up), which would wait for itself. */
-static void wait_for_start(void)
+/* Start-up and fork exclude each other: start-up runs holding start_lock,
+ * and fork's prepare handler takes it (at most START_WAIT_MS) until the
+ * fork is over, so the child inherits a shim started or not, never half of
+ * one. Waiting while the state said STARTING left a window: a fork whose
+ * prepare handler found the state IDLE went on while another thread began
+ * start-up, and its child found it half done (about 1 run in 40 of
+ * 74-fault-forkstart under load). Not on the starting thread itself (a
+ * signal handler's fork: its guard is up), which would wait for itself. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int fork_holds_start __attribute__((tls_model("initial-exec")));
+
+static void take_start_lock_for_fork(void)
 {
+    fork_holds_start = 0;
     if (vt_tls.guard)
         return;
-    /* Measured by the clock, not by naps: a program's interval timer ends
-     * each nap early (a 10 kHz one made the 2 s bound 0.2 s, and a child
-     * forked during a 1 s start-up went untraced: 74-fault-forkslow). */
-    uint64_t until = vt_now_ns() + START_WAIT_MS * 1000000ull;
-    while (atomic_load(&vt_state) == VT_ST_STARTING && vt_now_ns() < until) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_mutex_timedlock's clock */
+    deadline.tv_sec += START_WAIT_MS / 1000;
+    deadline.tv_nsec += (long)(START_WAIT_MS % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
     }
+    fork_holds_start = pthread_mutex_timedlock(&start_lock, &deadline) == 0;
 }
 
 /* The writer first: it walks the modules only inside a drain, so once it
  * is between drains the loader lock waits for the program's threads alone. */
 /* The forking thread's cancel state, put back after the fork. Its waits
- * here (a start-up in progress, the writer) are not cancellable: glibc
- * runs the prepare handlers holding its lock of fork handlers, and a
- * thread cancelled in one took it along: every later fork waited for ever
+ * here (a start-up in progress, the writer) are not cancellable: a thread
+ * cancelled in one left the fork half prepared, and the prepare handlers
+ * glibc had run before ours (those registered after ours) kept the locks
+ * they take for the fork: every later fork waited for ever
  * (74-fault-cancel). */
 static __thread int fork_cancel_state __attribute__((tls_model("initial-exec")));
 
 static void atfork_prepare(void)
 {
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fork_cancel_state);
-    wait_for_start();
+    take_start_lock_for_fork();
     if (atomic_load(&vt_state) == VT_ST_ACTIVE) {
         vt_writer_atfork_prepare();
         vt_loader_atfork_prepare();
@@ -215,6 +225,8 @@ static void atfork_parent(void)
 {
     vt_loader_atfork_parent();
     vt_writer_atfork_parent();
+    if (fork_holds_start)
+        pthread_mutex_unlock(&start_lock);
     pthread_setcancelstate(fork_cancel_state, NULL);
 }
 
@@ -275,6 +287,9 @@ static __attribute__((noinline, cold)) void say_fork_unstarted(void)
 static void atfork_child(void)
 {
     pthread_setcancelstate(fork_cancel_state, NULL);
+    /* Held by this thread's parent copy, or by a thread the child does not
+     * have: fresh either way. */
+    pthread_mutex_init(&start_lock, NULL);
     vt_tls.tid = 0;
     vt_loader_atfork_child();
     int st = atomic_load(&vt_state);
@@ -502,6 +517,9 @@ static __attribute__((noinline, cold)) int start_once(int st)
      * that calls CUDA on this thread then passes through, counted as
      * dropped, instead of waiting for a start-up it interrupted. */
     vt_tls.guard++;
+    /* Not while a fork is under way (take_start_lock_for_fork); after it,
+     * the state is looked at again. */
+    pthread_mutex_lock(&start_lock);
     int idle = VT_ST_IDLE;
     if (atomic_compare_exchange_strong(&vt_state, &idle, VT_ST_STARTING)) {
         /* Not cancellable: a thread cancelled in start-up's waits went
@@ -513,10 +531,12 @@ static __attribute__((noinline, cold)) int start_once(int st)
         /* Every failure is for good (VRAMTRACE_DISABLE, or vt_disable). The
          * state is set before the guard comes down, for the same reason. */
         atomic_store(&vt_state, ok ? VT_ST_ACTIVE : VT_ST_OFF);
+        pthread_mutex_unlock(&start_lock);
         pthread_setcancelstate(cancel_state, NULL);
         vt_tls.guard--;
         return ok;
     }
+    pthread_mutex_unlock(&start_lock);
     vt_tls.guard--;
     /* Another thread is starting the shim: it takes microseconds. */
     while ((st = atomic_load(&vt_state)) == VT_ST_STARTING)
