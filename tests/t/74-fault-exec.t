@@ -79,8 +79,10 @@ done
 # The directory's report: the process that exec'd first, then the image
 # it started (its trace is numbered after it for the same pid, and name
 # order put it first).
-is "$("$VT" report $TMP/execv 2>/dev/null | sed -n 's/^== faultprog (pid [0-9]*) [^ ]*faultprog \([a-z]*\).*/\1/p' | tr '\n' ' ')" \
-   "image shown " "execv: the report lists the process that exec'd, then the image it started"
+# (JSON, whose argv is whole: the text cuts a long command line.)
+is "$("$VT" report --json $TMP/execv 2>/dev/null | python3 -c 'import json, sys
+print(" ".join(p["argv"][1] for p in json.load(sys.stdin)["processes"]))')" \
+   "image shown" "execv: the report lists the process that exec'd, then the image it started"
 "$VT" report $(first_trace $TMP/execv) >$TMP/report 2>&1
 check "execv: the report's verdict reads the 100 MiB" grep -q "^VERDICT: NO SPILL" $TMP/report
 check "execv: the report shows the peak" grep -q "peak 100.0 MiB" $TMP/report
