@@ -66,7 +66,7 @@ static void exec_begins(const char *what, const char *target)
     char note[300];
     snprintf(note, sizeof note, "%s %s: the trace ends at this call, which replaces the process image", what,
              target ? target : "(null)");
-    vt_record_image_ends("exec", note);
+    vt_record_image_ends(VT_END_EXEC, note);
 }
 
 /* After the real call returned: it failed, with errno, which the program
@@ -229,7 +229,7 @@ static __attribute__((noreturn)) void run_exit(int which, int status)
     if (tracing()) {
         char note[80];
         snprintf(note, sizeof note, "%s(%d): the process ended without exit handlers", real_names[which], status);
-        vt_record_image_ends(real_names[which], note);
+        vt_record_image_ends(VT_END_EXIT_NOW, note);
     }
     exit_fn fn = (exit_fn)real(which);
     if (fn)

@@ -178,14 +178,14 @@ static int addr_ok(uintptr_t p, size_t n)
 }
 
 /* A read that cannot fault: process_vm_readv on ourselves or, where a
- * seccomp policy refuses it, a copy of memory the kernel has just said is
- * readable (vt_readable). The second leaves the instant between the check
- * and the copy, harmless here: every address is reached from the calling
- * thread's own frame chain, live while the thread is in this call, and a
- * wrong layout's stray address is what the check turns away. It used to be a round
- * trip through a pipe made for the call, whose two descriptors sat in the
- * program's table meanwhile (a program thread's dup2 onto one of their
- * numbers had its file closed by ours). */
+ * seccomp policy refuses it (or may: init), a copy of memory the kernel
+ * has just said is readable (vt_readable). The second leaves the instant
+ * between the check and the copy, harmless here: every address is reached
+ * from the calling thread's own frame chain, live while the thread is in
+ * this call, and a wrong layout's stray address is what the check turns
+ * away. It used to be a round trip through a pipe made for the call, whose
+ * two descriptors sat in the program's table meanwhile (a program thread's
+ * dup2 onto one of their numbers had its file closed by ours). */
 static int safe_read(void *dst, uintptr_t src, size_t n)
 {
     if (!addr_ok(src, n))

@@ -190,19 +190,10 @@ static void take_start_lock_for_fork(void)
     fork_holds_start = 0;
     if (vt_tls.guard)
         return;
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_mutex_timedlock's clock */
-    deadline.tv_sec += START_WAIT_MS / 1000;
-    deadline.tv_nsec += (long)(START_WAIT_MS % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = vt_deadline_in(CLOCK_REALTIME, START_WAIT_MS); /* timedlock's clock */
     fork_holds_start = pthread_mutex_timedlock(&start_lock, &deadline) == 0;
 }
 
-/* The writer first: it walks the modules only inside a drain, so once it
- * is between drains the loader lock waits for the program's threads alone. */
 /* The forking thread's cancel state, put back after the fork. Its waits
  * here (a start-up in progress, the writer) are not cancellable: a thread
  * cancelled in one left the fork half prepared, and the prepare handlers
@@ -211,6 +202,8 @@ static void take_start_lock_for_fork(void)
  * (74-fault-cancel). */
 static __thread int fork_cancel_state __attribute__((tls_model("initial-exec")));
 
+/* The writer first: it walks the modules only inside a drain, so once it
+ * is between drains the loader lock waits for the program's threads alone. */
 static void atfork_prepare(void)
 {
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fork_cancel_state);
@@ -325,12 +318,12 @@ static void atfork_child(void)
  * handler registered (by ld.so), so it runs after every atexit handler and
  * static destructor of the program, even those registered before its first
  * CUDA call, whose frees are then traced too. */
-static void end_trace_once(const char *when, const char *note, unsigned bound_ms);
+static void end_trace_once(enum vt_end_how how, const char *note, unsigned bound_ms);
 
 static __attribute__((destructor)) void shim_exit(void)
 {
     if (atomic_load(&vt_state) == VT_ST_ACTIVE)
-        end_trace_once("exit", NULL, 0);
+        end_trace_once(VT_END_EXIT, NULL, 0);
 }
 
 /* How long an exec or _exit waits for the writer's last chunk before it
@@ -341,23 +334,23 @@ static __attribute__((destructor)) void shim_exit(void)
  * and a trace ended without it has frames without names. */
 #define IMAGE_END_WAIT_MS 5000
 
-static void end_trace_once(const char *when, const char *note, unsigned bound_ms)
+static void end_trace_once(enum vt_end_how how, const char *note, unsigned bound_ms)
 {
     if (atomic_exchange(&rec.trace_ending, 1))
         return;
     vt_tls.guard++;
-    vt_writer_stop(when, note, bound_ms);
+    vt_writer_stop(how, note, bound_ms);
     vt_tls.guard--;
 }
 
-void vt_record_image_ends(const char *when, const char *note)
+void vt_record_image_ends(enum vt_end_how how, const char *note)
 {
     /* Inside the shim (a signal handler's exec) this thread may hold what
      * stopping needs; a vfork child reads only, and returns here. */
     if (vt_tls.guard || atomic_load(&vt_state) != VT_ST_ACTIVE || !vt_writer_ours())
         return;
     atomic_store(&rec.image_end_pid, getpid());
-    end_trace_once(when, note, IMAGE_END_WAIT_MS);
+    end_trace_once(how, note, IMAGE_END_WAIT_MS);
 }
 
 /* The failed exec's words, said at the process's next CUDA call (not at

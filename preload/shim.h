@@ -40,7 +40,8 @@
  *   real_dl.c    the loader's own dlsym, dlclose and dlopen, past ours
  *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way; an object's span
  *   options.c    VRAMTRACE_* environment, parsed once
- *   state.c      the state word, the thread guard, device facts, warnings
+ *   state.c      the state word, the thread guard, device facts, warnings,
+ *                readable memory, wait deadlines
  * Hooks never aggregate, symbolize or allocate; everything costly happens on
  * the writer thread.
  */
@@ -134,11 +135,12 @@ void vt_call_teardown(vt_event_t *ev, uint32_t result);
  * trace says it ran on the CPU. Returns 1 when the shim records. Not from
  * a signal handler, nor inside the shim. */
 int vt_start_for_model(void);
-/* exec and _exit, before the real call: ends the trace as exit would, when
- * ("exec", "_exit"), with note in a NOTE before END. Does nothing in a
- * process this shim does not trace, inside the shim, or in a vfork child
- * (which shares the parent's memory: it only reads). */
-void vt_record_image_ends(const char *when, const char *note);
+/* exec and _exit, before the real call: ends the trace as exit would, how
+ * (VT_END_EXEC, VT_END_EXIT_NOW) going into END, with note in a NOTE
+ * before it. Does nothing in a process this shim does not trace, inside
+ * the shim, or in a vfork child (which shares the parent's memory: it
+ * only reads). */
+void vt_record_image_ends(enum vt_end_how how, const char *note);
 /* After an exec that returned (it failed): the trace ended for it, so the
  * process goes on untraced; says so once, with note, at its next CUDA
  * call. */
@@ -183,6 +185,9 @@ int vt_stderr_ours(void);
  * asked of the kernel: no fault, no descriptor, no signal handler. Memory
  * another thread unmaps right after may still fault a read that follows. */
 int vt_readable(const void *addr, size_t n);
+/* The clock's now plus ms: the deadline of a timed wait
+ * (pthread_mutex_timedlock and pthread_timedjoin_np read CLOCK_REALTIME). */
+struct timespec vt_deadline_in(clockid_t clock, uint64_t ms);
 
 static inline uint64_t vt_now_ns(void)
 {
@@ -574,12 +579,12 @@ void vt_real_dlopen_resolve(void);
 /* ---- writer.c ---- */
 /* Opens the trace file and starts the writer thread. 0 on success. */
 int vt_writer_start(void);
-/* Flushes everything and writes the END record, the process ending at
- * when ("exit", "exec", "_exit"): end_note (NULL: none) goes in a NOTE just
+/* Flushes everything and writes the END record, the process ending its
+ * image as how says (END's how): end_note (NULL: none) goes in a NOTE just
  * before END. The wait for the writer is bounded by bound_ms (0: only
  * while it waits for a module walk), past which the calling thread ends
  * the trace itself. */
-void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms);
+void vt_writer_stop(enum vt_end_how how, const char *end_note, unsigned bound_ms);
 /* 1 when this process's writer runs and the caller is not that thread: a
  * vfork child, or one made without the fork handlers, gets 0. Reads
  * only, so a vfork child may ask. */

@@ -1,7 +1,7 @@
 /* state.c: what every file of the shim shares and nothing else: the
  * shim's state word, the per-thread guard, the device facts the recording
- * API captures for the writer, saying a problem once on stderr, and
- * asking the kernel whether memory can be read.
+ * API captures for the writer, saying a problem once on stderr, asking
+ * the kernel whether memory can be read, and the deadlines of timed waits.
  *
  * Contract:
  *  - A leaf: calls no other file of the shim, so any file may call it,
@@ -115,6 +115,16 @@ void vt_disable(const char *why)
 {
     atomic_store(&vt_state, VT_ST_OFF);
     vt_warn_once(&warned_disable, "%s; tracing is off, the program runs unchanged", why);
+}
+
+struct timespec vt_deadline_in(clockid_t clock, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000ull;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return ts;
 }
 
 /* rt_sigprocmask with an invalid how reads the 8 bytes of its new mask

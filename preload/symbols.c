@@ -90,6 +90,7 @@ static struct {
     int have_counters;
     int final, final_refresh;    /* vt_symbols_final */
     char *exe_path;
+    int exe_in_proc; /* exe_path came from /proc/self/exe, which then opens */
     vt_symbols_stats_t stats;
 } g;
 
@@ -112,14 +113,20 @@ static char *exec_fn_path(void)
     return fn ? realpath(fn, NULL) : NULL;
 }
 
-static const char *exe_path(void)
+/* The program's path, found once; and *open_path what to read its
+ * symbols from: /proc/self/exe, which still opens when the binary was
+ * deleted or replaced after exec, or, without /proc, the path itself
+ * (NULL). */
+static const char *exe_path(const char **open_path)
 {
     if (!g.exe_path) {
         char *p = realpath("/proc/self/exe", NULL);
+        g.exe_in_proc = p != NULL;
         if (!p)
             p = exec_fn_path();
         g.exe_path = p ? p : dup_str("/proc/self/exe");
     }
+    *open_path = g.exe_in_proc ? "/proc/self/exe" : NULL;
     return g.exe_path;
 }
 
@@ -263,10 +270,7 @@ static int refresh_cb(struct dl_phdr_info *info, size_t size, void *arg)
         if (rc->saw_main)
             return 0;
         rc->saw_main = 1;
-        c.path = (char *)exe_path();
-        /* /proc/self/exe still opens when the binary was deleted or
-         * replaced after exec; without /proc, the path itself. */
-        c.open_path = access("/proc/self/exe", R_OK) == 0 ? "/proc/self/exe" : NULL;
+        c.path = (char *)exe_path(&c.open_path);
     } else if (name[0] == '/') {
         c.path = (char *)name;
     } else if (strchr(name, '/') && (resolved = realpath(name, NULL)) != NULL) {

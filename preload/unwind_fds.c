@@ -129,12 +129,14 @@ static long unw_syscall(long number, long a1, long a2, long a3, long a4, long a5
     return syscall(number, a1, a2, a3, a4, a5, a6);
 }
 
-/* imported: relocations that ask for name from elsewhere; done: the
- * slots that now hold to. */
+/* required: an import of name left pointing at libc makes libunwind
+ * unusable (a descriptor it can still make, a call a seccomp policy may
+ * kill for); imported: relocations that ask for name from elsewhere; done:
+ * the slots that now hold to. */
 typedef struct redirect {
     const char *name;
     void *to;
-    int imported, done;
+    int required, imported, done;
 } redirect_t;
 
 /* The pages the loader made read-only after relocation (RELRO, the whole
@@ -231,10 +233,10 @@ int vt_unwind_fds_redirect(void *handle)
     if (!symtab || !strtab || !plt_is_rela)
         return 0;
     redirect_t redirects[] = {
-        { "pipe2", (void *)unw_pipe2, 0, 0 }, { "pipe", (void *)unw_pipe, 0, 0 },
-        { "read", (void *)unw_read, 0, 0 },   { "write", (void *)unw_write, 0, 0 },
-        { "close", (void *)unw_close, 0, 0 }, { "syscall", (void *)unw_syscall, 0, 0 },
-        { "mincore", (void *)unw_mincore, 0, 0 }, { NULL, NULL, 0, 0 },
+        { "pipe2", (void *)unw_pipe2, 1, 0, 0 },     { "pipe", (void *)unw_pipe, 1, 0, 0 },
+        { "read", (void *)unw_read, 0, 0, 0 },       { "write", (void *)unw_write, 0, 0, 0 },
+        { "close", (void *)unw_close, 0, 0, 0 },     { "syscall", (void *)unw_syscall, 0, 0, 0 },
+        { "mincore", (void *)unw_mincore, 1, 0, 0 }, { NULL, NULL, 0, 0, 0 },
     };
     const ElfW(Rela) *tables[2] = { jmprel, rela };
     size_t sizes[2] = { jmprel ? pltrelsz : 0, rela ? relasz : 0 };
@@ -245,10 +247,10 @@ int vt_unwind_fds_redirect(void *handle)
     for (int t = 0; t < 2; t++)
         if (tables[t])
             patch_table(lm, tables[t], sizes[t], symtab, strtab, strsz, redirects, &relro);
-    /* A pipe import left pointing at libc is a descriptor libunwind can
-     * still make; a mincore one, a call a seccomp policy may kill for. */
-    return (!redirects[0].imported || redirects[0].done) && (!redirects[1].imported || redirects[1].done) &&
-           (!redirects[6].imported || redirects[6].done);
+    for (const redirect_t *r = redirects; r->name; r++)
+        if (r->required && r->imported && !r->done)
+            return 0;
+    return 1;
 #else
     (void)handle;
     return 0;

@@ -28,8 +28,9 @@
  *    receive our bytes, whatever the timing (tests/t/77-fault-fds.t). That
  *    table keeps nothing of the program's, not even stderr: what the
  *    thread says waits for a thread of the program to say it (vt_say: at
- *    start-up, at a sample, at a sync, at stop). Where unshare is refused (Docker's default seccomp
- *    profile allows it only with CAP_SYS_ADMIN) the descriptor is shared:
+ *    start-up, at a sample, at a sync, at stop). Where unshare is refused
+ *    (Docker's default seccomp profile allows it only with CAP_SYS_ADMIN)
+ *    the descriptor is shared:
  *    it is checked to be the trace before every write and reopened by path
  *    when it is not, which leaves the instant between check and write; the
  *    trace says so (PROCESS degraded, VT_DEGRADED_SHARED_FDS).
@@ -766,17 +767,6 @@ static uint64_t next_look_ms(uint64_t taken, uint64_t last_ms)
     return ms > flush_ms ? flush_ms : ms; /* flush_ms >= 1 (options.c) */
 }
 
-/* The clock's now plus ms, for the timed waits below. */
-static struct timespec deadline_in(clockid_t clock, uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000ull;
-    ts.tv_sec += (time_t)(ns / 1000000000ull);
-    ts.tv_nsec = (long)(ns % 1000000000ull);
-    return ts;
-}
-
 static int open_trace(const char *exe);
 static int write_header(const char *exe);
 static int sync_held(unsigned timeout_ms);
@@ -815,7 +805,7 @@ static void *writer_main(void *arg)
         if (writer.sync_done == writer.sync_asked && !atomic_exchange(&writer.wake_asked, 0)) {
             uint64_t now = vt_now_ns();
             uint64_t until_flush_ms = next_flush > now ? (next_flush - now + 999999) / 1000000 : 0;
-            struct timespec ts = deadline_in(CLOCK_MONOTONIC, look_ms < until_flush_ms ? look_ms : until_flush_ms);
+            struct timespec ts = vt_deadline_in(CLOCK_MONOTONIC, look_ms < until_flush_ms ? look_ms : until_flush_ms);
             pthread_cond_timedwait(&writer.wake_cond, &writer.wake_lock, &ts);
             if (writer.stopping)
                 break;
@@ -1209,13 +1199,16 @@ static int take_over_from_writer(uint64_t *lost_out)
  * before. The overall bound is exec's and _exit's: they may be called from
  * a signal handler that interrupted the program holding a lock (malloc's)
  * the writer's last chunk needs. */
-static void join_writer(const char *when, unsigned bound_ms)
+static void join_writer(enum vt_end_how how, unsigned bound_ms)
 {
+    static const char *const when_words[] = {
+        [VT_END_EXIT] = "exit", [VT_END_EXEC] = "exec", [VT_END_EXIT_NOW] = "_exit"};
+    const char *when = when_words[how];
     uint64_t began = vt_now_ns();
     const char *waited_for = "another thread's walk of the loaded modules (dl_iterate_phdr)";
     unsigned waited_ms = EXIT_WALK_WAIT_MS;
     for (;;) {
-        struct timespec deadline = deadline_in(CLOCK_REALTIME, 10);
+        struct timespec deadline = vt_deadline_in(CLOCK_REALTIME, 10);
         int rc = pthread_timedjoin_np(writer.thread, NULL, &deadline);
         if (rc != ETIMEDOUT)
             return;
@@ -1242,8 +1235,7 @@ static void join_writer(const char *when, unsigned bound_ms)
                                writer.path, when, waited_ms, waited_for);
     if (len > (int)sizeof msg - 1)
         len = (int)sizeof msg - 1;
-    ssize_t ignored = write(2, msg, (size_t)len);
-    (void)ignored;
+    vt_say(msg, (size_t)len);
 }
 
 int vt_writer_ours(void)
@@ -1251,7 +1243,7 @@ int vt_writer_ours(void)
     return writer.thread_running && !on_writer_thread && getpid() == writer.pid;
 }
 
-void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms)
+void vt_writer_stop(enum vt_end_how how, const char *end_note, unsigned bound_ms)
 {
     if (!writer.thread_running)
         return;
@@ -1267,11 +1259,11 @@ void vt_writer_stop(const char *when, const char *end_note, unsigned bound_ms)
     pthread_mutex_lock(&writer.wake_lock);
     if (end_note)
         snprintf(writer.end_note, sizeof writer.end_note, "%s", end_note);
-    writer.end_how = !strcmp(when, "exec") ? VT_END_EXEC : when[0] == '_' ? VT_END_EXIT_NOW : VT_END_EXIT;
+    writer.end_how = (uint8_t)how;
     writer.stopping = 1;
     pthread_cond_signal(&writer.wake_cond);
     pthread_mutex_unlock(&writer.wake_lock);
-    join_writer(when, bound_ms);
+    join_writer(how, bound_ms);
     vt_say_pending();
     writer.thread_running = 0;
     atomic_store(&vt_state, VT_ST_ENDED);
@@ -1348,7 +1340,7 @@ int vt_writer_sync(unsigned timeout_ms)
 
 static int sync_held(unsigned timeout_ms)
 {
-    struct timespec deadline = deadline_in(CLOCK_MONOTONIC, timeout_ms);
+    struct timespec deadline = vt_deadline_in(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&writer.wake_lock);
     /* A thread created but not yet in its loop is waited for, within the
      * same bound: a dlclose right after the first CUDA call, on a busy
@@ -1378,9 +1370,9 @@ void vt_writer_atfork_prepare(void)
     if (!writer.thread_running)
         return;
     /* pthread_mutex_timedlock measures against CLOCK_REALTIME. */
-    struct timespec deadline = deadline_in(CLOCK_REALTIME, 2000);
-    /* By the clock, as record.c's wait_for_start: a timer's signals end
-     * naps early. */
+    struct timespec deadline = vt_deadline_in(CLOCK_REALTIME, 2000);
+    /* By the clock, not by counting naps: a timer's signals end naps
+     * early (74-fault-forkslow). */
     uint64_t until = vt_now_ns() + 2000 * 1000000ull;
     while (!atomic_load(&writer.thread_started) && vt_now_ns() < until) {
         struct timespec ms = {0, 1000000};

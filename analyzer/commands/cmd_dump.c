@@ -396,10 +396,8 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
                 rec->u.end.events_total, rec->u.end.dropped_total);
         dump_lost(out, &rec->u.end.by_reason);
         /* The call that ended it, where that was not exit (vt_end_how). */
-        if (rec->u.end.how == VT_END_EXEC)
-            fprintf(out, " by=exec");
-        else if (rec->u.end.how == VT_END_EXIT_NOW)
-            fprintf(out, " by=_exit");
+        if (rec->u.end.how != VT_END_EXIT && vt_end_how_name(rec->u.end.how))
+            fprintf(out, " by=%s", vt_end_how_name(rec->u.end.how));
         else if (rec->u.end.how != VT_END_EXIT)
             fprintf(out, " by=%" PRIu64, rec->u.end.how);
         fputc('\n', out);

@@ -206,11 +206,16 @@ static const struct {
     [VT_END_EXIT_NOW] = { "_exit", "exited through _exit (no exit handlers)" },
 };
 
+const char *vt_end_how_name(uint64_t how)
+{
+    return how < sizeof end_hows / sizeof end_hows[0] ? end_hows[how].key : NULL;
+}
+
 const char *vt_end_how_key(const vt_proc_t *p)
 {
     if (!p->ended)
         return NULL;
-    return p->end_how < sizeof end_hows / sizeof end_hows[0] ? end_hows[p->end_how].key : "unknown";
+    return vt_end_how_name(p->end_how) ? vt_end_how_name(p->end_how) : "unknown";
 }
 
 const char *vt_end_how_words(const vt_proc_t *p)

@@ -273,6 +273,9 @@ const char *vt_lost_reason_text(int reason);
  * "_exit", "unknown"; NULL when the trace has no END. And the words that
  * follow "the process " in the text report. */
 const char *vt_end_how_key(const vt_proc_t *p);
+/* A vt_end_how's key ("exit", "exec", "_exit"), NULL for one this reader
+ * does not know. */
+const char *vt_end_how_name(uint64_t how);
 const char *vt_end_how_words(const vt_proc_t *p);
 
 /* findings.c: what the report finds beside the verdict, for every view to
