@@ -948,6 +948,20 @@ static void *exitwalk_thread(void *arg)
     return NULL;
 }
 
+/* A thread that sits ms in a dl_iterate_phdr callback, holding the
+ * loader's lock; returns once it is inside. */
+static pthread_t hold_loader_lock(long ms)
+{
+    walk_ms = ms;
+    pthread_t walker;
+    if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
+        die("pthread_create");
+    atomic_store(&walk_go, 1);
+    while (!atomic_load(&walk_in))
+        ;
+    return walker;
+}
+
 NOINLINE static void exitwalk_new_path(void)
 {
     void *p;
@@ -1001,13 +1015,7 @@ static int mode_forkslow(long ms)
         struct itimerval it = { { 0, tick_us }, { 0, tick_us } };
         setitimer(ITIMER_REAL, &it, NULL);
     }
-    walk_ms = ms;
-    pthread_t walker, first;
-    if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
-        die("pthread_create");
-    atomic_store(&walk_go, 1);
-    while (!atomic_load(&walk_in))
-        ;
+    pthread_t walker = hold_loader_lock(ms), first;
     if (pthread_create(&first, NULL, forkstart_thread, NULL))
         die("pthread_create");
     atomic_store(&forkstart_go, 1);
@@ -1191,6 +1199,16 @@ static void *wait_for_cancel(void *arg)
 
 static int mode_cancel_fork(void);
 
+/* glibc's first pthread_cancel loads libgcc_s (to unwind), which waits for
+ * the loader's lock: made once before anything holds it, so a later
+ * cancel lands when it is sent. */
+static void load_cancel_machinery(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, wait_for_cancel, NULL) || pthread_cancel(t) || pthread_join(t, NULL))
+        die("pthread_cancel");
+}
+
 static void *cancel_first_call(void *arg)
 {
     (void)arg;
@@ -1233,19 +1251,9 @@ static int mode_cancel(const char *what)
     int start = !strcmp(what, "start");
     pthread_t walker, victim;
     void *arg = NULL;
-    /* glibc's first pthread_cancel loads libgcc_s (to unwind), which
-     * waits for the loader's lock: made here, before anything holds it,
-     * so the cancel below lands when it is sent. */
-    if (pthread_create(&victim, NULL, wait_for_cancel, NULL) || pthread_cancel(victim) ||
-        pthread_join(victim, NULL))
-        die("pthread_cancel");
+    load_cancel_machinery();
     if (start) {
-        walk_ms = 1000;
-        if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
-            die("pthread_create");
-        atomic_store(&walk_go, 1);
-        while (!atomic_load(&walk_in))
-            ;
+        walker = hold_loader_lock(1000);
     } else {
         char path[4096];
         snprintf(path, sizeof path, "%s/libfaultdl_a.so", what);
@@ -1287,16 +1295,9 @@ static void program_fork_done(void)
 
 static int mode_cancel_fork(void)
 {
-    pthread_t walker, first, victim;
-    if (pthread_create(&victim, NULL, wait_for_cancel, NULL) || pthread_cancel(victim) ||
-        pthread_join(victim, NULL))
-        die("pthread_cancel");
-    walk_ms = 1000;
-    if (pthread_create(&walker, NULL, exitwalk_thread, NULL))
-        die("pthread_create");
-    atomic_store(&walk_go, 1);
-    while (!atomic_load(&walk_in))
-        ;
+    pthread_t first, victim;
+    load_cancel_machinery();
+    pthread_t walker = hold_loader_lock(1000);
     if (pthread_create(&first, NULL, cancel_first_call, NULL))
         die("pthread_create");
     struct timespec ts = { 0, 20 * 1000000 };
