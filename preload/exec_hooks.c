@@ -1,11 +1,11 @@
 /* exec_hooks.c: the calls that end a process image without exit(): the
- * exec family and _exit. Neither runs exit handlers or our destructor, and
- * exec ends every other thread, the writer with it: a process that
- * allocated for less than a flush interval and then exec'd left a trace
- * with no event and no END, whose report said it used no GPU memory
- * (tests/t/74-fault-exec.t). Each wrapper ends the trace as exit would
- * (record.c, vt_record_image_ends), with a NOTE saying how the process
- * ended, then calls libc's function.
+ * exec family, _exit, and abort. None runs exit handlers or our
+ * destructor, and exec ends every other thread, the writer with it: a
+ * process that allocated for less than a flush interval and then exec'd
+ * left a trace with no event and no END, whose report said it used no GPU
+ * memory (tests/t/74-fault-exec.t). Each wrapper ends the trace as exit
+ * would (record.c, vt_record_image_ends), with a NOTE saying how the
+ * process ended, then calls libc's function.
  *
  *  - glibc's exec functions reach the kernel through its internal
  *    __execve, which no preload sees, so each public one is wrapped; the
@@ -14,12 +14,20 @@
  *    already ended: its later calls pass through, said once on stderr at
  *    the next one (record.c). Restarting the trace in the same file would
  *    need its END taken back.
- *  - END says which call ended the image (VT_END_EXEC, VT_END_EXIT_NOW),
- *    so the report does not say the process exited.
- *  - Both are async-signal-safe and called from vfork children (Python's
+ *  - END says which call ended the image (VT_END_EXEC, VT_END_EXIT_NOW,
+ *    VT_END_ABORT), so the report does not say the process exited.
+ *  - All are async-signal-safe and called from vfork children (Python's
  *    subprocess, a shell's): the trace ends only in the process that
  *    traces, never inside the shim, and a vfork child, which shares its
  *    parent's memory, only reads (vt_writer_ours).
+ *  - abort, and assert's __assert_fail (glibc's calls abort inside, where
+ *    no preload sees it): ggml's CUDA_CHECK aborts when its pool's
+ *    cudaMalloc fails mid-inference (ggml_cuda_error -> GGML_ABORT), as
+ *    does std::terminate. The trace lost the last flush interval, the
+ *    failed request with it, and the report said NO SPILL or NO GPU
+ *    MEMORY USED (tests/t/74-fault-abort.t). A SIGABRT handler that
+ *    longjmps out leaves the process going on with its trace ended, as
+ *    after a failed exec, said at its next CUDA call.
  *  - A program reaching the kernel itself (Go's syscall.Exec, a raw
  *    syscall) is not seen: its trace ends as after SIGKILL.
  */
@@ -34,10 +42,14 @@
 
 #include "shim.h"
 
-enum { REAL_EXECVE, REAL_EXECV, REAL_EXECVP, REAL_EXECVPE, REAL_FEXECVE, REAL_EXECVEAT, REAL_EXIT, REAL_EXIT2, REALS };
+enum {
+    REAL_EXECVE, REAL_EXECV, REAL_EXECVP, REAL_EXECVPE, REAL_FEXECVE, REAL_EXECVEAT, REAL_EXIT, REAL_EXIT2,
+    REAL_ABORT, REAL_ASSERT_FAIL, REALS
+};
 static const char *const real_names[REALS] = {
     [REAL_EXECVE] = "execve", [REAL_EXECV] = "execv",         [REAL_EXECVP] = "execvp", [REAL_EXECVPE] = "execvpe",
     [REAL_FEXECVE] = "fexecve", [REAL_EXECVEAT] = "execveat", [REAL_EXIT] = "_exit",    [REAL_EXIT2] = "_Exit",
+    [REAL_ABORT] = "abort",     [REAL_ASSERT_FAIL] = "__assert_fail",
 };
 static void *_Atomic reals[REALS];
 
@@ -246,4 +258,49 @@ VT_EXPORT void _exit(int status)
 VT_EXPORT void _Exit(int status)
 {
     run_exit(REAL_EXIT2, status);
+}
+
+/* ---- abort ---- */
+
+typedef void (*abort_fn)(void);
+typedef void (*assert_fail_fn)(const char *, const char *, unsigned, const char *);
+
+/* The trace ends before the signal: SIGABRT's default action leaves no
+ * destructor to run. A handler of the program's that longjmps out finds
+ * its calls passed through (vt_record_image_goes_on at the next one). */
+static void abort_begins(const char *note)
+{
+    if (tracing())
+        vt_record_image_ends(VT_END_ABORT, note);
+}
+
+/* libc's abort does not return; where it is missing (never, in glibc) the
+ * process still dies as abort would have it. */
+static __attribute__((noreturn)) void then_abort(void)
+{
+    abort_fn fn = (abort_fn)real(REAL_ABORT);
+    if (fn)
+        fn();
+    for (;;)
+        __builtin_trap();
+}
+
+VT_EXPORT void abort(void)
+{
+    abort_begins("abort(): the process aborted (SIGABRT)");
+    then_abort();
+}
+
+VT_EXPORT void __assert_fail(const char *assertion, const char *file, unsigned line, const char *function)
+{
+    if (tracing()) {
+        char note[300];
+        snprintf(note, sizeof note, "assertion failed: %s (%s:%u, %s): the process aborted (SIGABRT)",
+                 assertion ? assertion : "(null)", file ? file : "(null)", line, function ? function : "(null)");
+        abort_begins(note);
+    }
+    assert_fail_fn fn = (assert_fail_fn)real(REAL_ASSERT_FAIL);
+    if (fn)
+        fn(assertion, file, line, function);
+    then_abort();
 }

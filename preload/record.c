@@ -69,6 +69,8 @@ typedef struct record_state {
     /* When the last sample was taken, and each device's tracked total at
      * its last peak sample (track_device_bytes). */
     _Atomic uint64_t last_sample_ns;
+    /* When a failed request may next wait for the writer (failure_on_disk). */
+    _Atomic uint64_t next_failure_sync_ns;
     _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
     /* A page the kernel zeroes in every child of a fork, fork handlers or
      * not (MADV_WIPEONFORK, Linux 4.14), holding 1 in the process that
@@ -79,9 +81,11 @@ typedef struct record_state {
     /* The first of exit, exec and _exit ends the trace; another, on
      * another thread or in a signal handler that interrupted the first,
      * leaves it to that one (a second stop would wait on the lock the
-     * first holds). image_end_pid: the process an exec or _exit ended. */
+     * first holds). image_end_pid: the process an exec, _exit or abort
+     * ended; image_end_how: which. */
     _Atomic int trace_ending;
     _Atomic pid_t image_end_pid;
+    _Atomic int image_end_how;
 } record_state_t;
 
 static record_state_t rec;
@@ -349,16 +353,18 @@ void vt_record_image_ends(enum vt_end_how how, const char *note)
      * stopping needs; a vfork child reads only, and returns here. */
     if (vt_tls.guard || atomic_load(&vt_state) != VT_ST_ACTIVE || !vt_writer_ours())
         return;
+    atomic_store(&rec.image_end_how, how);
     atomic_store(&rec.image_end_pid, getpid());
     end_trace_once(how, note, IMAGE_END_WAIT_MS);
 }
 
-/* The failed exec's words, said at the process's next CUDA call (not at
- * the exec: a program that searches PATH itself, as Python's os.execvp
- * does, fails several before one replaces it, and makes no call between).
- * Written once, before the flag that publishes it. */
-static char exec_failed_note[300];
-static _Atomic int exec_failed_said;
+/* The words of an image end the process outlived (a failed exec, an abort
+ * a SIGABRT handler jumped out of), said at the process's next CUDA call
+ * (not at the exec: a program that searches PATH itself, as Python's
+ * os.execvp does, fails several before one replaces it, and makes no call
+ * between). Written once, before the flag that publishes it. */
+static char goes_on_note[300];
+static _Atomic int goes_on_said;
 
 void vt_record_image_goes_on(const char *note)
 {
@@ -369,20 +375,35 @@ void vt_record_image_goes_on(const char *note)
      * for an end that is not coming. */
     vt_ring_park_end();
     int never = 0;
-    if (atomic_load(&exec_failed_said) == 0 && note) {
-        snprintf(exec_failed_note, sizeof exec_failed_note, "%s", note);
-        atomic_compare_exchange_strong(&exec_failed_said, &never, 1);
+    if (atomic_load(&goes_on_said) == 0 && note) {
+        snprintf(goes_on_note, sizeof goes_on_note, "%s", note);
+        atomic_compare_exchange_strong(&goes_on_said, &never, 1);
     }
 }
 
-static __attribute__((noinline, cold)) void say_exec_failed(void)
+static __attribute__((noinline, cold)) void say_goes_on(void)
 {
     int pending = 1;
-    if (atomic_compare_exchange_strong(&exec_failed_said, &pending, 2)) {
+    if (atomic_compare_exchange_strong(&goes_on_said, &pending, 2)) {
         static _Atomic int warned;
         vt_warn_once(&warned,
                      "%s; the trace ended before it, so this process's CUDA calls from here on are not traced",
-                     exec_failed_note);
+                     goes_on_note);
+    }
+}
+
+/* A call after the trace ended. It waits for the process to end
+ * (vt_ring_park: at once on the thread that ended the trace, else at
+ * most 1 s); a process still here after an abort had a SIGABRT handler
+ * jump out of it and goes on, as after a failed exec. */
+static __attribute__((noinline, cold)) void call_after_end(void)
+{
+    if (atomic_load_explicit(&goes_on_said, memory_order_relaxed) == 1)
+        say_goes_on();
+    vt_ring_park();
+    if (atomic_load(&rec.image_end_how) == VT_END_ABORT && !atomic_load(&goes_on_said)) {
+        vt_record_image_goes_on("abort() returned to the program (a SIGABRT handler jumped out of it)");
+        say_goes_on();
     }
 }
 
@@ -492,11 +513,9 @@ static __attribute__((noinline, cold)) int start_once(int st)
         return 0;
     }
     if (st == VT_ST_ENDED) {
-        /* The trace is finished (exit, or an exec that failed): no trace
-         * can count this call. */
-        if (atomic_load_explicit(&exec_failed_said, memory_order_relaxed) == 1)
-            say_exec_failed();
-        vt_ring_park();
+        /* The trace is finished (exit, abort, or an exec that failed): no
+         * trace can count this call. */
+        call_after_end();
         return 0;
     }
     /* The fork handlers come first, before the state leaves IDLE: a fork
@@ -826,6 +845,35 @@ int vt_call_begin(vt_call_t *call, unsigned api, int linked)
     return 1;
 }
 
+/* A failed device request is often the process's last act: a loader that
+ * gives up and exits through a raw exit_group (Go's os.Exit, as ollama's
+ * runner does), a supervisor's SIGKILL after the error reached it, a crash.
+ * Each lost the last flush interval, the failure with it, and the report
+ * said NO GPU MEMORY USED or NO SPILL (tests/t/74-fault-abort.t). So the
+ * failure and its sample are written before the call returns: the writer
+ * drains at once, waited for at most FAILURE_SYNC_MS (it may need a lock
+ * this thread holds: the loader's, in a constructor). A program that
+ * fails request after request (a probe searching for the largest size
+ * that fits) waits once per FAILURE_SYNC_GAP_MS after the last wait ended,
+ * once a second after one that ran out; the failures between only wake
+ * the writer. */
+#define FAILURE_SYNC_MS 100
+#define FAILURE_SYNC_GAP_MS 100
+#define FAILURE_SYNC_STUCK_GAP_MS 1000
+#define FAILURE_SYNC_BUSY UINT64_MAX
+
+static void failure_on_disk(uint64_t now)
+{
+    uint64_t next = atomic_load_explicit(&rec.next_failure_sync_ns, memory_order_relaxed);
+    if (now < next || !atomic_compare_exchange_strong(&rec.next_failure_sync_ns, &next, FAILURE_SYNC_BUSY)) {
+        vt_writer_wake();
+        return;
+    }
+    int rc = vt_writer_sync(FAILURE_SYNC_MS);
+    uint64_t gap_ms = rc == 0 ? FAILURE_SYNC_GAP_MS : FAILURE_SYNC_STUCK_GAP_MS;
+    atomic_store(&rec.next_failure_sync_ns, vt_now_ns() + gap_ms * 1000000ull);
+}
+
 /* released_dev: for a device release, the device vt_call_end found the
  * pointer on (it takes it out of the live map before the stack). */
 static void track_device_bytes(vt_call_t *call, uint32_t result, int released_dev)
@@ -862,6 +910,8 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
     if (why) {
         atomic_store_explicit(&rec.last_sample_ns, now, memory_order_relaxed);
         push_sample(dev, why & ~(uint32_t)VT_EF_SAMPLE, ev->stack);
+        if (why == VT_EF_AFTER_FAILURE)
+            failure_on_disk(now);
     }
 }
 

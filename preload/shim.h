@@ -13,7 +13,7 @@
  * layer entry: the wrappers the program calls in place of CUDA's, ggml's
  * and the loader's functions
  *   dl_hooks.c   dlsym, dlopen and dlclose: lookups routed, loads and unloads noticed
- *   exec_hooks.c the exec family and _exit: the trace ends before the image does
+ *   exec_hooks.c the exec family, _exit and abort: the trace ends before the image does
  *   ggml_buffers.c  ggml's buffer API; may start the shim without CUDA
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
  * layer record: what a call records
@@ -135,9 +135,9 @@ void vt_call_teardown(vt_event_t *ev, uint32_t result);
  * trace says it ran on the CPU. Returns 1 when the shim records. Not from
  * a signal handler, nor inside the shim. */
 int vt_start_for_model(void);
-/* exec and _exit, before the real call: ends the trace as exit would, how
- * (VT_END_EXEC, VT_END_EXIT_NOW) going into END, with note in a NOTE
- * before it. Does nothing in a process this shim does not trace, inside
+/* exec, _exit and abort, before the real call: ends the trace as exit
+ * would, how (VT_END_EXEC, VT_END_EXIT_NOW, VT_END_ABORT) going into END,
+ * with note in a NOTE before it. Does nothing in a process this shim does not trace, inside
  * the shim, or in a vfork child (which shares the parent's memory: it
  * only reads). */
 void vt_record_image_ends(enum vt_end_how how, const char *note);

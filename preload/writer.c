@@ -1202,7 +1202,7 @@ static int take_over_from_writer(uint64_t *lost_out)
 static void join_writer(enum vt_end_how how, unsigned bound_ms)
 {
     static const char *const when_words[] = {
-        [VT_END_EXIT] = "exit", [VT_END_EXEC] = "exec", [VT_END_EXIT_NOW] = "_exit"};
+        [VT_END_EXIT] = "exit", [VT_END_EXEC] = "exec", [VT_END_EXIT_NOW] = "_exit", [VT_END_ABORT] = "abort"};
     const char *when = when_words[how];
     uint64_t began = vt_now_ns();
     const char *waited_for = "another thread's walk of the loaded modules (dl_iterate_phdr)";

@@ -204,6 +204,7 @@ static const struct {
     [VT_END_EXIT] = { "exit", "exited" },
     [VT_END_EXEC] = { "exec", "replaced its image (exec)" },
     [VT_END_EXIT_NOW] = { "_exit", "exited through _exit (no exit handlers)" },
+    [VT_END_ABORT] = { "abort", "aborted (abort(): SIGABRT)" },
 };
 
 const char *vt_end_how_name(uint64_t how)

@@ -266,7 +266,8 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         if (p->tip.valid)
             fprintf(o, "  A device request failed and was retried successfully.\n");
         else
-            fprintf(o, "  No device request failed: the program chose this split%s",
+            fprintf(o, "  No device request failed%s: the program chose this split%s",
+                    p->ended || p->truncated ? "" : " up to the trace's last chunk",
                     nargs ? "; its command line says:" : " (its command line does not say how).\n");
         if (!p->tip.valid && nargs) {
             for (size_t i = 0; i < nargs; i++)
@@ -299,6 +300,37 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "  All %u layers on the GPU would need %s more, which fits.\n", pl->layers_total,
                     vt_fmt_bytes(a, ad->need_all));
     }
+}
+
+/* What follows NO SPILL: the moment pictured, and what the trace cannot
+ * say of where the model runs. */
+static void no_spill_lines(FILE *o, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    char a[VT_SIZE_BUF];
+    picture_moment(o, &p->placement);
+    uint64_t host_weights = vt_place_host(&p->placement.weights);
+    if (!vt_proc_placement_unseen(p))
+        return;
+    if (host_weights)
+        fprintf(o, "  %s of model weights are in host memory (ggml's buffers), but no record names their "
+                   "tensors: whether they hold layers or only the token embeddings, the trace does not say.\n",
+                vt_fmt_bytes(a, host_weights));
+    else
+        fprintf(o, "  Whether part of the model stays in host memory, the trace does not say: it holds no "
+                   "record of where the model's tensors were placed, and host memory outside CUDA is not "
+                   "traced.\n");
+}
+
+/* END says the process aborted (abort(), a failed assert(): ggml's
+ * CUDA_CHECK on a failed request, std::terminate). END's time is when the
+ * trace was finished, just after the abort call. */
+static void aborted_line(FILE *o, const vt_proc_t *p)
+{
+    char t[VT_SIZE_BUF];
+    if (p->ended && p->end_how == VT_END_ABORT)
+        fprintf(o, "  The trace ends with the process aborting (abort(): SIGABRT) at %s.\n",
+                vt_fmt_time(t, p->end_time_ns));
 }
 
 void vt_report_verdict(FILE *o, const vt_model_t *m)
@@ -343,7 +375,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
              * that failed; a server's failed KV growth may go on serving. */
             /* With layers placed in host memory by plan, "nothing ran from
              * host memory" would contradict the placement lines below. */
-            fprintf(o, " and the process allocated nothing after it:\n  %s%s\n",
+            /* Without END the chunks end where the process's last act may
+             * have begun (killed, a raw exit): "nothing after it" is said
+             * of them only. */
+            fprintf(o, " and the process allocated nothing after it%s:\n  %s%s\n",
+                    p->ended || p->truncated ? "" : " up to the trace's last chunk (no clean end)",
                     v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ",
                     p->placement.offloaded ? "the run stopped there." : "nothing ran from host memory.");
         } else if (!strcmp(kind, "near_spill")) {
@@ -415,23 +451,18 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     } else if (!p->events.allocs && !p->events.failed) {
         fprintf(o, "%sVERDICT: NO GPU MEMORY USED.%s This process allocated nothing through CUDA.\n", col(C_BOLD),
                 col(C_OFF));
+    } else if (!p->ended) {
+        fprintf(o, "%sVERDICT: NO SPILL%s up to the trace's last chunk: every device allocation in it succeeded "
+                   "within the card's free memory. The trace has no clean end: whether a later request failed is "
+                   "unknown.\n",
+                col(C_GRN), col(C_OFF));
+        no_spill_lines(o, m);
     } else {
         fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
                 col(C_GRN), col(C_OFF));
-        picture_moment(o, &p->placement);
-        uint64_t host_weights = vt_place_host(&p->placement.weights);
-        if (vt_proc_placement_unseen(p)) {
-            if (host_weights)
-                fprintf(o, "  %s of model weights are in host memory (ggml's buffers), but no record names their "
-                           "tensors: whether they hold layers or only the token embeddings, the trace does not "
-                           "say.\n",
-                        vt_fmt_bytes(a, host_weights));
-            else
-                fprintf(o, "  Whether part of the model stays in host memory, the trace does not say: it holds no "
-                           "record of where the model's tensors were placed, and host memory outside CUDA is not "
-                           "traced.\n");
-        }
+        no_spill_lines(o, m);
     }
+    aborted_line(o, p);
     if (p->events.impossible)
         fprintf(o, "  %" PRIu64 " request%s of more than 2^64 bytes (width x height overflowed) refused by the\n"
                    "    driver: impossible, not a shortage of memory.\n",

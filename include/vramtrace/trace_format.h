@@ -126,7 +126,7 @@
  *                   loss by reason, then optionally how varint (vt_end_how:
  *                   how the process ended its image; absent, as before the
  *                   shim wrapped exec and _exit: exit). Written once at
- *                   process exit, exec or _exit, also after
+ *                   process exit, exec, _exit or abort, also after
  *                   the disk filled: the shim then cuts a partial chunk off
  *                   and tries once more, with this small chunk alone. Its
  *                   absence means the process died (SIGKILL, crash), is
@@ -357,6 +357,7 @@ enum vt_end_how {
     VT_END_EXIT = 0,     /* exit() or a return from main: exit handlers ran */
     VT_END_EXEC = 1,     /* an exec function: the image was replaced */
     VT_END_EXIT_NOW = 2, /* _exit or _Exit: no exit handlers */
+    VT_END_ABORT = 3,    /* abort() or a failed assert(): SIGABRT follows */
 };
 
 /* GGML_BUFFER usage values: enum ggml_backend_buffer_usage in ggml-backend.h. */

@@ -90,6 +90,15 @@
  *                   call's time to stderr) and the main thread N more
  *                   allocations
  *   shown ARGS      prints its arguments and FAULTPROG_SHOWN, allocates once
+ *   oom HOW [fits]  on a 4 GiB card (448 MiB context reserve): three 1 GiB
+ *                   cudaMallocs, then one of 2 GiB that fails, after which
+ *                   the process ends by HOW, as runtimes do on an OOM:
+ *                   abort (ggml's CUDA_CHECK), assert, exit_group (a raw
+ *                   exit, as Go's os.Exit), kill (SIGKILL, a supervisor's),
+ *                   or longjmp: abort with a SIGABRT handler that jumps out
+ *                   of it, after which 100 pairs (the slowest call's time
+ *                   to stderr) and an exit; "oom HOW fits": no 2 GiB
+ *                   request, 300 ms asleep instead
  *   stdfds          run with fds 0-2 closed: a pair, then writes how many
  *                   of fds 0-2 are open to the file $FAULTPROG_OUT; with
  *                   FAULTPROG_OUT2, then opens that file on fds 0-2 and
@@ -128,7 +137,9 @@
  *                   no CUDA call at all; each child pushes a new name of its
  *                   own; prints how many children returned and how many hung
  */
+#include <assert.h>
 #include <dlfcn.h>
+#include <setjmp.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -140,6 +151,7 @@
 #include <link.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1437,6 +1449,58 @@ static int mode_shown(int argc, char **argv)
     return cudaMalloc(&p, 4096) != cudaSuccess;
 }
 
+static sigjmp_buf oom_jump;
+
+static void oom_abort_handler(int sig)
+{
+    (void)sig;
+    siglongjmp(oom_jump, 1);
+}
+
+static int mode_oom(const char *how, int fits)
+{
+    void *p;
+    for (int i = 0; i < 3; i++)
+        if (cudaMalloc(&p, 1ull << 30) != cudaSuccess)
+            die("cudaMalloc");
+    cudaError_t err = cudaSuccess;
+    if (fits)
+        usleep(300 * 1000);
+    else
+        err = cudaMalloc(&p, 2ull << 30);
+    printf("oom allocs=3 failed=%d then %s\n", (int)err, how);
+    fflush(stdout);
+    if (!strcmp(how, "abort"))
+        abort();
+    if (!strcmp(how, "assert"))
+        assert(err == cudaSuccess && "the pool's allocation");
+    if (!strcmp(how, "exit_group"))
+        syscall(SYS_exit_group, 1);
+    if (!strcmp(how, "kill"))
+        kill(getpid(), SIGKILL);
+    if (!strcmp(how, "longjmp")) {
+        signal(SIGABRT, oom_abort_handler);
+        if (!sigsetjmp(oom_jump, 1))
+            abort();
+        long slowest_us = 0;
+        for (int i = 0; i < 100; i++) {
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            if (cudaMalloc(&p, 1 << 20) != cudaSuccess || cudaFree(p) != cudaSuccess)
+                die("cudaMalloc");
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            long us = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+            if (us > slowest_us)
+                slowest_us = us;
+        }
+        fprintf(stderr, "faultprog: slowest call after the abort %ld ms\n", slowest_us / 1000);
+        printf("went on pairs=100\n");
+        return 0;
+    }
+    die(how);
+    return 1;
+}
+
 static int mode_stdfds(void)
 {
     void *p;
@@ -1519,6 +1583,8 @@ int main(int argc, char **argv)
         return mode_image(argv[0], n, argc > 3 ? argv[3] : "");
     if (!strcmp(mode, "shown"))
         return mode_shown(argc, argv);
+    if (!strcmp(mode, "oom"))
+        return mode_oom(argc > 2 ? argv[2] : "", argc > 3 && !strcmp(argv[3], "fits"));
     if (!strcmp(mode, "vfork"))
         return mode_vfork(argv[0], n);
     if (!strcmp(mode, "sigstart"))

@@ -6,14 +6,15 @@
 # (include/vramtrace/annotate.h), the NVTX injection entry point, dlclose
 # (frames are named before a library goes), ggml's four buffer hooks
 # (preload/ggml_buffers.c), the calls that end an image without exit()
-# (preload/exec_hooks.c) and the two versioned dlsym and dlopen names.
+# (preload/exec_hooks.c: the exec family, _exit, abort and assert's
+# __assert_fail) and the two versioned dlsym and dlopen names.
 want=$( (sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vramtrace/entrypoints.def;
          echo vramtrace_tag_push; echo vramtrace_tag_pop; echo InitializeInjectionNvtx2; echo dlclose;
          echo ggml_backend_buffer_set_usage; echo ggml_backend_alloc_ctx_tensors_from_buft;
          echo ggml_backend_tensor_alloc; echo ggml_backend_buffer_free;
-         for f in execve execv execvp execvpe execl execle execlp fexecve execveat _exit _Exit; do echo $f; done) | sort)
+         for f in execve execv execvp execvpe execl execle execlp fexecve execveat _exit _Exit abort __assert_fail; do echo $f; done) | sort)
 got=$(nm -D --defined-only $SHIM | awk '$2 == "T" && $3 !~ /^dl(sym|open)@/ {print $3}' | sort)
-is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API, the NVTX injection, dlclose, ggml's buffer hooks, the exec family and _exit"
+is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API, the NVTX injection, dlclose, ggml's buffer hooks, the exec family, _exit and abort"
 is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlsym@/ {print $3}' | sort | tr '\n' ' ')" \
    "dlsym@@GLIBC_2.34 dlsym@GLIBC_2.2.5 " "exports dlsym under both glibc versions"
 is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlopen@/ {print $3}' | sort | tr '\n' ' ')" \
