@@ -172,6 +172,13 @@ typedef struct writer {
     /* Set with stopping: a NOTE written before END, saying how the process
      * ended where that is not exit (exec, _exit), and END's how. */
     char end_note[700];
+    /* When the call that ends the trace came (exit's destructor, exec,
+     * _exit, abort), after the ring closed: the time of the end NOTE and
+     * END. The last chunk names every frame not yet named, which takes a
+     * large process most of a second: END stamped when it was written put
+     * an abort 1.2 s after the failed request that caused it (63-llama-
+     * real, pool_abort). */
+    uint64_t end_called_ns;
     uint8_t end_how;
     /* Under wake_lock, for vt_writer_start: 0 while the thread opens the
      * trace, then 1 when the file and its header are written, -1 when not
@@ -1147,7 +1154,7 @@ static int take_over_from_writer(uint64_t *lost_out)
 
     uint8_t rec[2 * (4 + VT_LOST_REASONS) * VT_VARINT_MAX + 8], body[sizeof rec], *p = body;
     uint8_t *q = rec;
-    uint64_t now = vt_now_ns();
+    uint64_t now = writer.end_called_ns;
     q = vt_put_varint(q, now);
     q = vt_put_varint(q, dropped);
     q = vt_put_varint(q, vt_stacks_lost());
@@ -1257,6 +1264,7 @@ void vt_writer_stop(enum vt_end_how how, const char *end_note, unsigned bound_ms
      * drain could miss (ring.c, vt_ring_close). */
     vt_ring_close();
     pthread_mutex_lock(&writer.wake_lock);
+    writer.end_called_ns = vt_now_ns();
     if (end_note)
         snprintf(writer.end_note, sizeof writer.end_note, "%s", end_note);
     writer.end_how = (uint8_t)how;
@@ -1286,7 +1294,7 @@ static void finish_trace(void)
         vt_ranges_lost_note(emit);
         if (writer.end_note[0]) {
             uint8_t buf[VT_VARINT_MAX * 2 + sizeof writer.end_note], *p = buf;
-            p = vt_put_varint(p, vt_now_ns());
+            p = vt_put_varint(p, writer.end_called_ns);
             p = vt_put_str(p, writer.end_note, strlen(writer.end_note), sizeof writer.end_note);
             emit(VT_REC_NOTE, buf, (size_t)(p - buf));
         }
@@ -1303,7 +1311,7 @@ static void finish_trace(void)
     if (!writer.write_failed) {
         uint8_t buf[(4 + VT_LOST_REASONS) * VT_VARINT_MAX], *p = buf;
         emit_counts(1);
-        p = vt_put_varint(p, vt_now_ns());
+        p = vt_put_varint(p, writer.end_called_ns);
         p = vt_put_varint(p, writer.events_written);
         p = vt_put_varint(p, dropped);
         p = put_lost(p, lost);

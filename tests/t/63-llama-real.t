@@ -100,6 +100,52 @@ check_fits() {
 }
 scenario fits 24GiB 99 512 1 0
 
+# A card that holds the load and the context with 1 MiB to spare: the
+# first 2 MiB granule of ggml's VMM pool, asked for in the middle of the
+# evaluation, fails, and llama.cpp aborts (CUDA_CHECK -> GGML_ABORT ->
+# abort()), as it does on a real card whose headroom went to another
+# process. Its last act followed the failure at once, so the trace lost
+# it: now the shim's abort ends the trace first and the failure is on
+# disk before the call returns. The card is what the fits run had in use
+# (the driver's report) just before its pool's first granule, plus 1 MiB.
+pool_card() {
+    for t in "$1"/*.vtrace; do "$VT" dump "$t" 2>/dev/null; done | awk '
+        /^device / { for (i = 1; i <= NF; i++) if ($i ~ /^total=/) total = substr($i, 7) }
+        /^event .*api=cuMemGetInfo_v2 / { for (i = 1; i <= NF; i++) if ($i ~ /^size=/) free = substr($i, 6) }
+        /^event .*api=cuMemCreate / && total && free { printf "%dMiB\n", (total - free) / 1048576 + 1; exit }'
+}
+ended_by() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["processes"][0]["trace"]["ended_by"])' "$1"; }
+check_pool_abort() {
+    is "$(cat "$2.rc")" 134 "$1 $name: llama.cpp aborts (SIGABRT) in the evaluation"
+    # llama.cpp's log reaches JavaScript asynchronously: its last lines
+    # may not arrive before the abort.
+    if grep -q '^CUDA error: out of memory' "$2.log"; then
+        is "$(grep -c '^ *cuMemCreate(' "$2.log")" 1 "$1 $name: llama.cpp's log names cuMemCreate as the call that failed"
+    else
+        ok "$1 $name: llama.cpp's log names the call that failed # SKIP its last lines did not arrive before the abort"
+    fi
+    check_loaded "$@"; check_context "$@"
+    is "$(val "$2.bytes" verdict.failed)" 1 "$1 $name: the verdict is OUT OF MEMORY"
+    is "$(val "$2.bytes" failed.scratch)" $((2 * MiB)) "$1 $name: the failed request is the pool's 2 MiB granule, tagged scratch"
+    is "$(ended_by "$2.json")" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
+    check "$1 $name: tipped by the failed cuMemCreate" \
+        grep -q "^  Tipped by: cuMemCreate of 2.0 MiB for scratch failed (CUDA_ERROR_OUT_OF_MEMORY)" "$2.txt"
+    check "$1 $name: the text says the process aborted" \
+        grep -q "^  The trace ends with the process aborting (abort(): SIGABRT) at " "$2.txt"
+}
+card=$(pool_card "$TMP/shipped-fits")
+if [ -n "$card" ]; then
+    # Without gdb's backtrace (ggml's abort runs gdb where it is installed,
+    # which held the abort 0.8 s after the failure and let the shim's
+    # flush write it before): the abort follows the failure at once, as
+    # on a machine without gdb.
+    export GGML_NO_BACKTRACE=1
+    scenario pool_abort "$card" 99 512 1 0
+    unset GGML_NO_BACKTRACE
+else
+    nok "pool_abort: the fits run's trace has no cuMemCreate to size the card by"
+fi
+
 # 600 MiB less the simulator's 448 MiB context reserve: the 345 MiB of
 # weights do not fit. The failed allocation is the one llama.cpp names.
 check_full_offload_fails() {
