@@ -1,5 +1,5 @@
 /* exec_hooks.c: the calls that end a process image without exit(): the
- * exec family, _exit, and abort. None runs exit handlers or our
+ * exec family, _exit and quick_exit, and abort. None runs exit handlers or our
  * destructor, and exec ends every other thread, the writer with it: a
  * process that allocated for less than a flush interval and then exec'd
  * left a trace with no event and no END, whose report said it used no GPU
@@ -20,6 +20,8 @@
  *    subprocess, a shell's): the trace ends only in the process that
  *    traces, never inside the shim, and a vfork child, which shares its
  *    parent's memory, only reads (vt_writer_ours).
+ *  - quick_exit ends the trace as _exit does, before its handlers run:
+ *    glibc's calls its own _exit inside.
  *  - abort, and assert's __assert_fail (glibc's calls abort inside, where
  *    no preload sees it): ggml's CUDA_CHECK aborts when its pool's
  *    cudaMalloc fails mid-inference (ggml_cuda_error -> GGML_ABORT), as
@@ -44,12 +46,12 @@
 
 enum {
     REAL_EXECVE, REAL_EXECV, REAL_EXECVP, REAL_EXECVPE, REAL_FEXECVE, REAL_EXECVEAT, REAL_EXIT, REAL_EXIT2,
-    REAL_ABORT, REAL_ASSERT_FAIL, REALS
+    REAL_QUICK_EXIT, REAL_ABORT, REAL_ASSERT_FAIL, REALS
 };
 static const char *const real_names[REALS] = {
     [REAL_EXECVE] = "execve", [REAL_EXECV] = "execv",         [REAL_EXECVP] = "execvp", [REAL_EXECVPE] = "execvpe",
     [REAL_FEXECVE] = "fexecve", [REAL_EXECVEAT] = "execveat", [REAL_EXIT] = "_exit",    [REAL_EXIT2] = "_Exit",
-    [REAL_ABORT] = "abort",     [REAL_ASSERT_FAIL] = "__assert_fail",
+    [REAL_QUICK_EXIT] = "quick_exit", [REAL_ABORT] = "abort", [REAL_ASSERT_FAIL] = "__assert_fail",
 };
 static void *_Atomic reals[REALS];
 
@@ -258,6 +260,14 @@ VT_EXPORT void _exit(int status)
 VT_EXPORT void _Exit(int status)
 {
     run_exit(REAL_EXIT2, status);
+}
+
+/* glibc's quick_exit runs the at_quick_exit handlers, then its own _exit,
+ * which no preload sees: the trace ends first, so what those handlers
+ * free (rare) passes through untraced. */
+VT_EXPORT void quick_exit(int status)
+{
+    run_exit(REAL_QUICK_EXIT, status);
 }
 
 /* ---- abort ---- */

@@ -175,9 +175,8 @@ typedef struct writer {
     /* When the call that ends the trace came (exit's destructor, exec,
      * _exit, abort), after the ring closed: the time of the end NOTE and
      * END. The last chunk names every frame not yet named, which takes a
-     * large process most of a second: END stamped when it was written put
-     * an abort 1.2 s after the failed request that caused it (63-llama-
-     * real, pool_abort). */
+     * large process most of a second: END stamped when it was written
+     * came that much after the abort (63-llama-real, pool_abort: 0.4 s). */
     uint64_t end_called_ns;
     uint8_t end_how;
     /* Under wake_lock, for vt_writer_start: 0 while the thread opens the

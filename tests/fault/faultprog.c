@@ -84,8 +84,8 @@
  *                   execve, execvp, execvpe, execl, execle, execlp,
  *                   fexecve, execveat) running itself as "shown", "search"
  *                   (the threads stopped, an execv that fails, then one
- *                   that works), _exit or
- *                   _Exit (status 3), or "missing": an execv that fails,
+ *                   that works), _exit,
+ *                   _Exit or quick_exit (status 3), or "missing": an execv that fails,
  *                   after which the threads make 1000 pairs (the slowest
  *                   call's time to stderr) and the main thread N more
  *                   allocations
@@ -1385,6 +1385,8 @@ static int mode_image(const char *self, long n, const char *how)
         _exit(3);
     if (!strcmp(how, "_Exit"))
         _Exit(3);
+    if (!strcmp(how, "quick_exit"))
+        quick_exit(3);
     if (!strcmp(how, "execv"))
         execv(self, argv);
     else if (!strcmp(how, "execve"))

@@ -12,7 +12,7 @@ want=$( (sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\),.*/\1/p' include/vra
          echo vramtrace_tag_push; echo vramtrace_tag_pop; echo InitializeInjectionNvtx2; echo dlclose;
          echo ggml_backend_buffer_set_usage; echo ggml_backend_alloc_ctx_tensors_from_buft;
          echo ggml_backend_tensor_alloc; echo ggml_backend_buffer_free;
-         for f in execve execv execvp execvpe execl execle execlp fexecve execveat _exit _Exit abort __assert_fail; do echo $f; done) | sort)
+         for f in execve execv execvp execvpe execl execle execlp fexecve execveat _exit _Exit quick_exit abort __assert_fail; do echo $f; done) | sort)
 got=$(nm -D --defined-only $SHIM | awk '$2 == "T" && $3 !~ /^dl(sym|open)@/ {print $3}' | sort)
 is "$got" "$want" "exports exactly the entry points of entrypoints.def, the annotation API, the NVTX injection, dlclose, ggml's buffer hooks, the exec family, _exit and abort"
 is "$(nm -D --defined-only $SHIM | awk '$3 ~ /^dlsym@/ {print $3}' | sort | tr '\n' ' ')" \

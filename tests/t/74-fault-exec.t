@@ -1,5 +1,6 @@
 #!/bin/sh
-# A process image that ends without exit(): exec, _exit. Neither runs exit
+# A process image that ends without exit(): exec, _exit, quick_exit (glibc
+# calls its own _exit after the at_quick_exit handlers). None runs exit
 # handlers or the shim's destructor, and exec ends every thread, the
 # writer's too. A process that allocated 100 MiB, with two threads making
 # pairs beside it, and then exec'd within a flush interval left a trace
@@ -54,7 +55,7 @@ ended() {
     is "$(allocs_of $f)" 100 "$1: the trace holds the 100 allocations made before it"
     "$VT" dump $f >$TMP/dump-$1 2>&1
     check "$1: a NOTE names the call before END" grep -q "^note .* text=\"$2\"" $TMP/dump-$1
-    by=$(case $1 in _*) echo _exit;; *) echo exec;; esac)
+    by=$(case $1 in _*|quick_exit) echo _exit;; *) echo exec;; esac)
     end_whole "$1: END, by=$by, nothing lost but calls it cut short" $f by=$by
     # The report says how the allocations were still live at the end, and
     # JSON names the call.
@@ -87,7 +88,7 @@ print(" ".join(p["argv"][1] for p in json.load(sys.stdin)["processes"]))')" \
 check "execv: the report's verdict reads the 100 MiB" grep -q "^VERDICT: NO SPILL" $TMP/report
 check "execv: the report shows the peak" grep -q "peak 100.0 MiB" $TMP/report
 
-for how in _exit _Exit; do
+for how in _exit _Exit quick_exit; do
     ended $how "$how(3): the process ended without exit handlers"
 done
 
