@@ -542,8 +542,8 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
                 vt_api_name(d->below_margin.api), vt_fmt_bytes(a, d->below_margin.bytes), tagn(m, d->below_margin.tag),
                 vt_fmt_time(t, d->below_margin.time_ns));
     else
-        fprintf(o, "    Stayed above the %g%% margin: %s to spare beyond it.\n", vt_model_margin(m),
-                vt_fmt_bytes(a, h.spare));
+        fprintf(o, "    Stayed above the %g%% margin%s: %s to spare beyond it.\n", vt_model_margin(m),
+                p->ended || p->truncated ? "" : " up to the trace's last chunk", vt_fmt_bytes(a, h.spare));
 }
 
 static void tag_rows(FILE *o, const vt_model_t *m, const uint64_t *v, uint64_t total, const char *indent)

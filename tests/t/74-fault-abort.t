@@ -73,11 +73,14 @@ for how in exit_group kill; do
         "VERDICT: OUT OF MEMORY\. .* and the process allocated nothing after it up to the trace's last chunk (no clean end):"
 done
 
-# Without a failure and without END, NO SPILL is said of the chunks only:
-# a request after the last one may have failed.
-VRAMTRACE_FLUSH_MS=50 run exit_group fits
+# Without a failure and without END, NO SPILL and the margin kept are said
+# of the chunks only: a request after the last one may have failed. (An
+# 8 GiB card: the 3 GiB stay above the 15% margin.)
+VTSIM_DEVICES=8GiB VRAMTRACE_FLUSH_MS=50 run exit_group fits
 is "$(allocs_of $f)/$(failed_of $f)" 3/0 "exit_group fits: the trace holds the three allocations"
 says "exit_group fits: NO SPILL is said up to the trace's last chunk" $TMP/report-exit_group-fits \
     "VERDICT: NO SPILL up to the trace's last chunk: every device allocation in it succeeded within the card's free memory\. The trace has no clean end: whether a later request failed is unknown\."
 check "exit_group fits: not the whole run's NO SPILL" sh -c "! grep -q 'VERDICT: NO SPILL\.' $TMP/report-exit_group-fits"
+check "exit_group fits: the margin kept is said up to the trace's last chunk" \
+    grep -q "^    Stayed above the 15% margin up to the trace's last chunk: " $TMP/report-exit_group-fits
 done_testing
