@@ -1,6 +1,6 @@
 /* exec_hooks.c: the calls that end a process image without exit(): the
- * exec family, _exit and quick_exit, and abort. None runs exit handlers or our
- * destructor, and exec ends every other thread, the writer with it: a
+ * exec family, _exit, quick_exit and abort. None runs exit handlers or
+ * our destructor, and exec ends every other thread, the writer with it: a
  * process that allocated for less than a flush interval and then exec'd
  * left a trace with no event and no END, whose report said it used no GPU
  * memory (tests/t/74-fault-exec.t). Each wrapper ends the trace as exit

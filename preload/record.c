@@ -78,7 +78,7 @@ typedef struct record_state {
      * and passes its calls through (forked_without_handlers). NULL where
      * the kernel lacks it. */
     volatile uint8_t *started_here;
-    /* The first of exit, exec and _exit ends the trace; another, on
+    /* The first of exit, exec, _exit and abort ends the trace; another, on
      * another thread or in a signal handler that interrupted the first,
      * leaves it to that one (a second stop would wait on the lock the
      * first holds). image_end_pid: the process an exec, _exit or abort

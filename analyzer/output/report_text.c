@@ -323,8 +323,8 @@ static void no_spill_lines(FILE *o, const vt_model_t *m)
 }
 
 /* END says the process aborted (abort(), a failed assert(): ggml's
- * CUDA_CHECK on a failed request, std::terminate). END's time is when the
- * trace was finished, just after the abort call. */
+ * CUDA_CHECK on a failed request, std::terminate); END's time is the
+ * abort call's. */
 static void aborted_line(FILE *o, const vt_proc_t *p)
 {
     char t[VT_SIZE_BUF];

@@ -121,7 +121,9 @@
  *                   any reason), stacks_lost_total varint, then optionally
  *                   the loss by reason (see LOSS BY REASON)
  *   VT_REC_NOTE     time_ns varint, text str (a diagnostic from the shim)
- *   VT_REC_END      time_ns varint, events_total varint (events in the file),
+ *   VT_REC_END      time_ns varint (when the call that ended the trace came:
+ *                   exit's destructor, exec, _exit, abort), events_total
+ *                   varint (events in the file),
  *                   dropped_total varint (as in DROPPED), then optionally the
  *                   loss by reason, then optionally how varint (vt_end_how:
  *                   how the process ended its image; absent, as before the
