@@ -857,11 +857,16 @@ static void *writer_main(void *arg)
 void vt_writer_wake(void)
 {
     atomic_store(&writer.wake_asked, 1);
+    /* Inside the shim while wake_lock is held: a signal handler's failed
+     * request (vt_writer_sync), exec, _exit or abort here must not take
+     * the lock this thread holds. */
+    vt_tls.guard++;
     if (pthread_mutex_trylock(&writer.wake_lock) == 0) {
         if (writer.accepting)
             pthread_cond_signal(&writer.wake_cond);
         pthread_mutex_unlock(&writer.wake_lock);
     }
+    vt_tls.guard--;
 }
 
 /* ---- start and stop ---- */
