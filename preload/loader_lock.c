@@ -25,10 +25,13 @@
  *    parent then releases it, the child re-creates it.
  *  - Writers are preferred: walks that start while a fork waits wait too,
  *    so a stream of them from many threads cannot starve it.
+ *  - In a child made without the fork handlers (vt_loader_inherited) no
+ *    walk happens: vt_dl_iterate_phdr returns 0 as if nothing matched.
  */
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "loader_lock.h"
@@ -59,8 +62,27 @@ void vt_loader_leave(void)
         atomic_store(watch, 0);
 }
 
+volatile uint8_t *vt_loader_own_state;
+
+void vt_loader_arm(void)
+{
+    if (!vt_loader_own_state) {
+        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED)
+            return;
+        if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
+            munmap(page, 4096);
+            return;
+        }
+        vt_loader_own_state = page;
+    }
+    *vt_loader_own_state = 1;
+}
+
 int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)
 {
+    if (vt_loader_inherited())
+        return 0;
     vt_loader_enter();
     int rc = dl_iterate_phdr(callback, data);
     vt_loader_leave();
@@ -107,4 +129,8 @@ void vt_loader_atfork_child(void)
     pthread_rwlock_init(&loader_lock, &attr);
     pthread_rwlockattr_destroy(&attr);
     fork_holds_loader_lock = 0;
+    /* The fork handlers ran: fork waited out the shim's walks, so the
+     * loader's state here is the child's own. */
+    if (vt_loader_own_state)
+        *vt_loader_own_state = 1;
 }

@@ -15,6 +15,22 @@ int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), v
 void vt_load_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 void vt_loader_enter(void);
 void vt_loader_leave(void);
+/* A page the kernel zeroes in every child of a fork, fork handlers or not
+ * (MADV_WIPEONFORK, Linux 4.14), holding 1 in a process whose loader state
+ * is its own: the one that started the shim, and a child whose fork
+ * handlers ran. A child made by _Fork() or a raw clone finds 0: a thread
+ * of its parent may have been inside dl_iterate_phdr at the fork (the
+ * writer naming frames), and the loader's lock it inherited held is never
+ * released there, so the shim walks nothing in it (its first CUDA call
+ * waited for ever, tests/t/74-fault-rawfork.t). NULL before the shim
+ * started, or where the kernel lacks it. */
+extern volatile uint8_t *vt_loader_own_state;
+static inline int vt_loader_inherited(void)
+{
+    return vt_loader_own_state && !*vt_loader_own_state;
+}
+/* At start-up: the page mapped (once per process tree) and set. */
+void vt_loader_arm(void);
 void vt_loader_atfork_prepare(void);
 void vt_loader_atfork_parent(void);
 void vt_loader_atfork_child(void);

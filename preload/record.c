@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sched.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,12 +71,6 @@ typedef struct record_state {
     /* When a failed request may next wait for the writer (failure_on_disk). */
     _Atomic uint64_t next_failure_sync_ns;
     _Atomic int64_t peak_sampled[VT_MAX_DEVICES];
-    /* A page the kernel zeroes in every child of a fork, fork handlers or
-     * not (MADV_WIPEONFORK, Linux 4.14), holding 1 in the process that
-     * started the shim: a child made by _Fork() or a raw clone finds 0
-     * and passes its calls through (forked_without_handlers). NULL where
-     * the kernel lacks it. */
-    volatile uint8_t *started_here;
     /* The first of exit, exec, _exit and abort ends the trace; another, on
      * another thread or in a signal handler that interrupted the first,
      * leaves it to that one (a second stop would wait on the lock the
@@ -244,12 +237,9 @@ static void record_atfork_child(void)
      * small stack. */
     event_clock_t clock = rec.clock;
     uint64_t devices_known = atomic_load(&rec.devices_known);
-    volatile uint8_t *started_here = rec.started_here;
     rec = rec_initial;
     rec.clock = clock;
     atomic_store(&rec.devices_known, devices_known);
-    /* The mapping is the child's too (zeroed); its start writes 1 again. */
-    rec.started_here = started_here;
     /* A device whose facts a parent's thread was taking (state 1) is taken
      * again: that thread does not exist here to finish. */
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
@@ -436,22 +426,6 @@ static void release_std_fds(unsigned held)
 
 static int start_held(void);
 
-/* rec.started_here: mapped once per process tree, set at every start. */
-static void mark_started_here(void)
-{
-    if (!rec.started_here) {
-        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (page == MAP_FAILED)
-            return;
-        if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
-            munmap(page, 4096);
-            return;
-        }
-        rec.started_here = page;
-    }
-    *rec.started_here = 1;
-}
-
 static int start(void)
 {
     vt_say_start();
@@ -483,7 +457,7 @@ static int start_held(void)
     }
     if (vt_writer_start() != 0)
         return -1; /* the writer said why */
-    mark_started_here();
+    vt_loader_arm();
     return 0;
 }
 
@@ -562,7 +536,7 @@ static inline int ensure_started(void)
     int st = atomic_load_explicit(&vt_state, memory_order_acquire);
     if (st != VT_ST_ACTIVE)
         return start_once(st);
-    if (__builtin_expect(rec.started_here && !*rec.started_here, 0))
+    if (__builtin_expect(vt_loader_inherited(), 0))
         return forked_without_handlers();
     return 1;
 }

@@ -13,7 +13,8 @@
 # No fork here: TSan does not support fork in a multi-threaded process.
 # Exit racing allocating threads (faultprog exitrace) and a module walk
 # (exitwalk) run here too, and the other ends of a trace: exec, _exit, a
-# failed exec, a cancelled thread (faultprog image, cancel).
+# failed exec, a cancelled thread (faultprog image, cancel), abort and a
+# raw exit after a failed request (faultprog oom).
 set -u
 B=$1
 SIM=$B/sim
@@ -53,5 +54,10 @@ run $B/tests/fault/faultprog image 100 missing
 run sh -c "$B/tests/fault/faultprog image 100 _exit; test \$? = 3"
 run $B/tests/fault/faultprog cancel start
 run $B/tests/fault/faultprog cancel $B/tests/fault
+# a failed request written before it returns, then abort (and a SIGABRT
+# handler jumping out of it) or a raw exit
+run sh -c "VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom abort; test \$? = 134"
+run env VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom longjmp
+run sh -c "VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom exit_group; test \$? = 1"
 [ $status = 0 ] && echo "tsan: no reports" || echo "tsan: FAILED"
 exit $status

@@ -8,7 +8,8 @@
  * child, which allocates too with `cuda`, then returns from main: exit()
  * runs the atexit handlers the parent registered. The parent waits at most
  * 10 s for it; prints "child exited N" or "child hung", and allocates once
- * more. Exits 0 when the child exited 0 in time. */
+ * more. Exits 0 when the child exited 0 in time. RAWFORK_DELAY_MS=N waits
+ * N ms between the first allocation and the fork. */
 
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +34,13 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || !alloc_free())
         return 2;
+    /* RAWFORK_DELAY_MS: time for the shim's writer to begin its first walk
+     * of the modules (which libvtfault can hold) before the fork. */
+    if (getenv("RAWFORK_DELAY_MS")) {
+        long ms = atol(getenv("RAWFORK_DELAY_MS"));
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     pid_t pid = !strcmp(argv[1], "clone") ? (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL) : _Fork();
     if (pid < 0)
         return 2;
