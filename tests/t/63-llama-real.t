@@ -124,7 +124,11 @@ check_pool_abort() {
     else
         ok "$1 $name: llama.cpp's log names the call that failed # SKIP its last lines did not arrive before the abort"
     fi
-    check_loaded "$@"; check_context "$@"
+    # The buffers, against the fits run's lines (the same model, layers and
+    # context): this run's own, logged just before the decode, often had
+    # not reached JavaScript when the abort came.
+    cp "$2.bytes" "$2.vsfits.bytes" && cp "$TMP/$1-fits.log" "$2.vsfits.log"
+    check_loaded "$1" "$2.vsfits"; check_context "$1" "$2.vsfits"
     is "$(val "$2.bytes" verdict.failed)" 1 "$1 $name: the verdict is OUT OF MEMORY"
     is "$(val "$2.bytes" failed.scratch)" $((2 * MiB)) "$1 $name: the failed request is the pool's 2 MiB granule, tagged scratch"
     is "$(ended_by "$2.json")" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
