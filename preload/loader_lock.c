@@ -62,11 +62,20 @@ void vt_loader_leave(void)
         atomic_store(watch, 0);
 }
 
-volatile uint8_t *vt_loader_own_state;
+_Atomic(_Atomic uint8_t *) vt_loader_own_state;
+
+/* The byte is set before the page is published: a walk that finds the
+ * page finds it set. */
+static void own_state_is_mine(void)
+{
+    _Atomic uint8_t *own = atomic_load_explicit(&vt_loader_own_state, memory_order_acquire);
+    if (own)
+        atomic_store_explicit(own, 1, memory_order_relaxed);
+}
 
 void vt_loader_arm(void)
 {
-    if (!vt_loader_own_state) {
+    if (!atomic_load_explicit(&vt_loader_own_state, memory_order_acquire)) {
         void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (page == MAP_FAILED)
             return;
@@ -74,9 +83,10 @@ void vt_loader_arm(void)
             munmap(page, 4096);
             return;
         }
-        vt_loader_own_state = page;
+        atomic_store_explicit((_Atomic uint8_t *)page, 1, memory_order_relaxed);
+        atomic_store_explicit(&vt_loader_own_state, (_Atomic uint8_t *)page, memory_order_release);
     }
-    *vt_loader_own_state = 1;
+    own_state_is_mine();
 }
 
 int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)
@@ -131,6 +141,5 @@ void vt_loader_atfork_child(void)
     fork_holds_loader_lock = 0;
     /* The fork handlers ran: fork waited out the shim's walks, so the
      * loader's state here is the child's own. */
-    if (vt_loader_own_state)
-        *vt_loader_own_state = 1;
+    own_state_is_mine();
 }

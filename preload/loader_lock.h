@@ -5,6 +5,7 @@
 #ifndef VT_PRELOAD_LOADER_LOCK_H
 #define VT_PRELOAD_LOADER_LOCK_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,11 +24,13 @@ void vt_loader_leave(void);
  * writer naming frames), and the loader's lock it inherited held is never
  * released there, so the shim walks nothing in it (its first CUDA call
  * waited for ever, tests/t/74-fault-rawfork.t). NULL before the shim
- * started, or where the kernel lacks it. */
-extern volatile uint8_t *vt_loader_own_state;
+ * started, or where the kernel lacks it. Published after its byte is set:
+ * walks on other threads read it while start-up maps it. */
+extern _Atomic(_Atomic uint8_t *) vt_loader_own_state;
 static inline int vt_loader_inherited(void)
 {
-    return vt_loader_own_state && !*vt_loader_own_state;
+    _Atomic uint8_t *own = atomic_load_explicit(&vt_loader_own_state, memory_order_acquire);
+    return own && !atomic_load_explicit(own, memory_order_relaxed);
 }
 /* At start-up: the page mapped (once per process tree) and set. */
 void vt_loader_arm(void);
