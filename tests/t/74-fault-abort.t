@@ -83,4 +83,9 @@ says "exit_group fits: NO SPILL is said up to the trace's last chunk" $TMP/repor
 check "exit_group fits: not the whole run's NO SPILL" sh -c "! grep -q 'VERDICT: NO SPILL\.' $TMP/report-exit_group-fits"
 check "exit_group fits: the margin kept is said up to the trace's last chunk" \
     grep -q "^    Stayed above the 15% margin up to the trace's last chunk: " $TMP/report-exit_group-fits
+# One truth in every view (report, top, serve, the HTML page, the gate,
+# diff) for an abort, a raw exit after the failure, and one without it.
+for d in abort exit_group exit_group-fits; do
+    is "$(views_disagree $TMP/$d)" "" "$d: report, top, serve, the HTML page, the gate and diff agree"
+done
 done_testing
