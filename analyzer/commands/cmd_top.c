@@ -104,7 +104,10 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
 static void rows(FILE *o, const vt_proc_t *p)
 {
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], l[24];
-    const char *state = p->ended ? "ended" : "live";
+    /* What END says, and a process without one that is no longer there
+     * (killed, a raw exit) is gone, not live. */
+    const char *state = p->ended ? (p->end_how == VT_END_ABORT ? "aborted" : "ended")
+                                 : vt_proc_gone(p) ? "gone" : "live";
     for (int k = 0; k < p->ndevs; k++) {
         const vt_dev_t *d = &p->devs[k];
         row_start(o, p);

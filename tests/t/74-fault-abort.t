@@ -83,6 +83,11 @@ says "exit_group fits: NO SPILL is said up to the trace's last chunk" $TMP/repor
 check "exit_group fits: not the whole run's NO SPILL" sh -c "! grep -q 'VERDICT: NO SPILL\.' $TMP/report-exit_group-fits"
 check "exit_group fits: the margin kept is said up to the trace's last chunk" \
     grep -q "^    Stayed above the 15% margin up to the trace's last chunk: " $TMP/report-exit_group-fits
+# top's STATE: aborted where END says so; gone where there is no END and
+# the process is no longer there.
+check "abort: top says aborted" sh -c "'$VT' top --once $TMP/abort | grep -q ' aborted\$'"
+check "kill: top says gone" sh -c "'$VT' top --once $TMP/kill | grep -q ' gone\$'"
+
 # One truth in every view (report, top, serve, the HTML page, the gate,
 # diff) for an abort, a raw exit after the failure, and one without it.
 for d in abort exit_group exit_group-fits; do
