@@ -27,6 +27,9 @@
  *    so a stream of them from many threads cannot starve it.
  *  - In a child made without the fork handlers (vt_loader_inherited) no
  *    walk happens: vt_dl_iterate_phdr returns 0 as if nothing matched.
+ *    What a walk decides is then decided without it: a caller's own
+ *    runtime, where two are loaded, is taken to be the first one
+ *    (docs/limits.md).
  */
 #include <link.h>
 #include <pthread.h>
