@@ -30,11 +30,13 @@ exec 3>$TMP/in
 echo 1000 >&3
 wait_for 10 sh -c "ls $D/*.vtrace"
 tmux new-session -d -s $S -x 132 -y 30 "'$VT' top --interval 0.2 $D; echo top-exited-\$?; sleep 30" 3>&-
-wait_for 10 shows '1.56 GiB'
+# The whole row is waited for: '1.56 GiB' alone matched the free column's
+# "11.56 GiB" before the server allocated anything (a loaded machine).
+wait_for 10 shows 'llama-server-chat .* 7.23 GiB  *1.56 GiB'
 check "the screen shows the 1600 MiB KV cache live" shows 'llama-server-chat .* 7.23 GiB  *1.56 GiB'
 check "... with the card and the margin" shows 'GPU 0 (vramtrace sim GPU (12 GiB)): 12.00 GiB total, about .* free, .* the 15% margin'
 echo 2500 >&3
-wait_for 10 shows '3.12 GiB'
+wait_for 10 shows 'llama-server-chat .* 7.23 GiB  *3.12 GiB'
 check "the KV cache grows to 3200 MiB on screen, no restart" shows 'llama-server-chat .* 7.23 GiB  *3.12 GiB'
 size_before=$(cat $D/*.vtrace | wc -c)
 tmux send-keys -t $S q
