@@ -100,42 +100,6 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
                 ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers);
 }
 
-/* One frame over the last, drawn in place: home, each line followed by a
- * clear to its end, then a clear of the screen below, in as few writes as
- * the terminal takes. Clearing the screen first, through stdio's buffer,
- * left a moment between the writes a large frame takes where the screen
- * was blank or half drawn; drawn over the last frame, a line is always the
- * old one or the new one. */
-static void draw_frame(const char *text, size_t len)
-{
-    char *frame = NULL;
-    size_t flen = 0;
-    FILE *f = open_memstream(&frame, &flen);
-    if (!f)
-        return;
-    fputs("\033[H", f);
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == '\n')
-            fputs("\033[K", f);
-        fputc(text[i], f);
-    }
-    fputs("\033[J", f);
-    if (fclose(f) != 0) {
-        free(frame);
-        return;
-    }
-    fflush(stdout);
-    for (size_t off = 0; off < flen;) {
-        ssize_t n = write(STDOUT_FILENO, frame + off, flen - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        off += (size_t)n;
-    }
-    free(frame);
-}
-
 /* The rows of one process: one per GPU it used, or one without a GPU. */
 static void rows(FILE *o, const vt_proc_t *p)
 {
@@ -438,7 +402,11 @@ int vt_cmd_top(int argc, char **argv)
     }
     while (!stop_requested) {
         render(&conf, &text, &len);
-        draw_frame(text, len);
+        /* Home and clear, then the frame: one write, no flicker of a
+         * half-drawn table. */
+        fputs("\033[H\033[2J", stdout);
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
         free(text);
         text = NULL;
         struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
