@@ -114,7 +114,6 @@ pool_card() {
         /^event .*api=cuMemGetInfo_v2 / { for (i = 1; i <= NF; i++) if ($i ~ /^size=/) free = substr($i, 6) }
         /^event .*api=cuMemCreate / && total && free { printf "%dMiB\n", (total - free) / 1048576 + 1; exit }'
 }
-ended_by() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["processes"][0]["trace"]["ended_by"])' "$1"; }
 check_pool_abort() {
     is "$(cat "$2.rc")" 134 "$1 $name: llama.cpp aborts (SIGABRT) in the evaluation"
     # llama.cpp's log reaches JavaScript asynchronously: its last lines
@@ -134,7 +133,7 @@ check_pool_abort() {
     check_loaded "$1" "$2.vsfits"; check_context "$1" "$2.vsfits"
     is "$(val "$2.bytes" verdict.failed)" 1 "$1 $name: the verdict is OUT OF MEMORY"
     is "$(val "$2.bytes" failed.scratch)" $((2 * MiB)) "$1 $name: the failed request is the pool's 2 MiB granule, tagged scratch"
-    is "$(ended_by "$2.json")" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
+    is "$(ended_by <"$2.json")" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
     check "$1 $name: tipped by the failed cuMemCreate" \
         grep -q "^  Tipped by: cuMemCreate of 2.0 MiB for scratch failed (CUDA_ERROR_OUT_OF_MEMORY)" "$2.txt"
     check "$1 $name: the text says the process aborted" \

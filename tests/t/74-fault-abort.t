@@ -28,7 +28,6 @@ end_by() { "$VT" dump "$1" 2>/dev/null | sed -n 's/^end t=[0-9]* events=[0-9]* d
 says() {
     if tr '\n' ' ' <"$2" | tr -s ' ' | grep -q "$3"; then ok "$1"; else nok "$1"; sed 's/^/#   /' "$2" | head -12; fi
 }
-ended_by() { "$VT" report --json "$1" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["trace"]["ended_by"])'; }
 
 # run HOW [fits]: the program with and without the shim; leaves the trace in $f.
 run() {
@@ -45,7 +44,7 @@ for how in abort assert longjmp; do
     run $how
     is "$(allocs_of $f)/$(failed_of $f)" 3/1 "$how: the trace holds the three 1 GiB allocations and the failed 2 GiB one"
     is "$(end_by $f)" abort "$how: END, by=abort, nothing dropped"
-    is "$(ended_by $f)" abort "$how: JSON trace.ended_by is abort"
+    is "$("$VT" report --json $f 2>/dev/null | ended_by)" abort "$how: JSON trace.ended_by is abort"
     check "$how: the verdict is OUT OF MEMORY, tipped by the 2 GiB request" \
         grep -q "^  Tipped by: cudaMalloc of 2.00 GiB for unknown failed" $TMP/report-$how
     says "$how: the verdict is OUT OF MEMORY" $TMP/report-$how \

@@ -62,7 +62,7 @@ ended() {
     "$VT" report --leaks --wide $f >$TMP/leaks-$1 2>&1
     check "$1: the report says how the process ended while the allocations were live ($by)" \
         grep -q "live when the process $([ $by = exec ] && echo 'replaced its image (exec)' || echo 'exited through _exit')" $TMP/leaks-$1
-    is "$("$VT" report --json $f | python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["trace"]["ended_by"])')" \
+    is "$("$VT" report --json $f | ended_by)" \
        "$by" "$1: JSON trace.ended_by is $by"
 }
 

@@ -97,6 +97,8 @@ ggml_kv() {
         d=$((d + 2 * $5 * 1048576)) i=$((i + 1))
     done
 }
+# ended_by: the first process's trace.ended_by in the report JSON on stdin.
+ended_by() { python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["trace"]["ended_by"])'; }
 # views_disagree DIR: every view over the traces of DIR (report --json,
 # top --once, serve --once, the HTML page, the --fail-on-spill gate with and
 # without --accept-offload, diff --json of DIR against itself), compared by tests/tools/views_agree.py: prints
