@@ -202,6 +202,19 @@ static void picture_moment(FILE *o, const vt_placement_t *pl)
                 vt_fmt_time(t, pl->at_ns), pl->buffers_outside);
 }
 
+/* What a trace without END (killed, a raw exit, still running) says of the
+ * whole run, it says of its chunks only: " up to the trace's last chunk",
+ * with "(no clean end)" after it where the sentence says nothing else of
+ * the missing END; ""
+ * for an ended trace, and for a cut one, whose verdict already says where
+ * it stops. */
+static const char *of_chunks(const vt_proc_t *p, int no_clean_end)
+{
+    if (p->ended || p->truncated)
+        return "";
+    return no_clean_end ? " up to the trace's last chunk (no clean end)" : " up to the trace's last chunk";
+}
+
 static void placement_lines(FILE *o, const vt_model_t *m, int headline)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -267,7 +280,7 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "  A device request failed and was retried successfully.\n");
         else
             fprintf(o, "  No device request failed%s: the program chose this split%s",
-                    p->ended || p->truncated ? "" : " up to the trace's last chunk",
+                    of_chunks(p, 0),
                     nargs ? "; its command line says:" : " (its command line does not say how).\n");
         if (!p->tip.valid && nargs) {
             for (size_t i = 0; i < nargs; i++)
@@ -379,7 +392,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
              * have begun (killed, a raw exit): "nothing after it" is said
              * of them only. */
             fprintf(o, " and the process allocated nothing after it%s:\n  %s%s\n",
-                    p->ended || p->truncated ? "" : " up to the trace's last chunk (no clean end)",
+                    of_chunks(p, 1),
                     v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ",
                     p->placement.offloaded ? "the run stopped there." : "nothing ran from host memory.");
         } else if (!strcmp(kind, "near_spill")) {
@@ -543,7 +556,7 @@ static void verdict_device(FILE *o, const vt_model_t *m, const vt_dev_t *d, int 
                 vt_fmt_time(t, d->below_margin.time_ns));
     else
         fprintf(o, "    Stayed above the %g%% margin%s: %s to spare beyond it.\n", vt_model_margin(m),
-                p->ended || p->truncated ? "" : " up to the trace's last chunk", vt_fmt_bytes(a, h.spare));
+                of_chunks(p, 0), vt_fmt_bytes(a, h.spare));
 }
 
 static void tag_rows(FILE *o, const vt_model_t *m, const uint64_t *v, uint64_t total, const char *indent)
