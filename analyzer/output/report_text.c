@@ -205,9 +205,8 @@ static void picture_moment(FILE *o, const vt_placement_t *pl)
 /* What a trace without END (killed, a raw exit, still running) says of the
  * whole run, it says of its chunks only: " up to the trace's last chunk",
  * with "(no clean end)" after it where the sentence says nothing else of
- * the missing END; ""
- * for an ended trace, and for a cut one, whose verdict already says where
- * it stops. */
+ * the missing END; "" for an ended trace, and for a cut one, whose
+ * verdict already says where it stops. */
 static const char *of_chunks(const vt_proc_t *p, int no_clean_end)
 {
     if (p->ended || p->truncated)
