@@ -169,7 +169,7 @@ static const family_t families[F_COUNT] = {
     [F_DEVICE + 6] = { "vramtrace_untracked_bytes", "gauge",
                        "memory in use by nobody traced (other processes, libraries' own)" },
     [F_DEVICE + 7] = { "vramtrace_below_margin", "gauge", "1 once free memory went below the margin" },
-    [F_DEVICE + 8] = { "vramtrace_alloc_failures", "counter", "failed device allocations" },
+    [F_DEVICE + 8] = { "vramtrace_alloc_failures", "counter", "device allocations failed for lack of memory" },
     [F_HOST_PINNED] = { "vramtrace_host_pinned_bytes", "gauge", "pinned host memory live now, by tag" },
     [F_MANAGED] = { "vramtrace_managed_bytes", "gauge", "managed (unified) memory live now, by tag" },
     [F_SPILLS] = { "vramtrace_spills", "counter",

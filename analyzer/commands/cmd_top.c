@@ -148,7 +148,8 @@ static void lines(FILE *o, const vt_proc_t *p, double margin_pct)
                     vt_dev_free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
         else
             fprintf(o, "free unknown");
-        fprintf(o, "; %llu failed request%s\n", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
+        fprintf(o, "; %llu request%s failed for lack of memory\n", (unsigned long long)d->failures,
+                d->failures == 1 ? "" : "s");
     }
     /* The report's verdict (a live trace's, as far as it goes). */
     const char *key = vt_proc_verdict(p, 0);

@@ -53,6 +53,15 @@ enum vt_spill_kind {
 const char *vt_spill_kind_name(int kind);
 
 /* An event as the report shows it, with the device state then. */
+/* A failed request's result that means the memory was not there: the
+ * driver's CUDA_ERROR_OUT_OF_MEMORY and the runtime's
+ * cudaErrorMemoryAllocation, both 2 (cuda.h, driver_types.h; report_common.c
+ * checks they agree). Any other failure (CUDA_ERROR_ILLEGAL_ADDRESS after a
+ * kernel fault makes every later request fail, CUDA_ERROR_INVALID_CONTEXT,
+ * CUDA_ERROR_DEINITIALIZED) says nothing of memory. */
+#define VT_RESULT_OUT_OF_MEMORY 2u
+static inline int vt_result_out_of_memory(uint32_t result) { return result == VT_RESULT_OUT_OF_MEMORY; }
+
 typedef struct vt_event_view {
     int valid;
     uint64_t time_ns;     /* since trace start */
@@ -294,6 +303,11 @@ typedef struct vt_proc {
          * whose size overflowed 64 bits (size UINT64_MAX, trace_format.h):
          * refused as impossible, not a shortage of memory. */
         uint64_t teardown_frees, impossible;
+        /* Failed device requests whose result was not out of memory (a
+         * sticky error after a kernel fault, no current context, a driver
+         * shutting down): the driver refused them for another reason, so
+         * they are no spill and no shortage (vt_result_out_of_memory). */
+        uint64_t failed_not_oom;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;
@@ -312,6 +326,8 @@ typedef struct vt_proc {
     uint64_t host_registered;
     vt_tagged_peak_t managed;
     uint64_t pools_created, pool_allocs, pool_trims;
+    /* The first of events.failed_not_oom (valid 0 without one). */
+    vt_event_view_t first_not_oom;
     /* spill */
     vt_event_view_t tip;
     int tip_kind;

@@ -104,8 +104,13 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
             return 0;
         }
         s->failed_bytes += ev->size;
-        if (space == VT_SPACE_DEVICE && di >= 0)
+        if (space != VT_SPACE_DEVICE || di < 0)
+            return 0;
+        if (vt_result_out_of_memory(ev->result)) {
             device_failure(m, di, ev, match.tag);
+        } else if (!p->events.failed_not_oom++) {
+            vt_m_view(m, ev, match.tag, di, &p->first_not_oom);
+        }
         return 0;
     }
     if (kind == L_ALLOC && ev->ptr == 0)

@@ -237,11 +237,20 @@ const char *vt_result_name(unsigned api, uint32_t result)
         { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "cudaErrorInitializationError" },
         { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "cudaErrorNotSupported" },
         { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress" },
+        { CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "cudaErrorCudartUnloading" },
+        { CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "cudaErrorNoDevice" },
+        { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "cudaErrorDeviceUninitialized" },
+        { CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure" },
     };
     _Static_assert(CUDA_ERROR_OUT_OF_MEMORY == (int)cudaErrorMemoryAllocation, "driver and runtime OOM differ");
+    _Static_assert(CUDA_ERROR_OUT_OF_MEMORY == VT_RESULT_OUT_OF_MEMORY, "the model's out of memory is not cuda.h's");
     _Static_assert(CUDA_ERROR_INVALID_VALUE == (int)cudaErrorInvalidValue, "driver and runtime codes differ");
     _Static_assert(CUDA_ERROR_NOT_SUPPORTED == (int)cudaErrorNotSupported, "driver and runtime codes differ");
     _Static_assert(CUDA_ERROR_ILLEGAL_ADDRESS == (int)cudaErrorIllegalAddress, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_DEINITIALIZED == (int)cudaErrorCudartUnloading, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_NO_DEVICE == (int)cudaErrorNoDevice, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_INVALID_CONTEXT == (int)cudaErrorDeviceUninitialized, "driver and runtime codes differ");
+    _Static_assert(CUDA_ERROR_LAUNCH_FAILED == (int)cudaErrorLaunchFailure, "driver and runtime codes differ");
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].code == result)
             return runtime ? names[i].runtime : names[i].driver;

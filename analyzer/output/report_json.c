@@ -594,6 +594,8 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "stacks_lost", p->events.stacks_lost);
     vt_json_u64(j, "teardown_frees", p->events.teardown_frees);
     vt_json_u64(j, "impossible_requests", p->events.impossible);
+    vt_json_u64(j, "failed_not_oom", p->events.failed_not_oom);
+    event_view(j, "first_failed_not_oom", m, &p->first_not_oom, 1);
     vt_json_obj_end(j);
     vt_json_obj(j, "ggml_marks");
     vt_json_u64(j, "read", p->ggml.marks);

@@ -337,6 +337,25 @@ static void no_spill_lines(FILE *o, const vt_model_t *m)
 /* END says the process aborted (abort(), a failed assert(): ggml's
  * CUDA_CHECK on a failed request, std::terminate); END's time is the
  * abort call's. */
+/* Failed device requests whose result was not out of memory: named, as
+ * the evidence that they are no part of the verdict (docs/report.md). */
+static void not_oom_line(FILE *o, const vt_model_t *m)
+{
+    const vt_proc_t *p = vt_model_proc(m);
+    const vt_event_view_t *v = &p->first_not_oom;
+    if (!p->events.failed_not_oom || !v->valid)
+        return;
+    char a[VT_SIZE_BUF], t[VT_SIZE_BUF], num[16];
+    const char *err = vt_result_name(v->api, v->result);
+    snprintf(num, sizeof num, "error %u", v->result);
+    int one = p->events.failed_not_oom == 1;
+    fprintf(o, "  %" PRIu64 " device request%s failed with %s other than out of memory%s %s of %s for %s (%s) at %s.\n"
+               "    The driver refused %s for another reason than memory: not a spill.\n",
+            p->events.failed_not_oom, one ? "" : "s", one ? "an error" : "errors", one ? ":" : ", the first",
+            vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), err ? err : num,
+            vt_fmt_time(t, v->time_ns), one ? "it" : "them");
+}
+
 static void aborted_line(FILE *o, const vt_proc_t *p)
 {
     char t[VT_SIZE_BUF];
@@ -451,8 +470,10 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         more_vram(o, m);
         placement_lines(o, m, 0);
     } else if (p->truncated) {
-        fprintf(o, "  No spill up to offset %" PRIu64 ": every device allocation read succeeded within the card's "
-                   "free memory.\n", p->truncated_at);
+        fprintf(o, "  No spill up to offset %" PRIu64 ": %s.\n", p->truncated_at,
+                p->events.failed_not_oom ? "no device request read failed for lack of memory, and every one that "
+                                           "succeeded fit within the card's free memory"
+                                         : "every device allocation read succeeded within the card's free memory");
     } else if (!p->events.allocs && !p->events.failed && !p->ended) {
         /* No END: the process was killed, is still running, or ended in a
          * way the shim did not see; what came after the last chunk is
@@ -464,17 +485,22 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         fprintf(o, "%sVERDICT: NO GPU MEMORY USED.%s This process allocated nothing through CUDA.\n", col(C_BOLD),
                 col(C_OFF));
     } else if (!p->ended) {
-        fprintf(o, "%sVERDICT: NO SPILL%s up to the trace's last chunk: every device allocation in it succeeded "
-                   "within the card's free memory. The trace has no clean end: whether a later request failed is "
-                   "unknown.\n",
-                col(C_GRN), col(C_OFF));
+        fprintf(o, "%sVERDICT: NO SPILL%s up to the trace's last chunk: %s. The trace has no clean end: whether a "
+                   "later request failed is unknown.\n",
+                col(C_GRN), col(C_OFF),
+                p->events.failed_not_oom ? "no device request in it failed for lack of memory, and every one that "
+                                           "succeeded fit within the card's free memory"
+                                         : "every device allocation in it succeeded within the card's free memory");
         no_spill_lines(o, m);
     } else {
-        fprintf(o, "%sVERDICT: NO SPILL.%s Every device allocation succeeded within the card's free memory.\n",
-                col(C_GRN), col(C_OFF));
+        fprintf(o, "%sVERDICT: NO SPILL.%s %s.\n", col(C_GRN), col(C_OFF),
+                p->events.failed_not_oom ? "No device request failed for lack of memory; every one that succeeded "
+                                           "fit within the card's free memory"
+                                         : "Every device allocation succeeded within the card's free memory");
         no_spill_lines(o, m);
     }
     aborted_line(o, p);
+    not_oom_line(o, m);
     if (p->events.impossible)
         fprintf(o, "  %" PRIu64 " request%s of more than 2^64 bytes (width x height overflowed) refused by the\n"
                    "    driver: impossible, not a shortage of memory.\n",
@@ -807,6 +833,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
                     p->apis[api].failed, W, vt_fmt_bytes(a, p->apis[api].bytes));
     fprintf(o, "Events: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64 " failed", p->events.allocs,
             p->events.frees, p->events.failed);
+    if (p->events.failed_not_oom)
+        fprintf(o, " (%" PRIu64 " not for lack of memory)", p->events.failed_not_oom);
     dropped_clause(o, p, in);
     if (p->events.unmatched_frees)
         fprintf(o, ", %" PRIu64 " frees of unknown pointers", p->events.unmatched_frees);

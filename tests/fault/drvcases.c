@@ -43,12 +43,20 @@
  *   retain            a 1 GiB handle mapped, released, retained back from
  *                     its address (cuMemRetainAllocationHandle), unmapped
  *                     and mapped elsewhere, then a 2 GiB handle: 3 GiB held
+ *   sticky            cudaMalloc 1 GiB, then cudaMalloc 2 GiB and
+ *                     cuMemAlloc_v2 512 MiB, which fail with
+ *                     CUDA_ERROR_ILLEGAL_ADDRESS under VTSIM_FAULT_AFTER=1
+ *                     (as after a kernel's illegal memory access)
+ *   noctx [GIB]       cudaMalloc 1 GiB, then cuMemAlloc_v2 1 GiB on a thread
+ *                     with no current context (CUDA_ERROR_INVALID_CONTEXT);
+ *                     with GIB, then cudaMalloc GIB GiB on the main thread
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -299,6 +307,37 @@ static int slow_reuse(void)
     return 0;
 }
 
+static int sticky_error(void)
+{
+    void *a, *b;
+    CUdeviceptr c;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    printf("after-fault=%d\n", (int)cudaMalloc(&b, 2 * GiB));
+    printf("driver-after-fault=%d\n", (int)cuMemAlloc_v2(&c, GiB / 2));
+    return 0;
+}
+
+static void *alloc_without_context(void *arg)
+{
+    CUdeviceptr p;
+    *(int *)arg = (int)cuMemAlloc_v2(&p, GiB);
+    return NULL;
+}
+
+static int no_context(const char *then_gib)
+{
+    void *a, *b;
+    printf("malloc=%d\n", (int)cudaMalloc(&a, GiB));
+    int rc = -1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, alloc_without_context, &rc) || pthread_join(t, NULL))
+        return 1;
+    printf("thread-without-context=%d\n", rc);
+    if (then_gib)
+        printf("then=%d\n", (int)cudaMalloc(&b, (size_t)atoi(then_gib) * GiB));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -327,6 +366,10 @@ int main(int argc, char **argv)
         return slow_reuse();
     if (!strcmp(mode, "retain"))
         return retain();
+    if (!strcmp(mode, "sticky"))
+        return sticky_error();
+    if (!strcmp(mode, "noctx"))
+        return no_context(argc > 2 ? argv[2] : NULL);
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -143,7 +143,7 @@ typedef struct sim_config {
     int ndev;
     uint64_t cap[SIM_MAX_DEV], reserve[SIM_MAX_DEV], external[SIM_MAX_DEV];
     char names[SIM_MAX_DEV][256];
-    uint64_t gran, host_limit;
+    uint64_t gran, host_limit, fault_after;
     int fallback;
     char shared[PATH_MAX];
 } sim_config_t;
@@ -155,6 +155,7 @@ struct sim_state {
     int ndev;
     sim_dev_t dev[SIM_MAX_DEV];
     uint64_t gran, host_limit, host_bytes;
+    uint64_t fault_after, blocks_made;   /* VTSIM_FAULT_AFTER (sim_core.c) */
     int fallback;
     sim_map_t va, maps, host;
     sim_handle_t *handles;

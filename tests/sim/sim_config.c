@@ -170,6 +170,16 @@ void sim_config_load(sim_config_t *c)
     else if (env && *env && strcmp(env, "0") != 0)
         warn("VTSIM_SYSMEM_FALLBACK", env, "0 (set 1 to enable)");
 
+    env = getenv("VTSIM_FAULT_AFTER");
+    if (env && *env) {
+        char *end;
+        unsigned long long n = strtoull(env, &end, 10);
+        if (*end || !n)
+            warn("VTSIM_FAULT_AFTER", env, "no fault (a count of blocks, 1 or more)");
+        else
+            c->fault_after = n;
+    }
+
     env = getenv("VTSIM_SHARED");
     if (env && *env)
         snprintf(c->shared, sizeof c->shared, "%s", env);

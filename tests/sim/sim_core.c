@@ -9,6 +9,10 @@
  *    the device's first-fit range; otherwise CUDA_ERROR_OUT_OF_MEMORY, or
  *    with VTSIM_SYSMEM_FALLBACK=1 it lands in the system memory range and
  *    is still charged, which drives free to 0 as a real fallback does.
+ *  - VTSIM_FAULT_AFTER=N: after N contiguous blocks succeeded, the process
+ *    is as after a kernel's illegal memory access: the error is sticky, so
+ *    every later block fails with CUDA_ERROR_ILLEGAL_ADDRESS whatever is
+ *    free (the driver answers every call so after such a fault).
  *  - Fork: the lock is held across fork() and re-created in the child, so
  *    the child never inherits a lock owned by a thread it lacks.
  *  - VTSIM_SIGNAL_SAFE=1: signals are blocked while the lock is held, so a
@@ -91,6 +95,8 @@ CUresult sim_block_alloc_locked(int d, uint64_t bytes, int kind, sim_ctx_t *ctx,
                                 uint64_t *addr)
 {
     sim_dev_t *dv = &sim.dev[d];
+    if (sim.fault_after && sim.blocks_made >= sim.fault_after)
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     uint64_t size = sim_round_up(bytes, sim.gran);
     if (bytes == 0 || size < bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -105,6 +111,7 @@ CUresult sim_block_alloc_locked(int d, uint64_t bytes, int kind, sim_ctx_t *ctx,
     if (!sim_map_insert(map, &e))
         return CUDA_ERROR_OUT_OF_MEMORY;
     sim_charge_locked(d, (int64_t)size);
+    sim.blocks_made++;
     *addr = e.start;
     return CUDA_SUCCESS;
 }

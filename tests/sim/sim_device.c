@@ -26,6 +26,7 @@ static CUresult init_locked(void)
     sim.gran = c.gran;
     sim.host_limit = c.host_limit;
     sim.fallback = c.fallback;
+    sim.fault_after = c.fault_after;
     sim_map_init(&sim.va, SIM_VA_BASE, SIM_VA_BASE + SIM_VA_SIZE);
     sim_map_init(&sim.maps, SIM_VA_BASE, SIM_VA_BASE + SIM_VA_SIZE);
     sim_map_init(&sim.host, 0, UINT64_MAX);

@@ -165,4 +165,51 @@ is "$(json $TMP/retain.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB + 10485
     "retain: peak 3 GiB (+1 MiB): the retained handle stays through its unmap and remap"
 is "$(json $TMP/retain.json 'd[0]["live_bytes"]')" 0 "retain: nothing live at the end"
 
+# ---- requests refused for another reason than memory: no spill, no OOM ----
+# A sticky error (every request after a kernel's illegal memory access
+# fails with CUDA_ERROR_ILLEGAL_ADDRESS, whatever is free) and a thread
+# with no current context were each said to be OUT OF MEMORY.
+export VTSIM_FAULT_AFTER=1 VTSIM_DEVICES=4GiB
+run sticky sticky
+unset VTSIM_FAULT_AFTER
+is "$(tr '\n' ' ' <$TMP/sticky.out)" "malloc=0 after-fault=700 driver-after-fault=700 " \
+    "sticky: both requests after the fault fail with the illegal address, as a real driver's do"
+is "$(json $TMP/sticky.json 'p["verdict"]')" no_spill "sticky: verdict no_spill, not out of memory"
+is "$(json $TMP/sticky.json 'p["events"]["failed"]')" 2 "sticky: 2 failed requests counted"
+is "$(json $TMP/sticky.json 'p["events"]["failed_not_oom"]')" 2 "sticky: both not for lack of memory"
+is "$(json $TMP/sticky.json 'p["events"]["first_failed_not_oom"]["api"], p["events"]["first_failed_not_oom"]["bytes"], p["events"]["first_failed_not_oom"]["result"]')" \
+    "('cudaMalloc', $((2 * GiB)), 700)" "sticky: the first is the 2 GiB cudaMalloc, result 700"
+is "$(json $TMP/sticky.json 'p["spill"]')" None "sticky: no tipping event"
+is "$(json $TMP/sticky.json 'd[0]["failures"]')" 0 "sticky: no out-of-memory failure on GPU 0"
+is "$(sed -n 2,3p $TMP/sticky.txt | tr -s ' \n' ' ')" \
+    "VERDICT: NO SPILL. No device request failed for lack of memory; every one that succeeded fit within the card's free memory. " \
+    "sticky: the verdict claims no more than the trace shows"
+grep -q '2 device requests failed with errors other than out of memory' $TMP/sticky.txt &&
+    grep -q 'cudaMalloc of 2.00 GiB for unknown (cudaErrorIllegalAddress)' $TMP/sticky.txt
+is "$?" 0 "sticky: the text names the refusals and the first one's error"
+grep -q '2 failed (2 not for lack of memory)' $TMP/sticky.txt
+is "$?" 0 "sticky: the events line says why the failures are not memory"
+"$VT" report --fail-on-spill $TMP/sticky >/dev/null 2>&1
+is "$?" 0 "sticky: --fail-on-spill passes: nothing spilled"
+"$VT" replay --capacity 2GiB $TMP/sticky >$TMP/sticky.replay 2>&1
+grep -q 'failed' $TMP/sticky.replay
+is "$?" 1 "sticky: replay on a 2 GiB card replays no demand of the refused requests"
+
+run noctx noctx
+is "$(tr '\n' ' ' <$TMP/noctx.out)" "malloc=0 thread-without-context=201 " "noctx: the thread's request fails with CUDA_ERROR_INVALID_CONTEXT"
+is "$(json $TMP/noctx.json 'p["verdict"], p["events"]["failed_not_oom"]')" "('no_spill', 1)" \
+    "noctx: verdict no_spill, one request refused for another reason"
+
+# An out-of-memory after such a refusal: the OOM is what tipped the run.
+D=$TMP/noctx-oom; mkdir $D
+shimmed $TMP/noctx-oom.out $D $DC noctx 8
+"$VT" report --json $D >$TMP/noctx-oom.json 2>/dev/null
+is "$(tr '\n' ' ' <$TMP/noctx-oom.out)" "malloc=0 thread-without-context=201 then=2 " "noctx-oom: then an 8 GiB cudaMalloc runs out of memory"
+is "$(json $TMP/noctx-oom.json 'p["verdict"]')" failed "noctx-oom: verdict out of memory"
+is "$(json $TMP/noctx-oom.json 'p["spill"]["event"]["api"], p["spill"]["event"]["bytes"], p["spill"]["event"]["result"]')" \
+    "('cudaMalloc', $((8 * GiB)), 2)" "noctx-oom: tipped by the 8 GiB cudaMalloc, not by the request without a context"
+is "$(json $TMP/noctx-oom.json 'd[0]["failures"]')" 1 \
+    "noctx-oom: one out-of-memory failure on GPU 0"
+unset VTSIM_DEVICES
+
 done_testing
