@@ -25,8 +25,9 @@
  *    parent then releases it, the child re-creates it.
  *  - Writers are preferred: walks that start while a fork waits wait too,
  *    so a stream of them from many threads cannot starve it.
- *  - In a child made without the fork handlers (vt_loader_inherited) no
- *    walk happens: vt_dl_iterate_phdr returns 0 as if nothing matched.
+ *  - In a child made without the fork handlers (vt_loader_inherited), and
+ *    in every process forked from one, no walk happens:
+ *    vt_dl_iterate_phdr returns 0 as if nothing matched.
  *    What a walk decides is then decided without it: a caller's own
  *    runtime, where two are loaded, is taken to be the first one
  *    (docs/limits.md).
@@ -76,20 +77,21 @@ static void own_state_is_mine(void)
         atomic_store_explicit(own, 1, memory_order_relaxed);
 }
 
+/* A page already there is one this process inherited, with its byte as
+ * the fork left it: a start-up does not make inherited state its own. */
 void vt_loader_arm(void)
 {
-    if (!atomic_load_explicit(&vt_loader_own_state, memory_order_acquire)) {
-        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (page == MAP_FAILED)
-            return;
-        if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
-            munmap(page, 4096);
-            return;
-        }
-        atomic_store_explicit((_Atomic uint8_t *)page, 1, memory_order_relaxed);
-        atomic_store_explicit(&vt_loader_own_state, (_Atomic uint8_t *)page, memory_order_release);
+    if (atomic_load_explicit(&vt_loader_own_state, memory_order_acquire))
+        return;
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return;
+    if (madvise(page, 4096, MADV_WIPEONFORK) != 0) {
+        munmap(page, 4096);
+        return;
     }
-    own_state_is_mine();
+    atomic_store_explicit((_Atomic uint8_t *)page, 1, memory_order_relaxed);
+    atomic_store_explicit(&vt_loader_own_state, (_Atomic uint8_t *)page, memory_order_release);
 }
 
 int vt_dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)
@@ -117,8 +119,18 @@ void vt_load_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
         *lo = 0;
 }
 
-void vt_loader_atfork_prepare(void)
+/* Whether the forking process's loader state is its own, noted by each
+ * fork's prepare handler: the child of a child made without the handlers
+ * inherits the loader's lock as its parent did, whatever its own fork
+ * handlers do (its walks waited for ever, tests/t/74-fault-rawfork.t). */
+static _Atomic int fork_from_own_state = 1;
+
+void vt_loader_atfork_prepare(int walks)
 {
+    atomic_store(&fork_from_own_state, !vt_loader_inherited());
+    fork_holds_loader_lock = 0;
+    if (!walks)
+        return;
     /* pthread_rwlock_timedwrlock measures against CLOCK_REALTIME. */
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -134,7 +146,7 @@ void vt_loader_atfork_parent(void)
     }
 }
 
-void vt_loader_atfork_child(void)
+int vt_loader_atfork_child(void)
 {
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
@@ -143,6 +155,9 @@ void vt_loader_atfork_child(void)
     pthread_rwlockattr_destroy(&attr);
     fork_holds_loader_lock = 0;
     /* The fork handlers ran: fork waited out the shim's walks, so the
-     * loader's state here is the child's own. */
+     * loader's state here is the child's own, unless its parent's was not. */
+    if (!atomic_load(&fork_from_own_state))
+        return 0;
     own_state_is_mine();
+    return 1;
 }

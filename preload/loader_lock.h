@@ -34,9 +34,12 @@ static inline int vt_loader_inherited(void)
 }
 /* At start-up: the page mapped (once per process tree) and set. */
 void vt_loader_arm(void);
-void vt_loader_atfork_prepare(void);
+/* Every fork's handlers: prepare waits out the shim's walks where walks may
+ * be under way; the child's returns 1 where its loader state is its own, 0
+ * where its parent's was inherited (the child's is then too). */
+void vt_loader_atfork_prepare(int walks);
 void vt_loader_atfork_parent(void);
-void vt_loader_atfork_child(void);
+int vt_loader_atfork_child(void);
 /* The calling thread's walks, from now on, store their start in *since
  * (CLOCK_MONOTONIC ns, 0 between walks): how long a thread has waited for
  * one, as seen from another (writer.c, at exit). */

@@ -205,10 +205,13 @@ static void atfork_prepare(void)
 {
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &fork_cancel_state);
     take_start_lock_for_fork();
-    if (atomic_load(&vt_state) == VT_ST_ACTIVE) {
+    /* In a process made without the fork handlers the parent's writer
+     * does not exist, and its locks may be held for good: nothing to wait
+     * out. */
+    int walks = atomic_load(&vt_state) == VT_ST_ACTIVE && !vt_loader_inherited();
+    if (walks)
         vt_writer_atfork_prepare();
-        vt_loader_atfork_prepare();
-    }
+    vt_loader_atfork_prepare(walks);
 }
 
 static void atfork_parent(void)
@@ -278,8 +281,15 @@ static void atfork_child(void)
      * have: fresh either way. */
     pthread_mutex_init(&start_lock, NULL);
     vt_tls.tid = 0;
-    vt_loader_atfork_child();
+    int own_loader = vt_loader_atfork_child();
     int st = atomic_load(&vt_state);
+    if (!own_loader) {
+        /* Forked from a process made without the fork handlers: the
+         * loader's lock may be held here as there, so this one passes its
+         * calls through as that one does (forked_without_handlers). */
+        atomic_store(&vt_state, VT_ST_OFF);
+        return;
+    }
     if (st == VT_ST_OFF && atomic_load(&fork_unstarted))
         atomic_store(&fork_unstarted, 1);
     if (st == VT_ST_OFF || st == VT_ST_IDLE)
@@ -492,6 +502,10 @@ static __attribute__((noinline, cold)) int start_once(int st)
         call_after_end();
         return 0;
     }
+    /* Made without the fork handlers from a process that had not started
+     * the shim (a child of a traced parent, before its first call). */
+    if (vt_loader_inherited())
+        return forked_without_handlers();
     /* The fork handlers come first, before the state leaves IDLE: a fork
      * on another thread at any instant of start-up runs them (a child
      * forked before they were registered found STARTING and waited for

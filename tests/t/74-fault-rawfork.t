@@ -44,4 +44,21 @@ for how in _Fork clone; do
     set -- $T_DIR/*.vtrace
     is "$#" 1 "$how during the writer's walk: one trace, the parent's"
 done
+
+# The same child forks (fork(), its handlers run) and the grandchild
+# makes a CUDA call: the grandchild's handlers took its loader state for
+# its own, and its walk waited for ever on the lock it inherited held
+# through two forks (3 of 3 runs). A process forked from one made
+# without the handlers passes its calls through as that one does.
+for how in _Fork clone; do
+    for then in fork cudafork; do
+        T_DIR=$D/grand$how$then
+        mkdir -p $T_DIR
+        out=$(RAWFORK_DELAY_MS=100 VTFAULT_SLOW_PHDR_MS=1000 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$T_DIR \
+              LD_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$VTFAULT $SHIM" timeout 60 "$P" $how $then 2>/dev/null)
+        is "$? $out" "0 child exited 0" "$how, then fork() in the child$([ $then = cudafork ] && echo ' after a CUDA call'), a CUDA call in the grandchild, during the writer's walk: no hang"
+        set -- $T_DIR/*.vtrace
+        is "$#" 1 "$how then fork() ($then): one trace, the parent's"
+    done
+done
 done_testing
