@@ -38,6 +38,7 @@
  *   ring.c       the event queue between the wrappers and the writer
  *   ggml_queue.c the GGML_* records waiting for the writer
  *   real_dl.c    the loader's own dlsym, dlclose and dlopen, past ours
+ *   got.c        a loaded object's relocation slots, read and rewritten
  *   loader_lock.c  the shim's dl_iterate_phdr calls, kept out of fork's way; an object's span
  *   options.c    VRAMTRACE_* environment, parsed once
  *   state.c      the state word, the thread guard, device facts, warnings,
@@ -434,6 +435,14 @@ void vt_live_each_pointer(int device, void (*fn)(uint64_t ptr, void *arg), void 
 int vt_live_init(void);
 /* Forgets every pointer and total: the child traces from its own calls. */
 void vt_live_atfork_child(void);
+
+/* ---- got.c ---- (contract: got.c) */
+struct link_map;
+typedef struct vt_got vt_got_t;
+typedef void (*vt_got_fn)(vt_got_t *g, const char *name, int undefined, void **slot, void *arg);
+int vt_got_rewrite(const struct link_map *lm, vt_got_fn fn, void *arg);
+/* 1 when value is now in slot (NULL: not a slot of a kind that holds one). */
+int vt_got_store(vt_got_t *g, void **slot, void *value);
 
 /* ---- hooks.c ---- */
 /* What a lookup (dlsym, cuGetProcAddress) from caller (a return address)

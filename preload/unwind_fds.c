@@ -34,7 +34,6 @@
 #include <link.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,71 +138,13 @@ typedef struct redirect {
     int required, imported, done;
 } redirect_t;
 
-/* The pages the loader made read-only after relocation (RELRO, the whole
- * GOT with -z now): those wholly inside PT_GNU_RELRO, as the loader rounds
- * them (both ends down to a page). A slot there is made writable just for
- * its store. found: the object was among the loaded ones. */
-typedef struct relro {
-    uintptr_t base, lo, hi;
-    int found;
-} relro_t;
-
-static int find_relro(struct dl_phdr_info *info, size_t size, void *data)
+static void redirect_slot(vt_got_t *g, const char *name, int undefined, void **slot, void *arg)
 {
-    (void)size;
-    relro_t *r = data;
-    if (info->dlpi_addr != r->base)
-        return 0;
-    uintptr_t page = (uintptr_t)getpagesize();
-    r->found = 1;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-            uintptr_t start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-            r->lo = start & ~(page - 1);
-            r->hi = (start + info->dlpi_phdr[i].p_memsz) & ~(page - 1);
-        }
-    return 1;
-}
-
-static int store_slot(void **slot, void *fn, const relro_t *relro)
-{
-    uintptr_t page_size = (uintptr_t)getpagesize();
-    uintptr_t page = (uintptr_t)slot & ~(page_size - 1);
-    if (page < relro->lo || page >= relro->hi) {
-        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-        return 1;
-    }
-    if (mprotect((void *)page, page_size, PROT_READ | PROT_WRITE) != 0)
-        return 0;
-    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-    mprotect((void *)page, page_size, PROT_READ);
-    return 1;
-}
-
-/* The loader relocates most d_ptr entries of a loaded object in place;
- * where it has not (a read-only .dynamic), they are still offsets. */
-static uintptr_t dyn_ptr(const struct link_map *lm, ElfW(Addr) v)
-{
-    return v < lm->l_addr ? lm->l_addr + v : v;
-}
-
-static void patch_table(const struct link_map *lm, const ElfW(Rela) *rela, size_t bytes, const ElfW(Sym) *symtab,
-                        const char *strtab, size_t strsz, redirect_t *redirects, const relro_t *relro)
-{
-    for (size_t i = 0; i < bytes / sizeof *rela; i++) {
-        unsigned type = ELF64_R_TYPE(rela[i].r_info);
-        const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rela[i].r_info)];
-        if (sym->st_name >= strsz)
+    for (redirect_t *r = arg; r->name; r++) {
+        if (strcmp(name, r->name) != 0)
             continue;
-        const char *name = strtab + sym->st_name;
-        for (redirect_t *r = redirects; r->name; r++) {
-            if (strcmp(name, r->name) != 0)
-                continue;
-            r->imported += sym->st_shndx == SHN_UNDEF;
-            if ((type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) &&
-                store_slot((void **)(lm->l_addr + rela[i].r_offset), r->to, relro))
-                r->done++;
-        }
+        r->imported += undefined;
+        r->done += vt_got_store(g, slot, r->to);
     }
 }
 
@@ -211,26 +152,7 @@ int vt_unwind_fds_redirect(void *handle)
 {
 #if defined(__x86_64__)
     struct link_map *lm = NULL;
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_ld)
-        return 0;
-    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    size_t pltrelsz = 0, relasz = 0, strsz = 0;
-    int plt_is_rela = 1;
-    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
-        switch (d->d_tag) {
-        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(lm, d->d_un.d_ptr); break;
-        case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
-        case DT_PLTREL: plt_is_rela = d->d_un.d_val == DT_RELA; break;
-        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(lm, d->d_un.d_ptr); break;
-        case DT_RELASZ: relasz = d->d_un.d_val; break;
-        case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(lm, d->d_un.d_ptr); break;
-        case DT_STRTAB: strtab = (const char *)dyn_ptr(lm, d->d_un.d_ptr); break;
-        case DT_STRSZ: strsz = d->d_un.d_val; break;
-        }
-    }
-    if (!symtab || !strtab || !plt_is_rela)
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
         return 0;
     redirect_t redirects[] = {
         { "pipe2", (void *)unw_pipe2, 1, 0, 0 },     { "pipe", (void *)unw_pipe, 1, 0, 0 },
@@ -238,15 +160,8 @@ int vt_unwind_fds_redirect(void *handle)
         { "close", (void *)unw_close, 0, 0, 0 },     { "syscall", (void *)unw_syscall, 0, 0, 0 },
         { "mincore", (void *)unw_mincore, 1, 0, 0 }, { NULL, NULL, 0, 0, 0 },
     };
-    const ElfW(Rela) *tables[2] = { jmprel, rela };
-    size_t sizes[2] = { jmprel ? pltrelsz : 0, rela ? relasz : 0 };
-    relro_t relro = { lm->l_addr, 0, 0, 0 };
-    vt_dl_iterate_phdr(find_relro, &relro);
-    if (!relro.found)
+    if (vt_got_rewrite(lm, redirect_slot, redirects) != 0)
         return 0;
-    for (int t = 0; t < 2; t++)
-        if (tables[t])
-            patch_table(lm, tables[t], sizes[t], symtab, strtab, strsz, redirects, &relro);
     for (const redirect_t *r = redirects; r->name; r++)
         if (r->required && r->imported && !r->done)
             return 0;

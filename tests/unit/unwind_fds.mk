@@ -1,4 +1,5 @@
 # Unit test of libunwind's redirected address checks (preload/unwind_fds.c,
+# the slot rewriter it uses, preload/got.c,
 # with the module-walk lock it takes, preload/loader_lock.c, and the
 # readability check, preload/state.c), linked
 # straight into a test binary, plus the two libraries it redirects: lazy
@@ -24,7 +25,7 @@ $(B)/tests/unwfds/libunwfds_now.so: tests/unit/unwfds_lib.c tests/unit/unwind_fd
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -Wl,-z,now -Wl,-z,relro $(LDFLAGS_COMMON) -o $@ $<
 
-$(B)/tests/test_unwind_fds: $(UNWFDS_OBJ)/test_unwind_fds.o $(UNWFDS_OBJ)/unwind_fds.o $(UNWFDS_OBJ)/loader_lock.o $(UNWFDS_OBJ)/state.o \
+$(B)/tests/test_unwind_fds: $(UNWFDS_OBJ)/test_unwind_fds.o $(UNWFDS_OBJ)/unwind_fds.o $(UNWFDS_OBJ)/got.o $(UNWFDS_OBJ)/loader_lock.o $(UNWFDS_OBJ)/state.o \
 		| $(B)/tests/unwfds/libunwfds_lazy.so $(B)/tests/unwfds/libunwfds_now.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -ldl -pthread
