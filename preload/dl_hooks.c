@@ -65,13 +65,17 @@ VT_EXPORT int dlclose(void *handle)
 
 /* Called by the trampoline before every dlopen. A NULL file (the program
  * itself: ctypes.CDLL(None)) and RTLD_NOLOAD (the shim's own lookups) load
- * nothing. Not instrumented: the sanitizers' dlopen interceptors may reach
+ * nothing. A load with RTLD_DEEPBIND is noted, to be settled at the next
+ * dlsym (deepbind.c). Not instrumented: the sanitizers' dlopen interceptors may reach
  * it before their shadow memory exists. */
 __attribute__((no_sanitize("address", "undefined", "thread"))) void vt_dlopen_note(const char *file, int mode)
 {
     vt_real_dlopen_resolve();
-    if (file && !(mode & RTLD_NOLOAD))
+    if (file && !(mode & RTLD_NOLOAD)) {
         vt_resolve_loading();
+        if (mode & RTLD_DEEPBIND)
+            vt_deepbind_note();
+    }
 }
 
 #if defined(__x86_64__)
@@ -119,6 +123,12 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
 {
     route_t route = { NULL, 0 };
     vt_real_dlsym_resolve();
+    /* What a load with RTLD_DEEPBIND bound around us, before the program
+     * reaches it (deepbind.c). Not inside the shim: its own lookups come
+     * while it holds what the settling would wait for. */
+    if (__builtin_expect(atomic_load_explicit(&vt_deepbind_pending, memory_order_relaxed) != 0, 0) &&
+        !vt_tls.guard && atomic_load_explicit(&vt_state, memory_order_relaxed) != VT_ST_OFF)
+        vt_deepbind_settle();
     if (!vt_next_dlsym) {
         /* No glibc dlsym to jump to (not seen with glibc): answer "not
          * found" rather than let the trampoline jump to NULL. */

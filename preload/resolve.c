@@ -56,9 +56,15 @@ static unsigned api_by_name(const char *name)
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char _end[] __attribute__((visibility("hidden")));
 
-static int in_shim(const void *p)
+int vt_in_shim(const void *p)
 {
     return p && (uintptr_t)p >= (uintptr_t)__ehdr_start && (uintptr_t)p < (uintptr_t)_end;
+}
+#define in_shim vt_in_shim
+
+unsigned vt_resolve_api_named(const char *name)
+{
+    return api_by_name(name);
 }
 
 /* ---- the libraries behind the wrappers ---- */

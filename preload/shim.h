@@ -13,6 +13,7 @@
  * layer entry: the wrappers the program calls in place of CUDA's, ggml's
  * and the loader's functions
  *   dl_hooks.c   dlsym, dlopen and dlclose: lookups routed, loads and unloads noticed
+ *   deepbind.c   a library loaded with RTLD_DEEPBIND: its CUDA imports pointed at the wrappers
  *   exec_hooks.c the exec family, _exit and abort: the trace ends before the image does
  *   ggml_buffers.c  ggml's buffer API; may start the shim without CUDA
  *   hooks.c      one wrapper per entrypoints.def line; fills a vt_event_t
@@ -436,6 +437,13 @@ int vt_live_init(void);
 /* Forgets every pointer and total: the child traces from its own calls. */
 void vt_live_atfork_child(void);
 
+/* ---- deepbind.c ---- (contract: deepbind.c)
+ * dlopen notes a load with RTLD_DEEPBIND; the next dlsym settles it, while
+ * vt_deepbind_pending is not 0. */
+extern _Atomic unsigned long long vt_deepbind_pending;
+void vt_deepbind_note(void);
+void vt_deepbind_settle(void);
+
 /* ---- got.c ---- (contract: got.c) */
 struct link_map;
 typedef struct vt_got vt_got_t;
@@ -503,6 +511,10 @@ int vt_caller_is_runtime(const void *caller);
  * definition of it), VT_API_COUNT when none of the table's or the shim's
  * own. */
 unsigned vt_resolve_procaddr(void *fn);
+/* The entry point of the table named name, VT_API_COUNT for none. */
+unsigned vt_resolve_api_named(const char *name);
+/* p lies in the shim itself: one of its wrappers, never a real function. */
+int vt_in_shim(const void *p);
 /* What dlsym(handle, name) from caller (a return address) should answer:
  * VT_LOOKUP_FORWARD, glibc's dlsym answers untouched (not an entry point
  * of the table, RTLD_NEXT, the driver's own lookup, inside the shim);

@@ -27,7 +27,9 @@
 #                                      named libcudart-1a2b3c4d.so.11.0;
 #                                      libaddon_{a,b}.so, each with its own
 #                                      ggml-base (b: another soname and
-#                                      buffer layout)
+#                                      buffer layout); libdeep_{lazy,now}.so,
+#                                      linked to the runtime and driver,
+#                                      which scopeprog loads RTLD_DEEPBIND
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -38,7 +40,8 @@ FAULT := $(B)/tests/fault
 FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o $(FAULT)/libfaultdl_a.so $(FAULT)/libfaultdl_b.so \
 	$(FAULT)/libfaultunw_a.so $(FAULT)/libfaultunw_b.so $(FAULT)/libvtfault.so \
 	$(FAULT)/libquota.so $(FAULT)/libowntag.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
-	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so
+	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so \
+	$(FAULT)/scope/libdeep_lazy.so $(FAULT)/scope/libdeep_now.so
 TEST_BINS += $(FAULT_BINS)
 
 $(FAULT)/faultprog.o: tests/fault/faultprog.c tests/fault/fault.mk | $(B)/.deps-ok
@@ -103,6 +106,11 @@ $(SCOPE)/libscope_v.so: $(SCOPE)/scopeext.o $(SCOPE)/vendored/libcudart-1a2b3c4d
 	$(CC) -shared -o $@ $< $(LDFLAGS_COMMON) -L$(SCOPE)/vendored -Wl,-rpath,$(abspath $(SCOPE)/vendored) \
 	    -l:libcudart-1a2b3c4d.so.11.0
 
+$(SCOPE)/libdeep_lazy.so $(SCOPE)/libdeep_now.so: $(SCOPE)/libdeep_%.so: tests/fault/deepext.c tests/fault/fault.mk $(SIM_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,$* -Wl,-z,relro \
+	    -o $@ $< $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart -lcuda
+
 $(SCOPE)/ggml-b/libggml-base-b.so: examples/ggml/ggml-base.cpp examples/ggml/ggml.h tests/fault/fault.mk
 	@mkdir -p $(@D)
 	$(CXX) $(EX_CPPFLAGS) $(EX_CXXFLAGS) -DGGML_EXAMPLE_LAYOUT_B -shared -Wl,-soname,libggml-base-b.so -o $@ $<
@@ -119,7 +127,7 @@ $(SCOPE)/libaddon_b.so: $(SCOPE)/ggmladdon.o $(SCOPE)/ggml-b/libggml-base-b.so
 
 $(SCOPE)/scopeprog: tests/fault/scopeprog.c tests/fault/fault.mk | $(B)/.deps-ok
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -o $@ $< $(LDFLAGS_COMMON) -ldl
+	$(CC) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -rdynamic -o $@ $< $(LDFLAGS_COMMON) -ldl
 
 .PHONY: soak
 soak: $(TEST_BINS)

@@ -21,6 +21,11 @@
  *   ggml DIR       libaddon_a.so and libaddon_b.so, each with its own ggml
  *                  (b's buffers have another layout): addon_mark from a,
  *                  then from b; no CUDA at all
+ *   deepbind DIR LIB [local]
+ *                  LIB (libdeep_lazy.so, libdeep_now.so) loaded with
+ *                  RTLD_DEEPBIND (local: without it), then deep_alloc;
+ *                  the program exports a deep_whoami of its own, which the
+ *                  library's call reaches only without RTLD_DEEPBIND
  *
  * Everything it prints is the same with and without the shim.
  */
@@ -108,10 +113,15 @@ static int mode_reload(const char *dir)
     return 0;
 }
 
+__attribute__((visibility("default"))) const char *deep_whoami(void)
+{
+    return "the program's";
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        die("usage: scopeprog runtimes|vendored|reload|late|ctor|ggml DIR");
+        die("usage: scopeprog runtimes|vendored|reload|late|ctor|ggml DIR | deepbind DIR LIB [local]");
     const char *mode = argv[1], *dir = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strcmp(mode, "runtimes") == 0) {
@@ -157,6 +167,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "reload") == 0)
         return mode_reload(dir);
+    if (strcmp(mode, "deepbind") == 0 && argc > 3) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, argv[3]);
+        void *h = dlopen(path, RTLD_NOW | (argc > 4 && !strcmp(argv[4], "local") ? 0 : RTLD_DEEPBIND));
+        if (!h)
+            die(dlerror());
+        return ((int (*)(void))sym(h, "deep_alloc"))();
+    }
     die("unknown mode");
     return 3;
 }

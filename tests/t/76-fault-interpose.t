@@ -11,6 +11,7 @@ trap 'rm -rf "$TMP"' EXIT
 F=$B/tests/fault
 SC=$F/scope
 QUOTA=$F/libquota.so
+GiB=1073741824
 
 # ---- a quota interposer preloaded after the shim (HAMi-core from
 # /etc/ld.so.preload): the plain run is the run with the quota alone ----
@@ -111,4 +112,32 @@ LD_LIBRARY_PATH=$SIM LD_PRELOAD="${VT_SAN_RT:+$VT_SAN_RT }$TMP/copy/libvramtrace
 is "$?" 0 "record with another copy of the shim in LD_PRELOAD: runs"
 is "$(ls $D | grep -c '\.vtrace$')" 1 "record with another copy of the shim in LD_PRELOAD: one trace"
 is "$(grep -c '2 processes\|2 traces' $TMP/out.err $TMP/out | awk -F: '{ s += $2 } END { print s }')" 0 "record: the report counts one process"
+
+# ---- a library loaded with RTLD_DEEPBIND: its own scope (the runtime and
+# the driver it links) comes before the preload in its lookups. Its
+# cudaMalloc and cuMemAlloc_v2 went straight to them: no trace at all. The
+# program's output, and which of two deep_whoami the library reaches (its
+# own under RTLD_DEEPBIND), stay as without the shim. ----
+for lib in lazy now; do
+    for how in deep local; do
+        if [ -n "${VT_SANITIZE:-}" ]; then
+            # The sanitizers' runtimes refuse a dlopen with RTLD_DEEPBIND.
+            for i in 1 2 3 4 5; do skip "deepbind ($lib, $how): the sanitizer refuses RTLD_DEEPBIND"; done
+            continue
+        fi
+        D=$TMP/deepbind-$lib-$how; mkdir $D
+        plain $TMP/deep.plain $SC/scopeprog deepbind $SC libdeep_$lib.so $how
+        shimmed $TMP/deep.out $D $SC/scopeprog deepbind $SC libdeep_$lib.so $how
+        unchanged $TMP/deep.plain $TMP/deep.out "deepbind ($lib binding, $how): output and exit status unchanged"
+        want="the library's own"; [ $how = local ] && want="the program's"
+        is "$(sed -n 's/^deep_whoami: //p' $TMP/deep.out)" "$want" "deepbind ($lib, $how): the library's other calls bind as the loader bound them"
+        "$VT" dump $D/*.vtrace >$TMP/dump 2>/dev/null
+        is "$(count_events $TMP/dump cudaMalloc $GiB 0) $(count_events $TMP/dump cuMemAlloc_v2 $((2 * GiB)) 0)" "1 1" \
+            "deepbind ($lib, $how): the 1 GiB cudaMalloc and the 2 GiB cuMemAlloc_v2 are recorded, once each"
+        is "$(count_events $TMP/dump cudaFree) $(count_events $TMP/dump cuMemFree_v2)" "1 1" "deepbind ($lib, $how): and their frees"
+        "$VT" report --json $D >$TMP/deep.json 2>/dev/null
+        is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; print(p["devices"][0]["peak"]["tracked_bytes"])' $TMP/deep.json)" \
+            $((3 * GiB)) "deepbind ($lib, $how): peak 3 GiB"
+    done
+done
 done_testing
