@@ -337,8 +337,11 @@ SAMPLES = [
     ("examples/README.md", "<!-- 3a-untracked -->", story_3a_untracked),
     ("docs/services.md", "<!-- size-nozstd -->", trace_size("libzstd.so.1"), 0.05),
     ("docs/services.md", "<!-- size-zstd -->", trace_size(""), 0.10),
-    ("docs/robustness.md", "<!-- stack-later -->", stack_added("later")),
-    ("docs/robustness.md", "<!-- stack-first -->", stack_added("first")),
+    # The loader's lazy fixups save the vector registers on the stack
+    # (xsave), whose size is the CPU's: the same build measured 0.7 kB on
+    # one machine and 0.8 on another.
+    ("docs/robustness.md", "<!-- stack-later -->", stack_added("later"), 0.25),
+    ("docs/robustness.md", "<!-- stack-first -->", stack_added("first"), 0.25),
     ("docs/robustness.md", "<!-- json-size -->", json_size("json"), 0.1),
     ("docs/robustness.md", "<!-- json-trace -->", json_size("trace"), 0.1),
     ("docs/stories.md", "allocator):", story("torch-swap", {"VTSIM_DEVICES": "24GiB"}, [EX + "/torch-swap"])),
