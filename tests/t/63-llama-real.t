@@ -152,6 +152,33 @@ else
     nok "pool_abort: the fits run's trace has no cuMemCreate to size the card by"
 fi
 
+# A kernel's illegal memory access leaves the context with a sticky error:
+# every later request fails with it, whatever is free
+# (VTSIM_FAULT_AFTER=3: after the weights, the KV cache and the compute
+# buffer). The next request, the cuBLAS workspace in the evaluation, fails
+# with cudaErrorIllegalAddress and ggml's CUDA_CHECK aborts. The report
+# said OUT OF MEMORY, tipped by that request; the card had 23 GiB free.
+check_sticky() {
+    is "$(cat "$2.rc")" 134 "$1 $name: llama.cpp aborts (SIGABRT) at the request after the fault"
+    # The log reaches JavaScript asynchronously (check_pool_abort).
+    if grep -q "^CUDA error" "$2.log"; then
+        check "$1 $name: llama.cpp's log names the illegal memory access" \
+            grep -q "^CUDA error: an illegal memory access was encountered" "$2.log"
+    else
+        ok "$1 $name: llama.cpp's log names the illegal memory access # SKIP its last lines did not arrive before the abort"
+    fi
+    is "$(val "$2.bytes" verdict.no_spill)" 1 "$1 $name: the verdict is NO SPILL, not OUT OF MEMORY"
+    is "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["processes"][0]["events"]; f=e["first_failed_not_oom"]; print(e["failed_not_oom"], f["api"], f["result"])' "$2.json")" \
+        "1 cudaMalloc 700" "$1 $name: one request refused for another reason than memory: cudaMalloc, 700"
+    is "$(ended_by <"$2.json")" abort "$1 $name: the trace ends with the abort"
+    check "$1 $name: the text names the refusal" \
+        grep -q "^  1 device request failed with an error other than out of memory: cudaMalloc of .* (cudaErrorIllegalAddress) at " "$2.txt"
+    check "$1 $name: no tipping event in the text" sh -c "! grep -q 'Tipped by' '$2.txt'"
+}
+export VTSIM_FAULT_AFTER=3 GGML_NO_BACKTRACE=1
+scenario sticky 24GiB 99 512 1 0
+unset VTSIM_FAULT_AFTER GGML_NO_BACKTRACE
+
 # 600 MiB less the simulator's 448 MiB context reserve: the 345 MiB of
 # weights do not fit. The failed allocation is the one llama.cpp names.
 check_full_offload_fails() {
