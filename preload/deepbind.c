@@ -14,6 +14,9 @@
  * (vt_hand_out): a wrapper that calls exactly what the slot held. A slot
  * not bound yet (lazy binding) gets the wrapper of what the object's own
  * scope defines (dlsym on its handle, where the loader would look first).
+ * Its dlsym, dlopen and dlclose, which its own scope bound to libc's, get
+ * the shim's, so that a driver it opens and looks into by hand, or a
+ * runtime finding its driver, goes through the shim as without the flag.
  * The object's other imports, and any name the object defines itself (a
  * runtime's calls to its own entry points), stay as the loader bound them.
  *
@@ -84,6 +87,7 @@ static int list_objects(struct dl_phdr_info *info, size_t size, void *data)
 typedef struct object {
     struct link_map *lm;
     uintptr_t lo, hi;
+    const vt_loader_entries_t *loader;
 } object_t;
 
 static int inside(const object_t *o, const void *p)
@@ -91,10 +95,33 @@ static int inside(const object_t *o, const void *p)
     return (uintptr_t)p >= o->lo && (uintptr_t)p < o->hi;
 }
 
+/* The loader's entry points the shim wraps, for an object whose own
+ * scope bound them to libc's: its lookups of CUDA names (a driver opened
+ * and looked into by hand, a runtime finding its driver) and its loads
+ * and unloads then go through the shim as everyone else's do. */
+static void *loader_entry(const object_t *o, const char *name)
+{
+    if (!strcmp(name, "dlsym"))
+        return o->loader->dlsym;
+    if (!strcmp(name, "dlopen"))
+        return o->loader->dlopen;
+    if (!strcmp(name, "dlclose"))
+        return o->loader->dlclose;
+    return NULL;
+}
+
 static void settle_slot(vt_got_t *g, const char *name, int undefined, void **slot, void *arg)
 {
     const object_t *o = arg;
-    if (!slot || !undefined || name[0] != 'c' || name[1] != 'u')
+    if (!slot || !undefined)
+        return;
+    if (name[0] == 'd') {
+        void *ours = loader_entry(o, name);
+        if (ours && !vt_in_shim(__atomic_load_n(slot, __ATOMIC_ACQUIRE)))
+            vt_got_store(g, slot, ours);
+        return;
+    }
+    if (name[0] != 'c' || name[1] != 'u')
         return;
     unsigned api = vt_resolve_api_named(name);
     if (api >= VT_API_COUNT)
@@ -109,7 +136,7 @@ static void settle_slot(vt_got_t *g, const char *name, int undefined, void **slo
     vt_got_store(g, slot, vt_hand_out(api, real, slot));
 }
 
-void vt_deepbind_settle(void)
+void vt_deepbind_settle(const vt_loader_entries_t *loader)
 {
     unsigned long long pending = atomic_exchange(&vt_deepbind_pending, 0);
     if (!pending)
@@ -122,7 +149,7 @@ void vt_deepbind_settle(void)
         n = MAX_SETTLED;
     for (size_t i = a.total - n; i < a.total; i++) {
         size_t k = i % MAX_SETTLED;
-        object_t o = { NULL, a.obj[k].lo, a.obj[k].hi };
+        object_t o = { NULL, a.obj[k].lo, a.obj[k].hi, loader };
         Dl_info info;
         Lmid_t ns = LM_ID_BASE + 1;
         /* The object at that address now (not one unloaded meanwhile), in

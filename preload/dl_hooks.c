@@ -111,6 +111,20 @@ __asm__(".text\n"
 
 /* ---- dlsym ---- */
 
+#if defined(__x86_64__)
+extern char vt_dlsym_new[], vt_dlopen_new[];
+
+static void settle_deepbind(void)
+{
+    static const vt_loader_entries_t ours = { vt_dlsym_new, vt_dlopen_new, (void *)dlclose };
+    vt_deepbind_settle(&ours);
+}
+#else
+static void settle_deepbind(void)
+{
+}
+#endif
+
 typedef struct route {
     void *ptr;
     long take; /* 1: return ptr; 0: forward to the real dlsym untouched */
@@ -128,7 +142,7 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) route_t vt_dlsym_
      * while it holds what the settling would wait for. */
     if (__builtin_expect(atomic_load_explicit(&vt_deepbind_pending, memory_order_relaxed) != 0, 0) &&
         !vt_tls.guard && atomic_load_explicit(&vt_state, memory_order_relaxed) != VT_ST_OFF)
-        vt_deepbind_settle();
+        settle_deepbind();
     if (!vt_next_dlsym) {
         /* No glibc dlsym to jump to (not seen with glibc): answer "not
          * found" rather than let the trampoline jump to NULL. */

@@ -442,7 +442,11 @@ void vt_live_atfork_child(void);
  * vt_deepbind_pending is not 0. */
 extern _Atomic unsigned long long vt_deepbind_pending;
 void vt_deepbind_note(void);
-void vt_deepbind_settle(void);
+/* The shim's own dlsym, dlopen and dlclose (dl_hooks.c's entries). */
+typedef struct vt_loader_entries {
+    void *dlsym, *dlopen, *dlclose;
+} vt_loader_entries_t;
+void vt_deepbind_settle(const vt_loader_entries_t *loader);
 
 /* ---- got.c ---- (contract: got.c) */
 struct link_map;

@@ -6,7 +6,10 @@
  *
  * deep_alloc: cudaMalloc 1 GiB and cuMemAlloc_v2 2 GiB, both freed, each
  * result printed; then which deep_whoami its call reached: its own under
- * RTLD_DEEPBIND, the program's (exported, global) without. */
+ * RTLD_DEEPBIND, the program's (exported, global) without; then 512 MiB
+ * through cuMemAlloc_v2 and cuMemFree_v2 looked up by hand
+ * (dlopen("libcuda.so.1") + dlsym: its own scope binds those to libc's). */
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include <cuda.h>
@@ -29,5 +32,11 @@ EXPORT int deep_alloc(void)
     printf("cudaMalloc(1 GiB)=%d cuMemAlloc_v2(2 GiB)=%d\n", rt, drv);
     printf("frees=%d,%d\n", rt ? -1 : (int)cudaFree(a), drv ? -1 : (int)cuMemFree_v2(b));
     printf("deep_whoami: %s\n", deep_whoami());
-    return rt || drv;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    CUresult (*alloc)(CUdeviceptr *, size_t) = h ? (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2") : NULL;
+    CUresult (*release)(CUdeviceptr) = h ? (CUresult(*)(CUdeviceptr))dlsym(h, "cuMemFree_v2") : NULL;
+    CUdeviceptr c = 0;
+    int looked = alloc && release ? (int)alloc(&c, GiB / 2) : -1;
+    printf("looked-up cuMemAlloc_v2(512 MiB)=%d free=%d\n", looked, looked ? -1 : (int)release(c));
+    return rt || drv || looked;
 }
