@@ -181,8 +181,8 @@ is "$(json $TMP/sticky.json 'p["events"]["first_failed_not_oom"]["api"], p["even
     "('cudaMalloc', $((2 * GiB)), 700)" "sticky: the first is the 2 GiB cudaMalloc, result 700"
 is "$(json $TMP/sticky.json 'p["spill"]')" None "sticky: no tipping event"
 is "$(json $TMP/sticky.json 'd[0]["failures"]')" 0 "sticky: no out-of-memory failure on GPU 0"
-is "$(sed -n 2,3p $TMP/sticky.txt | tr -s ' \n' ' ')" \
-    "VERDICT: NO SPILL. No device request failed for lack of memory; every one that succeeded fit within the card's free memory. " \
+is "$("$VT" report --wide $TMP/sticky 2>/dev/null | grep '^VERDICT:')" \
+    "VERDICT: NO SPILL. No device request failed for lack of memory; every one that succeeded fit within the card's free memory." \
     "sticky: the verdict claims no more than the trace shows"
 grep -q '2 device requests failed with errors other than out of memory' $TMP/sticky.txt &&
     grep -q 'cudaMalloc of 2.00 GiB for unknown (cudaErrorIllegalAddress)' $TMP/sticky.txt
