@@ -37,6 +37,14 @@ traced "$TMP/swap" 24GiB "$EX/torch-swap"
 views swap "near_spill"
 traced "$TMP/vmm" 24GiB "$EX/vmm-pool"
 views vmm "no_spill"
+# The KV cache's request refused by a sticky error (a kernel's illegal
+# memory access), not for lack of memory: no view may call it out of memory.
+EXTRA_ENV=VTSIM_FAULT_AFTER=1
+traced "$TMP/sticky" 24GiB "$EX/llama-server" -m llama-13b-q4_k_m -ngl 99 -c 2048
+unset EXTRA_ENV
+views sticky "no_spill"
+is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][0]["events"]["failed_not_oom"])' "$TMP/sticky.views.json")" 1 \
+    "sticky: the KV cache's request was refused (the fault took effect)"
 traced "$TMP/split" 24GiB,12GiB "$EX/llama-cli" -m qwen3-32b-q8_0 -ts 24,12
 views split "partial_offload"
 EXTRA_ENV=GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 traced "$TMP/managed" 24GiB "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
