@@ -35,8 +35,13 @@ zero_model() {
 }
 
 # mib_bytes LOG PATTERN: the last "PATTERN = X MiB" llama.cpp logged, in bytes.
+# node-llama-cpp's addon prints a line itself where it cannot queue it for
+# JavaScript (llama/addon/globals/addonLog.cpp: errors to stderr, the rest
+# to stdout), so the run's stdout (LOG with .out for .log) is read too.
 mib_bytes() {
-    awk -v pat="$2 =" 'index($0, pat) { sub(/.*= */, ""); v = $1 } END { if (v != "") printf "%.0f\n", v * 1048576 }' "$1"
+    mib_out=${1%.log}.out
+    [ "$mib_out" != "$1" ] && [ -e "$mib_out" ] || mib_out=/dev/null
+    awk -v pat="$2 =" 'index($0, pat) { sub(/.*= */, ""); v = $1 } END { if (v != "") printf "%.0f\n", v * 1048576 }' "$1" "$mib_out"
 }
 # near GOT WANT DESC: GOT within 1% of WANT (both bytes, WANT not empty).
 near() {

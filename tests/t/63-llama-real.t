@@ -55,7 +55,7 @@ run_llama() {
     for attempt in 1 2 3; do
         rm -rf "$rd" && traced_run "$rd" "$rcard" "$SIM" tests/llama/run.mjs "$@"
         case $1 in *[!0-9]*) break ;; esac
-        grep -q "load_tensors: offloaded" "$rd.log" && break
+        grep -q "load_tensors: offloaded" "$rd.log" "$rd.out" && break
     done
 }
 run_once() { run_llama "$@"; }
