@@ -30,7 +30,7 @@
  *
  * Which objects: the loader's count of objects added is read at the note;
  * at the settle the objects added since are the last ones of the loader's
- * list of the base namespace (dl_iterate_phdr goes in load order). Another
+ * list (dl_iterate_phdr goes in load order), the library first. Another
  * thread's load in between adds objects that are settled too: a slot bound
  * to our export is left alone, and one not bound yet gets the wrapper the
  * loader would have bound it to. An object in another namespace (dlmopen)
@@ -46,16 +46,17 @@
  * RTLD_DEEPBIND load began, + 1 (0: none pending). */
 _Atomic unsigned long long vt_deepbind_pending;
 
-/* At most this many objects are settled at once (a library with more
- * dependencies than that has the rest left as bound). */
+/* At most this many objects are settled at once: the library and the
+ * first of its dependencies, in load order (the rest of a larger group is
+ * left as bound). */
 #define MAX_SETTLED 64
 
 typedef struct added {
-    unsigned long long adds_before, adds_now;
-    size_t total;            /* objects listed */
+    unsigned long long adds_now;
+    size_t total, first, n;  /* objects listed; the first to settle, how many */
     struct {
         uintptr_t addr, lo, hi;
-    } obj[MAX_SETTLED];      /* the last MAX_SETTLED listed, a ring */
+    } obj[MAX_SETTLED];
 } added_t;
 
 static int count_adds(struct dl_phdr_info *info, size_t size, void *data)
@@ -73,12 +74,23 @@ void vt_deepbind_note(void)
     atomic_compare_exchange_strong(&vt_deepbind_pending, &none, adds + 1);
 }
 
-static int list_objects(struct dl_phdr_info *info, size_t size, void *data)
+static int count_objects(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     added_t *a = data;
     a->adds_now = info->dlpi_adds;
-    size_t k = a->total++ % MAX_SETTLED;
+    a->total++;
+    return 0;
+}
+
+static int list_objects(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    added_t *a = data;
+    size_t i = a->total++;
+    if (i < a->first || i - a->first >= a->n)
+        return 0;
+    size_t k = i - a->first;
     a->obj[k].addr = info->dlpi_addr;
     vt_load_span(info, &a->obj[k].lo, &a->obj[k].hi);
     return 0;
@@ -141,14 +153,16 @@ void vt_deepbind_settle(const vt_loader_entries_t *loader)
     unsigned long long pending = atomic_exchange(&vt_deepbind_pending, 0);
     if (!pending)
         return;
-    added_t a = { .adds_before = pending - 1 };
-    vt_dl_iterate_phdr(list_objects, &a);
-    unsigned long long added = a.adds_now > a.adds_before ? a.adds_now - a.adds_before : 0;
+    unsigned long long adds_before = pending - 1;
+    added_t a = { 0 };
+    vt_dl_iterate_phdr(count_objects, &a);
+    unsigned long long added = a.adds_now > adds_before ? a.adds_now - adds_before : 0;
     size_t n = added < a.total ? (size_t)added : a.total;
-    if (n > MAX_SETTLED)
-        n = MAX_SETTLED;
-    for (size_t i = a.total - n; i < a.total; i++) {
-        size_t k = i % MAX_SETTLED;
+    a.first = a.total - n;
+    a.n = n < MAX_SETTLED ? n : MAX_SETTLED;
+    a.total = 0;
+    vt_dl_iterate_phdr(list_objects, &a);
+    for (size_t k = 0; k < a.n && k < a.total; k++) {
         object_t o = { NULL, a.obj[k].lo, a.obj[k].hi, loader };
         Dl_info info;
         Lmid_t ns = LM_ID_BASE + 1;

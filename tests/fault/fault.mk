@@ -29,7 +29,10 @@
 #                                      ggml-base (b: another soname and
 #                                      buffer layout); libdeep_{lazy,now}.so,
 #                                      linked to the runtime and driver,
-#                                      which scopeprog loads RTLD_DEEPBIND
+#                                      which scopeprog loads RTLD_DEEPBIND;
+#                                      libdeep_many.so, the same with 70
+#                                      empty libraries after them in its
+#                                      group (more than the shim settles)
 #   make soak                          the 10-million-event soak
 #
 # faultprog links the simulated runtime and driver like tests/shim/paths,
@@ -41,7 +44,7 @@ FAULT_BINS := $(FAULT)/faultprog $(FAULT)/faultprog-linked $(FAULT)/faultprog.o 
 	$(FAULT)/libfaultunw_a.so $(FAULT)/libfaultunw_b.so $(FAULT)/libvtfault.so \
 	$(FAULT)/libquota.so $(FAULT)/libowntag.so $(FAULT)/quotaprog $(FAULT)/scope/scopeprog $(FAULT)/scope/libscope_12.so \
 	$(FAULT)/scope/libscope_13.so $(FAULT)/scope/libscope_v.so $(FAULT)/scope/libaddon_a.so $(FAULT)/scope/libaddon_b.so \
-	$(FAULT)/scope/libdeep_lazy.so $(FAULT)/scope/libdeep_now.so
+	$(FAULT)/scope/libdeep_lazy.so $(FAULT)/scope/libdeep_now.so $(FAULT)/scope/libdeep_many.so
 TEST_BINS += $(FAULT_BINS)
 
 $(FAULT)/faultprog.o: tests/fault/faultprog.c tests/fault/fault.mk | $(B)/.deps-ok
@@ -110,6 +113,17 @@ $(SCOPE)/libdeep_lazy.so $(SCOPE)/libdeep_now.so: $(SCOPE)/libdeep_%.so: tests/f
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,$* -Wl,-z,relro \
 	    -o $@ $< $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart -lcuda
+
+# The runtime and driver come first among its needed libraries: the shim
+# settles the library and the first of its group, in load order.
+DEEP_FILLERS := $(foreach i,$(shell seq 0 69),libdeepfill$(i).so)
+$(SCOPE)/libdeep_many.so: tests/fault/deepext.c tests/fault/fault.mk $(SIM_LIBS)
+	@mkdir -p $(SCOPE)/fill
+	printf 'int deep_filler;\n' | $(CC) -x c -fPIC -shared -o $(SCOPE)/fill/filler.so -
+	for f in $(DEEP_FILLERS); do cp $(SCOPE)/fill/filler.so $(SCOPE)/fill/$$f; done
+	$(CC) $(CPPFLAGS_COMMON) $(CFLAGS_COMMON) $(PROG_DEPFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,now -Wl,-z,relro \
+	    -o $@ $< $(LDFLAGS_COMMON) -L$(B)/sim -Wl,-rpath,$(abspath $(B)/sim) -lcudart -lcuda \
+	    -L$(SCOPE)/fill -Wl,-rpath,$(abspath $(SCOPE)/fill) -Wl,--no-as-needed $(addprefix -l:,$(DEEP_FILLERS))
 
 $(SCOPE)/ggml-b/libggml-base-b.so: examples/ggml/ggml-base.cpp examples/ggml/ggml.h tests/fault/fault.mk
 	@mkdir -p $(@D)
