@@ -69,6 +69,23 @@ int vt_driver_pointer_device(uint64_t ptr)
     return dev;
 }
 
+/* The legacy stream never captures, and is never asked: while another
+ * stream of the device captures, asking it fails with
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (CUDA driver API, cuStreamIsCapturing).
+ * Stream 0 of a _ptsz entry point is the thread's own stream. */
+int vt_driver_stream_capturing(void *stream, int per_thread)
+{
+    typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
+    static _Atomic(void *) fn;
+    if (!stream && per_thread)
+        stream = CU_STREAM_PER_THREAD;
+    if (!stream || stream == CU_STREAM_LEGACY)
+        return 0;
+    is_capturing_fn f = (is_capturing_fn)cached_driver_sym(&fn, "cuStreamIsCapturing");
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return f && f((CUstream)stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes)
 {
     /* The real function, never our wrapper: this is a sample, not the

@@ -99,11 +99,60 @@ static void placed_device(vt_event_t *ev, uint32_t r)
     }
 }
 
+/* Captures begun and not yet ended, as the shim saw them: while 0 (every
+ * process that captures nothing) a stream-ordered call costs one load more
+ * than before, and no driver query. Counted by the describe helpers of the
+ * CAPTURE_BEGIN and CAPTURE_END entry points. A capture never ended (its
+ * stream destroyed while capturing) keeps the queries on, never off. */
+static _Atomic unsigned captures_open;
+
+/* A stream-ordered call on a stream being captured into a graph allocates
+ * or frees nothing: it is a node of the graph (trace_format.h). */
+static void note_captured(vt_event_t *ev, void *stream)
+{
+    if (__builtin_expect(atomic_load_explicit(&captures_open, memory_order_relaxed) != 0, 0) &&
+        vt_driver_stream_capturing(stream, (ev->flags & VT_EF_PTSZ) != 0))
+        ev->flags |= VT_EF_CAPTURED;
+}
+
+static void describe_capture_begin(vt_event_t *ev, uint32_t r, CUstream stream, CUstreamCaptureMode mode)
+{
+    ev->aux = (uint64_t)(uintptr_t)stream;
+    ev->size = (uint64_t)mode;
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add(&captures_open, 1);
+}
+
+static void describe_capture_to_graph(vt_event_t *ev, uint32_t r, CUstream stream, CUgraph graph,
+                                      const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t ndeps,
+                                      CUstreamCaptureMode mode)
+{
+    (void)deps, (void)edges, (void)ndeps;
+    describe_capture_begin(ev, r, stream, mode);
+    ev->ptr = (uint64_t)(uintptr_t)graph;
+}
+
+/* The capture ended when the call succeeded, and when it said the capture
+ * had been invalidated (CUDA driver API, cuStreamEndCapture); otherwise
+ * (another thread's capture, a stream not capturing) it goes on. */
+static void describe_capture_end(vt_event_t *ev, uint32_t r, CUstream stream, CUgraph *graph)
+{
+    ev->aux = (uint64_t)(uintptr_t)stream;
+    if (r == CUDA_SUCCESS && graph)
+        ev->ptr = (uint64_t)(uintptr_t)*graph;
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        return;
+    unsigned open = atomic_load(&captures_open);
+    while (open && !atomic_compare_exchange_weak(&captures_open, &open, open - 1))
+        ;
+}
+
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                  CUstream stream)
 {
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)stream;
+    note_captured(ev, stream);
     if (__builtin_expect(!default_stream(stream), 0))
         placed_device(ev, r);
 }
@@ -111,9 +160,9 @@ static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, 
 static void describe_alloc_pool_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                       CUmemoryPool pool, CUstream stream)
 {
-    (void)stream;
     describe_alloc_dptr(ev, r, dptr, bytesize);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    note_captured(ev, stream);
     placed_device(ev, r);
 }
 
@@ -122,6 +171,7 @@ static void describe_free_async(vt_event_t *ev, uint32_t r, CUdeviceptr dptr, CU
     (void)r;
     ev->ptr = dptr;
     ev->aux = (uint64_t)(uintptr_t)stream;
+    note_captured(ev, stream);
 }
 
 /* Memory located in host memory: pinned host memory, not VRAM. */
@@ -307,6 +357,7 @@ static void describe_rt_alloc_async(vt_event_t *ev, uint32_t r, void **p, size_t
 {
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)s;
+    note_captured(ev, s);
     if (__builtin_expect(!default_stream(s), 0))
         placed_device(ev, r);
 }
@@ -315,14 +366,15 @@ static void describe_rt_free_async(vt_event_t *ev, uint32_t r, void *p, cudaStre
 {
     describe_free_host(ev, r, p);
     ev->aux = (uint64_t)(uintptr_t)s;
+    note_captured(ev, s);
 }
 
 static void describe_rt_alloc_pool_async(vt_event_t *ev, uint32_t r, void **p, size_t size,
                                          cudaMemPool_t pool, cudaStream_t s)
 {
-    (void)s;
     describe_alloc_host(ev, r, p, size);
     ev->aux = (uint64_t)(uintptr_t)pool;
+    note_captured(ev, s);
     placed_device(ev, r);
 }
 
@@ -553,6 +605,8 @@ static void *for_program(void *fn, const void *caller)
 #define VT_GEN_POOL_USAGE VT_GEN_EVENT
 #define VT_GEN_CTX_RESET VT_GEN_EVENT
 #define VT_GEN_VMM_RETAIN VT_GEN_EVENT
+#define VT_GEN_CAPTURE_BEGIN VT_GEN_EVENT
+#define VT_GEN_CAPTURE_END VT_GEN_EVENT
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)
@@ -614,6 +668,8 @@ static void *wrapper(unsigned api)
 #define VT_SLOT_ROW_POOL_USAGE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
+#define VT_SLOT_ROW_CAPTURE_BEGIN VT_SLOT_ENTRY
+#define VT_SLOT_ROW_CAPTURE_END VT_SLOT_ENTRY
 
 static void *slot_wrapper(unsigned api, unsigned k)
 {

@@ -870,7 +870,7 @@ static void track_device_bytes(vt_call_t *call, uint32_t result, int released_de
     int64_t total = -1;
     int dev = ev->device;
     if (result == 0 && (call->kind == VT_KIND_ALLOC || call->kind == VT_KIND_VMM_CREATE) &&
-        call->space == VT_SPACE_DEVICE)
+        call->space == VT_SPACE_DEVICE && !(ev->flags & VT_EF_CAPTURED))
         total = vt_live_add(ev->ptr, ev->reserved ? ev->reserved : ev->size, dev, call->kind == VT_KIND_VMM_CREATE);
     else if (call->kind == VT_KIND_FREE || call->kind == VT_KIND_VMM_RELEASE)
         dev = released_dev;
@@ -991,7 +991,9 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
      * pair's cost. Frees of unknown pointers (double frees, allocations made
      * before tracing) and failed frees keep theirs. */
     int released_dev = -1, known = 0;
-    if (call->hot & HOT_DEVICE_RELEASE) {
+    /* A free captured into a graph frees nothing yet: what it names stays
+     * live (trace_format.h, VT_EF_CAPTURED); so does the shim's count. */
+    if ((call->hot & HOT_DEVICE_RELEASE) && !(ev->flags & VT_EF_CAPTURED)) {
         known = vt_live_remove(ev->ptr, &released_dev) >= 0;
         if (known && ev->device == -1)
             ev->device = (int16_t)released_dev;
@@ -1002,7 +1004,10 @@ __attribute__((noinline)) void vt_call_end(vt_call_t *call, uint32_t result)
         released_dev = ev->device;
     if (ev->device >= 0 && !device_known(ev->device))
         capture_device(ev->device,
-                       result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE ? ev->size : 0);
+                       result == 0 && call->kind == VT_KIND_ALLOC && call->space == VT_SPACE_DEVICE &&
+                               !(ev->flags & VT_EF_CAPTURED)
+                           ? ev->size
+                           : 0);
     /* Depth 0 is tested here, not only in vt_stack_capture: the call alone
      * is a tenth of an event's cost at that depth. */
     ev->stack = (known && result == 0) || vt_opt.depth <= 0 ? 0 : vt_stack_capture(2);

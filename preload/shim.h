@@ -472,6 +472,8 @@ void *vt_hand_out(unsigned api, void *real, const void *caller);
 int vt_driver_current_device(void);
 /* The device the driver placed ptr on, -1 unknown. */
 int vt_driver_pointer_device(uint64_t ptr);
+/* Whether stream is capturing into a CUDA graph (0 on any error). */
+int vt_driver_stream_capturing(void *stream, int per_thread);
 int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
 int vt_driver_device_facts(int device, vt_device_slot_t *out);
 /* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */

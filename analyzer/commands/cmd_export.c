@@ -92,8 +92,8 @@ static void slices_event(void *ctx, vt_report_t *r, int input, const vt_event_t 
 {
     vt_slices_t *s = ctx;
     const vt_api_info_t *info = vt_api_info(ev->api);
-    if (s->nomem || !s->limit || !info || ev->result != 0 || input < 0)
-        return;
+    if (s->nomem || !s->limit || !info || ev->result != 0 || input < 0 || (ev->flags & VT_EF_CAPTURED))
+        return; /* captured into a CUDA graph: nothing was allocated or freed */
     int which, opens;
     switch (info->kind) {
     case VT_KIND_ALLOC: which = 0, opens = 1; break;

@@ -143,6 +143,8 @@ static void on_event(void *ctx, vt_report_t *r, int input, const vt_event_t *ev)
     const vt_api_info_t *info = vt_api_info(ev->api);
     if (!info || !(info->kind == VT_KIND_VMM_CREATE || (info->kind == VT_KIND_ALLOC && info->space == VT_SPACE_DEVICE)))
         return;
+    if (ev->flags & VT_EF_CAPTURED)
+        return; /* a node of a CUDA graph: no memory was asked for then */
     if (ev->result != 0 && (ev->size == UINT64_MAX || !vt_result_out_of_memory(ev->result)))
         return; /* an impossible request (over 64 bits), or one refused for another reason than memory (a
                  * sticky error, no context): no demand to replay */

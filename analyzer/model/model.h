@@ -308,6 +308,14 @@ typedef struct vt_proc {
          * shutting down): the driver refused them for another reason, so
          * they are no spill and no shortage (vt_result_out_of_memory). */
         uint64_t failed_not_oom;
+        /* CUDA graphs (VT_EF_CAPTURED, docs/report.md): successful
+         * stream-ordered allocations captured into a graph and their bytes,
+         * which hold no memory; captured frees, and of them those that name
+         * memory allocated outside a graph (freed at a launch the trace does
+         * not see: it stays live); frees outside a graph of memory a graph
+         * allocated; captures begun. */
+        uint64_t captured_allocs, captured_bytes, captured_frees, captured_frees_outside;
+        uint64_t graph_frees, captures;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

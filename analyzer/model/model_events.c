@@ -369,6 +369,24 @@ static int ctx_teardown(vt_model_t *m, int di, const vt_event_t *ev)
     return 0;
 }
 
+/* A stream-ordered allocation or free captured into a CUDA graph
+ * (VT_EF_CAPTURED): a node of the graph, which allocates at each launch
+ * from the driver's graph pool; nothing was allocated or freed, and what a
+ * captured free names stays live. */
+static int do_captured(vt_model_t *m, const vt_event_t *ev, unsigned kind)
+{
+    vt_proc_t *p = &m->p;
+    if (kind == VT_KIND_ALLOC) {
+        p->events.captured_allocs++;
+        p->events.captured_bytes += ev->size;
+        return vt_map_put(&m->graph_ptrs, ev->ptr, 1) ? VT_E_NOMEM : 0;
+    }
+    p->events.captured_frees++;
+    if (!vt_map_del(&m->graph_ptrs, ev->ptr, NULL))
+        p->events.captured_frees_outside++;
+    return 0;
+}
+
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
@@ -389,6 +407,9 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             p->events.failed++;
         }
     }
+    if (__builtin_expect((ev->flags & VT_EF_CAPTURED) != 0, 0) && ev->result == 0 && ev->ptr &&
+        (info->kind == VT_KIND_ALLOC || info->kind == VT_KIND_FREE))
+        return do_captured(m, ev, info->kind);
     switch (info->kind) {
     case VT_KIND_ALLOC:
         if (vt_api_allocates_from_pool(ev->api))
@@ -399,6 +420,11 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     case VT_KIND_REGISTER:
         return do_alloc(m, ev, info, L_REGISTER);
     case VT_KIND_FREE:
+        /* Graph memory freed outside its graph: no allocation of the trace. */
+        if (m->graph_ptrs.count && ev->result == 0 && vt_map_del(&m->graph_ptrs, ev->ptr, NULL)) {
+            p->events.graph_frees++;
+            return 0;
+        }
         return do_release(m, ev, L_ALLOC);
     case VT_KIND_UNREGISTER:
         return do_release(m, ev, L_REGISTER);
@@ -447,6 +473,9 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         }
         return rc;
     }
+    case VT_KIND_CAPTURE_BEGIN:
+        p->events.captures += ev->result == 0;
+        return 0;
     case VT_KIND_POOL_USAGE:
         if (ev->result == 0) {
             int di = vt_m_dev_for(m, ev->device);

@@ -124,6 +124,10 @@ struct vt_model {
     /* Pools located in host memory (POOL_CREATE with VT_EF_HOST_LOCATED):
      * what is allocated from them is pinned host memory. */
     vt_map_t host_pools;
+    /* The addresses graphs will allocate at (captured allocations,
+     * VT_EF_CAPTURED) not yet freed in a capture: a free of one outside a
+     * graph frees graph memory, no allocation the trace holds. */
+    vt_map_t graph_ptrs;
     /* Allocations a coming teardown leaves alone (VT_EF_OTHER_CONTEXT
      * events: another context's), each with the thread whose CTX_RESET
      * event they precede. Every CTX_RESET event ends them all. */

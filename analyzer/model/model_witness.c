@@ -142,7 +142,7 @@ static void close_span(matcher_t *mt, uint32_t last, uint64_t t)
 static int on_event(matcher_t *mt, const vt_event_t *ev, uint64_t ordinal)
 {
     uint32_t last;
-    if (ev->result != 0 || !vt_map_get(&mt->latest, ev->ptr, &last))
+    if (ev->result != 0 || (ev->flags & VT_EF_CAPTURED) || !vt_map_get(&mt->latest, ev->ptr, &last))
         return 0;
     const vt_api_info_t *info = vt_api_info(ev->api);
     if (!info)

@@ -596,6 +596,12 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "impossible_requests", p->events.impossible);
     vt_json_u64(j, "failed_not_oom", p->events.failed_not_oom);
     event_view(j, "first_failed_not_oom", m, &p->first_not_oom, 1);
+    vt_json_u64(j, "graph_captures", p->events.captures);
+    vt_json_u64(j, "captured_allocs", p->events.captured_allocs);
+    vt_json_u64(j, "captured_bytes", p->events.captured_bytes);
+    vt_json_u64(j, "captured_frees", p->events.captured_frees);
+    vt_json_u64(j, "captured_frees_outside", p->events.captured_frees_outside);
+    vt_json_u64(j, "graph_frees", p->events.graph_frees);
     vt_json_obj_end(j);
     vt_json_obj(j, "ggml_marks");
     vt_json_u64(j, "read", p->ggml.marks);

@@ -356,6 +356,23 @@ static void not_oom_line(FILE *o, const vt_model_t *m)
             vt_fmt_time(t, v->time_ns), one ? "it" : "them");
 }
 
+/* Stream-ordered calls captured into CUDA graphs: what the trace cannot
+ * say about them, said (docs/report.md). */
+static void captured_lines(FILE *o, const vt_proc_t *p)
+{
+    char a[VT_SIZE_BUF];
+    uint64_t n = p->events.captured_allocs, outside = p->events.captured_frees_outside;
+    if (n)
+        fprintf(o, "  %" PRIu64 " stream-ordered allocation%s (%s) captured into CUDA graphs held no memory "
+                   "then: a graph allocates at each launch, from the driver's graph pool, which no event "
+                   "records; that pool shows only in the driver's free memory.\n",
+                n, n == 1 ? "" : "s", vt_fmt_bytes(a, p->events.captured_bytes));
+    if (outside)
+        fprintf(o, "  %" PRIu64 " free%s captured into a graph name%s memory allocated outside one: a launch "
+                   "frees it, unseen; it counts as live to the end.\n",
+                outside, outside == 1 ? "" : "s", outside == 1 ? "s" : "");
+}
+
 static void aborted_line(FILE *o, const vt_proc_t *p)
 {
     char t[VT_SIZE_BUF];
@@ -501,6 +518,7 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     }
     aborted_line(o, p);
     not_oom_line(o, m);
+    captured_lines(o, p);
     if (p->events.impossible)
         fprintf(o, "  %" PRIu64 " request%s of more than 2^64 bytes (width x height overflowed) refused by the\n"
                    "    driver: impossible, not a shortage of memory.\n",
@@ -844,6 +862,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, ", %" PRIu64 " freed by context teardown", p->events.teardown_frees);
     if (p->events.impossible)
         fprintf(o, ", %" PRIu64 " impossible requests refused (over 2^64 bytes)", p->events.impossible);
+    if (p->events.captured_allocs || p->events.captured_frees)
+        fprintf(o, ", %" PRIu64 " allocs and %" PRIu64 " frees captured into CUDA graphs", p->events.captured_allocs,
+                p->events.captured_frees);
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

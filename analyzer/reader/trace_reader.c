@@ -549,6 +549,7 @@ const char *vt_event_flag_name(uint32_t flag)
         { VT_EF_HOST_LOCATED, "host_located" },
         { VT_EF_LATE, "late" },
         { VT_EF_OTHER_CONTEXT, "other_context" },
+        { VT_EF_CAPTURED, "captured" },
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i].flag == flag)

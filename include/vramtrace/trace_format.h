@@ -414,6 +414,12 @@ enum vt_event_flags {
      * to another context, and that teardown did not free it. Readers that
      * predate the flag take it as the teardown itself, an instant early. */
     VT_EF_OTHER_CONTEXT = 1u << 10,
+    /* An ALLOC or FREE on a stream that was capturing into a CUDA graph
+     * (cuStreamIsCapturing said so): the call added a node to the graph
+     * and neither allocated nor freed anything. A graph allocates from the
+     * driver's graph memory pool at each launch, which no event records.
+     * ptr is the address the graph's allocation will have. */
+    VT_EF_CAPTURED = 1u << 11,
 };
 
 /* One decoded event, as both sides see it in memory. */

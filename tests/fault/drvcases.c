@@ -50,6 +50,16 @@
  *   noctx [GIB]       cudaMalloc 1 GiB, then cuMemAlloc_v2 1 GiB on a thread
  *                     with no current context (CUDA_ERROR_INVALID_CONTEXT);
  *                     with GIB, then cudaMalloc GIB GiB on the main thread
+ *   graph             cudaMalloc 1 GiB, cuMemAllocAsync 128 MiB; then a
+ *                     stream captures cuMemAllocAsync 2 GiB and its
+ *                     cuMemFreeAsync, cuMemAllocAsync 512 MiB, and the
+ *                     cuMemFreeAsync of the 128 MiB; another stream
+ *                     captures cudaMallocAsync 256 MiB and its
+ *                     cudaFreeAsync (the runtime's capture). Each graph is
+ *                     launched once, the 512 MiB freed outside its graph
+ *                     (cuMemFreeAsync), the context synchronised, and
+ *                     cuMemGetInfo asked before and after
+ *                     cuDeviceGraphMemTrim
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -338,6 +348,45 @@ static int no_context(const char *then_gib)
     return 0;
 }
 
+static int graphs(void)
+{
+    void *weights, *rt_block;
+    CUdeviceptr before, big, kept;
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    cudaStream_t rs;
+    cudaGraph_t rg;
+    cudaGraphExec_t rx;
+    size_t fr = 0, tot = 0;
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("alloc-async=%d\n", (int)cuMemAllocAsync(&before, GiB / 8, s));
+    printf("begin=%d\n", (int)cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    printf("captured-alloc=%d\n", (int)cuMemAllocAsync(&big, 2 * GiB, s));
+    printf("captured-free=%d\n", (int)cuMemFreeAsync(big, s));
+    printf("captured-alloc=%d\n", (int)cuMemAllocAsync(&kept, GiB / 2, s));
+    printf("captured-free=%d\n", (int)cuMemFreeAsync(before, s));
+    printf("end=%d\n", (int)cuStreamEndCapture(s, &g));
+    printf("rt-stream=%d\n", (int)cudaStreamCreate(&rs));
+    printf("rt-begin=%d\n", (int)cudaStreamBeginCapture(rs, cudaStreamCaptureModeRelaxed));
+    printf("rt-captured-alloc=%d\n", (int)cudaMallocAsync(&rt_block, GiB / 4, rs));
+    printf("rt-captured-free=%d\n", (int)cudaFreeAsync(rt_block, rs));
+    printf("rt-end=%d\n", (int)cudaStreamEndCapture(rs, &rg));
+    printf("instantiate=%d\n", (int)cuGraphInstantiateWithFlags(&x, g, 0));
+    printf("launch=%d\n", (int)cuGraphLaunch(x, s));
+    printf("rt-instantiate=%d\n", (int)cudaGraphInstantiate(&rx, rg, 0));
+    printf("rt-launch=%d\n", (int)cudaGraphLaunch(rx, rs));
+    printf("free-outside=%d\n", (int)cuMemFreeAsync(kept, s));
+    printf("sync=%d\n", (int)cuCtxSynchronize());
+    printf("meminfo=%d\n", (int)cuMemGetInfo_v2(&fr, &tot));
+    printf("trim=%d\n", (int)cuDeviceGraphMemTrim(0));
+    printf("meminfo=%d\n", (int)cuMemGetInfo_v2(&fr, &tot));
+    printf("destroy=%d,%d,%d,%d\n", (int)cuGraphExecDestroy(x), (int)cuGraphDestroy(g), (int)cudaGraphExecDestroy(rx),
+           (int)cudaGraphDestroy(rg));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -370,6 +419,8 @@ int main(int argc, char **argv)
         return sticky_error();
     if (!strcmp(mode, "noctx"))
         return no_context(argc > 2 ? argv[2] : NULL);
+    if (!strcmp(mode, "graph"))
+        return graphs();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

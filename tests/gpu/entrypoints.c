@@ -5,7 +5,7 @@
  * the shim recorded each one.
  *
  *   entrypoints all   every entry point, then a driver pointer obtained
- *                     with cuGetProcAddress
+ *                     with cuGetProcAddress, then stream captures
  *   entrypoints oom   a device request twice the card, then the pinned
  *                     host fallback a loader would take, both inside the
  *                     annotation tag "weights"
@@ -29,6 +29,12 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                          CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
 
 #define MiB ((size_t)1 << 20)
 static int failures;
@@ -183,6 +189,52 @@ static void runtime_calls(void)
     CHECK(cudaMemGetInfo(&fr, &tot));
 }
 
+/* Each way to begin and end a stream capture, with a stream-ordered
+ * allocation and its free captured in each (the suite counts them flagged
+ * `captured`: CAPTURED_CALLS), then the runtime's capture. */
+#define CAPTURED_CALLS 10
+static void capture_one(CUstream s, int how)
+{
+    CUgraph g = NULL, into = NULL;
+    CUdeviceptr d;
+    if (how == 0)
+        CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    else if (how == 1)
+        CHECK(cuStreamBeginCapture_v2_ptsz(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    else {
+        CHECK(cuGraphCreate(&into, 0));
+        if (how == 2)
+            CHECK(cuStreamBeginCaptureToGraph(s, into, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+        else
+            CHECK(cuStreamBeginCaptureToGraph_ptsz(s, into, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+    }
+    CHECK(cuMemAllocAsync(&d, 1 * MiB, s));
+    CHECK(cuMemFreeAsync(d, s));
+    CHECK(how & 1 ? cuStreamEndCapture_ptsz(s, &g) : cuStreamEndCapture(s, &g));
+    if (g)
+        CHECK(cuGraphDestroy(g));
+}
+
+static void capture_calls(void)
+{
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int how = 0; how < 4; how++)
+        capture_one(s, how);
+    cudaStream_t rs;
+    cudaGraph_t rg = NULL;
+    void *p;
+    CHECK(cudaStreamCreateWithFlags(&rs, cudaStreamNonBlocking));
+    CHECK(cudaStreamBeginCapture(rs, cudaStreamCaptureModeRelaxed));
+    CHECK(cudaMallocAsync(&p, 1 * MiB, rs));
+    CHECK(cudaFreeAsync(p, rs));
+    CHECK(cudaStreamEndCapture(rs, &rg));
+    if (rg)
+        CHECK(cudaGraphDestroy(rg));
+    CHECK(cudaStreamDestroy(rs));
+    CHECK(cuStreamDestroy_v2(s));
+}
+
 /* A driver pointer from cuGetProcAddress, as libcudart and PyTorch get
  * theirs: the shim must hand back its wrapper. */
 static void procaddr_calls(void)
@@ -225,6 +277,7 @@ int main(int argc, char **argv)
         driver_calls();
         runtime_calls();
         procaddr_calls();
+        capture_calls();
         teardown_calls();
     } else if (!strcmp(mode, "oom")) {
         oom_calls();

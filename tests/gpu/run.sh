@@ -10,6 +10,8 @@
 #     static: every allocation entry point of entrypoints.def must be in the
 #     trace (shared), and the static runtime's calls, which reach the driver
 #     through cuGetProcAddress pointers, must be there as driver calls;
+#     the stream-ordered calls made while a stream captures are flagged
+#     `captured` (the driver's cuStreamIsCapturing said so);
 #  3. an OOM (twice the card) and the pinned-host fallback a loader takes,
 #     both under the annotation tag "weights": the report must say oom +
 #     host_fallback;
@@ -155,6 +157,16 @@ if grep -q "^event .*api=cuMemAlloc_v2 .* size=$((3 * MiB)) .* result=0 " "$W/ep
     ok "a pointer from cuGetProcAddress" "the shim's wrapper came back and recorded the call"
 else
     bad "a pointer from cuGetProcAddress" "its cuMemAlloc_v2 of 3 MiB is not in the trace"
+fi
+# Stream-ordered calls on a capturing stream are graph nodes (entrypoints.c,
+# CAPTURED_CALLS): the driver must say so to cuStreamIsCapturing.
+n=$(grep -c '^event .* flags=[^ ]*captured' "$W/ep.dump")
+peak=$("$VT" report --json "$(trace_of "$W/ep")" 2>/dev/null |
+    "$PY" -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["events"]["captured_allocs"])' 2>&1)
+if [ "$n" -eq 10 ] && [ "$peak" = 5 ]; then
+    ok "stream capture into CUDA graphs" "10 captured calls flagged, 5 captured allocations counted apart"
+else
+    bad "stream capture into CUDA graphs" "$n captured calls flagged (want 10), captured_allocs $peak (want 5)"
 fi
 if [ -x "$W/entrypoints_static" ] 2>/dev/null && [ -z "$SIMDIR" ]; then
     under_shim "$W/eps" "$W/entrypoints_static" all >"$W/eps.out" 2>&1

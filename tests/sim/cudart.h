@@ -67,6 +67,15 @@ struct rt_driver {
     PFN_cuMemPoolTrimTo_v11020 memPoolTrimTo;
     PFN_cuMemPoolSetAttribute_v11020 memPoolSetAttribute;
     PFN_cuMemPoolGetAttribute_v11020 memPoolGetAttribute;
+    /* Stream capture and graphs: optional (a driver without them leaves
+     * them NULL, and the runtime's graph calls say cudaErrorNotSupported). */
+    PFN_cuStreamBeginCapture_v10010 streamBeginCapture;
+    PFN_cuStreamEndCapture_v10000 streamEndCapture;
+    PFN_cuStreamIsCapturing_v10000 streamIsCapturing;
+    PFN_cuGraphInstantiateWithFlags_v11040 graphInstantiateWithFlags;
+    PFN_cuGraphLaunch_v10000 graphLaunch;
+    PFN_cuGraphExecDestroy_v10000 graphExecDestroy;
+    PFN_cuGraphDestroy_v10000 graphDestroy;
 };
 extern struct rt_driver rt_drv;
 extern int rt_ndev;

@@ -679,28 +679,35 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
     (void)stream, (void)event, (void)flags;
     return cudaSuccess;
 }
+/* Stream capture and graphs go to the driver, as the real runtime's do
+ * (the driver's cuStreamBeginCapture_v2 and kin, through cuGetProcAddress). */
+#define RT_GRAPH_CALL(fn, ...)                                                   \
+    do {                                                                         \
+        cudaError_t e_ = rt_init();                                              \
+        if (e_)                                                                  \
+            return ret(e_);                                                      \
+        if (!rt_drv.fn)                                                          \
+            return ret(cudaErrorNotSupported);                                   \
+        return drv(rt_drv.fn(__VA_ARGS__));                                      \
+    } while (0)
+
 RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
 {
-    (void)stream;
     if (!status)
         return ret(cudaErrorInvalidValue);
-    *status = cudaStreamCaptureStatusNone;
-    return cudaSuccess;
+    RT_GRAPH_CALL(streamIsCapturing, (CUstream)stream, (CUstreamCaptureStatus *)status);
 }
 RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    (void)stream, (void)mode;
-    return ret(cudaErrorNotSupported);
+    RT_GRAPH_CALL(streamBeginCapture, (CUstream)stream, (CUstreamCaptureMode)mode);
 }
 RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
-    (void)stream, (void)graph;
-    return ret(cudaErrorNotSupported);
+    RT_GRAPH_CALL(streamEndCapture, (CUstream)stream, (CUgraph *)graph);
 }
 RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
 {
-    (void)exec, (void)graph, (void)flags;
-    return ret(cudaErrorNotSupported);
+    RT_GRAPH_CALL(graphInstantiateWithFlags, (CUgraphExec *)exec, (CUgraph)graph, flags);
 }
 RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                           cudaGraphExecUpdateResultInfo *info)
@@ -710,18 +717,15 @@ RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t grap
 }
 RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
-    (void)exec, (void)stream;
-    return ret(cudaErrorNotSupported);
+    RT_GRAPH_CALL(graphLaunch, (CUgraphExec)exec, (CUstream)stream);
 }
 RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 {
-    (void)exec;
-    return cudaSuccess;
+    RT_GRAPH_CALL(graphExecDestroy, (CUgraphExec)exec);
 }
 RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
-    (void)graph;
-    return cudaSuccess;
+    RT_GRAPH_CALL(graphDestroy, (CUgraph)graph);
 }
 
 /* Events carry no time on a GPU that runs nothing: one static handle. */

@@ -108,6 +108,17 @@ static void load(void)
             init_err = cudaErrorInsufficientDriver;
             return;
         }
+    struct { const char *name; void *slot; } optional[] = {
+        {"cuStreamBeginCapture", &rt_drv.streamBeginCapture},
+        {"cuStreamEndCapture", &rt_drv.streamEndCapture},
+        {"cuStreamIsCapturing", &rt_drv.streamIsCapturing},
+        {"cuGraphInstantiateWithFlags", &rt_drv.graphInstantiateWithFlags},
+        {"cuGraphLaunch", &rt_drv.graphLaunch},
+        {"cuGraphExecDestroy", &rt_drv.graphExecDestroy},
+        {"cuGraphDestroy", &rt_drv.graphDestroy},
+    };
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        fetch(optional[i].name, optional[i].slot, D);
     CUresult rc = rt_drv.init(0);
     if (rc == CUDA_SUCCESS)
         rc = rt_drv.deviceGetCount(&rt_ndev);

@@ -122,10 +122,13 @@ typedef struct sim_handle {
     struct sim_handle *next;
 } sim_handle_t;
 
+typedef struct sim_graph sim_graph_t;
+
 typedef struct sim_stream {
     uint32_t magic;
     int alive;
     sim_ctx_t *ctx;
+    sim_graph_t *capture;  /* the graph it captures into, or NULL */
     struct sim_stream *next;
 } sim_stream_t;
 
@@ -196,6 +199,7 @@ void sim_block_free_locked(sim_map_t *map, sim_ext_t *e);
 /* sim_ctx.c */
 CUresult sim_cur_ctx_locked(sim_ctx_t **ctx);
 CUresult sim_stream_dev_locked(CUstream h, int *dev);
+sim_stream_t *sim_stream_locked(CUstream h); /* a created stream, or NULL */
 CUresult sim_ctx_attach_locked(int dev);
 void sim_ctx_detach_locked(int dev);
 void sim_ctx_teardown_locked(sim_ctx_t *ctx);
@@ -205,6 +209,13 @@ CUresult sim_pools_init_locked(int dev);
 void sim_pools_sync_locked(int dev);
 void sim_pool_release_locked(sim_pool_t *p, uint64_t keep);
 void sim_pool_block_freed_locked(sim_map_t *map, sim_ext_t *e);
+CUresult sim_free_async_locked(CUdeviceptr dptr); /* cuMemFreeAsync's free, stream checked */
+
+/* sim_graph.c */
+sim_graph_t *sim_graph_capturing_locked(CUstream h);
+CUresult sim_graph_capture_alloc_locked(sim_graph_t *g, int dev, CUdeviceptr *dptr, size_t bytes);
+CUresult sim_graph_capture_free_locked(sim_graph_t *g, CUdeviceptr dptr);
+int sim_graph_free_locked(uint64_t addr); /* 1: a live graph allocation, given back */
 
 /* sim_vmm.c */
 sim_ext_t *sim_vmm_find_locked(uint64_t addr);

@@ -287,7 +287,7 @@ static CUresult ctx_sync(CUcontext ctx)
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) { return ctx_sync(ctx); }
 SIM_EXPORT CUresult cuCtxSynchronize(void) { return ctx_sync(NULL); }
 
-static sim_stream_t *stream_lookup(CUstream h)
+sim_stream_t *sim_stream_locked(CUstream h)
 {
     for (sim_stream_t *s = sim.streams; s; s = s->next)
         if (s == (sim_stream_t *)h)
@@ -305,7 +305,7 @@ CUresult sim_stream_dev_locked(CUstream h, int *dev)
         *dev = c->dev;
         return CUDA_SUCCESS;
     }
-    sim_stream_t *s = stream_lookup(h);
+    sim_stream_t *s = sim_stream_locked(h);
     if (!s || !s->alive || !s->ctx->alive)
         return CUDA_ERROR_INVALID_HANDLE;
     *dev = s->ctx->dev;
@@ -333,7 +333,7 @@ SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 {
     SIM_ENTER();
-    sim_stream_t *s = stream_lookup(hStream);
+    sim_stream_t *s = sim_stream_locked(hStream);
     if (!s || !s->alive)
         SIM_LEAVE(CUDA_ERROR_INVALID_HANDLE);
     s->alive = 0;

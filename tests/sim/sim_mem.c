@@ -83,6 +83,8 @@ static CUresult free_locked(CUdeviceptr dptr)
         }
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (!e && sim_graph_free_locked(dptr))
+        return CUDA_SUCCESS;
     return sim_managed_free_locked(dptr);
 }
 

@@ -210,6 +210,9 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream
     CUresult rc = sim_stream_dev_locked(hStream, &dev);
     if (rc)
         SIM_LEAVE(rc);
+    sim_graph_t *g = sim_graph_capturing_locked(hStream);
+    if (g)
+        SIM_LEAVE(sim_graph_capture_alloc_locked(g, dev, dptr, bytesize));
     SIM_LEAVE(pool_alloc_locked(dptr, bytesize, sim.dev[dev].current_pool, hStream));
 }
 
@@ -229,6 +232,9 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool
     sim_pool_t *p = pool_lookup(pool);
     if (!p)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_graph_t *g = p->dev >= 0 ? sim_graph_capturing_locked(hStream) : NULL;
+    if (g)
+        SIM_LEAVE(sim_graph_capture_alloc_locked(g, p->dev, dptr, bytesize));
     SIM_LEAVE(pool_alloc_locked(dptr, bytesize, p, hStream));
 }
 
@@ -246,6 +252,23 @@ SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes
 }
 #endif
 
+CUresult sim_free_async_locked(CUdeviceptr dptr)
+{
+    sim_map_t *map;
+    sim_ext_t *e = sim_dev_find_locked(dptr, &map);
+    if (!e && (host_pool_free_locked(dptr) || sim_graph_free_locked(dptr)))
+        return CUDA_SUCCESS;
+    if (!e || e->start != dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (e->kind == SK_POOL_USED)
+        sim_pool_block_freed_locked(map, e);
+    else if (e->kind == SK_DEVICE)
+        sim_block_free_locked(map, e);
+    else
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
     SIM_ENTER();
@@ -253,19 +276,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
     CUresult rc = sim_stream_dev_locked(hStream, &dev);
     if (rc)
         SIM_LEAVE(rc);
-    sim_map_t *map;
-    sim_ext_t *e = sim_dev_find_locked(dptr, &map);
-    if (!e && host_pool_free_locked(dptr))
-        SIM_LEAVE(CUDA_SUCCESS);
-    if (!e || e->start != dptr)
-        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    if (e->kind == SK_POOL_USED)
-        sim_pool_block_freed_locked(map, e);
-    else if (e->kind == SK_DEVICE)
-        sim_block_free_locked(map, e);
-    else
-        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    SIM_LEAVE(CUDA_SUCCESS);
+    sim_graph_t *g = sim_graph_capturing_locked(hStream);
+    SIM_LEAVE(g ? sim_graph_capture_free_locked(g, dptr) : sim_free_async_locked(dptr));
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return free_async(dptr, hStream); }

@@ -701,6 +701,75 @@ static void mode_shared_child(void)
     _exit(0);
 }
 
+/* Stream capture and graphs (VTSIM_DEVICES=24GiB): a captured allocation
+ * charges nothing; a launch takes it from the graph pool, which keeps its
+ * bytes until cuDeviceGraphMemTrim. */
+static uint64_t graph_attr(CUgraphMem_attribute attr)
+{
+    cuuint64_t v = ~0ull;
+    cuDeviceGetGraphMemAttribute(0, attr, &v);
+    return v;
+}
+
+static void mode_graph(void)
+{
+    CUcontext c;
+    CUstream s;
+    CUgraph g, g2;
+    CUgraphExec x, x2;
+    CUdeviceptr a = 0, b = 0;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    size_t f0, f, t;
+    OKC(cuInit(0));
+    OKC(cuDevicePrimaryCtxRetain(&c, 0));
+    OKC(cuCtxSetCurrent(c));
+    OKC(cuStreamCreate(&s, 0));
+    OKC(cuMemGetInfo_v2(&f0, &t));
+    RC(cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OKC(cuStreamIsCapturing(s, &st));
+    TAP_EQ_U64(st, CU_STREAM_CAPTURE_STATUS_NONE, "not capturing before the capture");
+    OKC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    RC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_ERROR_ILLEGAL_STATE);
+    OKC(cuStreamIsCapturing(s, &st));
+    TAP_EQ_U64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE, "capturing");
+    OKC(cuMemAllocAsync(&a, GiB, s));
+    TAP_OK(a >= 0x300000000000ull, "a captured allocation's address is in the graph range");
+    OKC(cuMemFreeAsync(a, s));
+    OKC(cuMemGetInfo_v2(&f, &t));
+    TAP_EQ_U64(f, f0, "a captured allocation charges nothing");
+    OKC(cuStreamEndCapture(s, &g));
+    RC(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    OKC(cuGraphInstantiateWithFlags(&x, g, 0));
+    OKC(cuGraphLaunch(x, s));
+    OKC(cuMemGetInfo_v2(&f, &t));
+    TAP_EQ_U64(f, f0 - GiB, "a launch charges the graph pool's growth");
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0, "freed in the graph: nothing used");
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), GiB, "the pool keeps 1 GiB");
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), GiB, "used high 1 GiB");
+    OKC(cuGraphLaunch(x, s));
+    OKC(cuMemGetInfo_v2(&f, &t));
+    TAP_EQ_U64(f, f0 - GiB, "a second launch reuses the pool");
+    OKC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OKC(cuMemAllocAsync(&b, GiB / 2, s));
+    OKC(cuStreamEndCapture(s, &g2));
+    OKC(cuGraphInstantiateWithFlags(&x2, g2, 0));
+    OKC(cuGraphLaunch(x2, s));
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), GiB / 2, "an allocation the graph keeps");
+    RC(cuGraphLaunch(x2, s), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuMemFree_v2(b));
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0, "freed outside its graph");
+    RC(cuMemFree_v2(b), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuDeviceGraphMemTrim(0));
+    OKC(cuMemGetInfo_v2(&f, &t));
+    TAP_EQ_U64(f, f0, "a trim gives the pool back");
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0, "nothing reserved after the trim");
+    OKC(cuGraphExecDestroy(x));
+    OKC(cuGraphExecDestroy(x2));
+    OKC(cuGraphDestroy(g));
+    OKC(cuGraphDestroy(g2));
+    RC(cuGraphDestroy(g), CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "driver";
@@ -726,8 +795,10 @@ int main(int argc, char **argv)
         mode_threads();
     else if (!strcmp(mode, "shared"))
         mode_shared(argv[0]);
+    else if (!strcmp(mode, "graph"))
+        mode_graph();
     else {
-        fprintf(stderr, "usage: %s driver|runtime|frag|fallback|config|nodev|nov2|threads|shared\n", argv[0]);
+        fprintf(stderr, "usage: %s driver|runtime|frag|fallback|config|nodev|nov2|threads|shared|graph\n", argv[0]);
         return 2;
     }
     return tap_done();

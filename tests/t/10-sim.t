@@ -28,6 +28,7 @@ mode() {
 }
 
 mode "driver API, two devices" driver VTSIM_DEVICES=24GiB,12GiB "VTSIM_NAMES=,Second Sim"
+mode "stream capture and graphs" graph VTSIM_DEVICES=24GiB
 mode "runtime API, lazy init" runtime
 mode "first-fit fragmentation" frag VTSIM_DEVICES=1GiB VTSIM_RESERVE=0
 mode "system memory fallback" fallback VTSIM_DEVICES=1GiB VTSIM_RESERVE=0 VTSIM_SYSMEM_FALLBACK=1

@@ -29,7 +29,7 @@ chunk
 VT
 cat "$D/a.vt" >"$D/b.vt"
 cat >>"$D/b.vt" <<'VT'
-event t=900 api=cuMemAlloc_v2 ptr=0x20000000000 size=512MiB reserved=0x20000000 aux=0x7 flags=ptsz|at_peak|0x800
+event t=900 api=cuMemAlloc_v2 ptr=0x20000000000 size=512MiB reserved=0x20000000 aux=0x7 flags=ptsz|at_peak|0x10000
 event t=2000 api=cudaMalloc dev=1 size=80GiB result=2 stack=1 flags=runtime
 event t=2100 api=#4000 dev=-1
 note t=3000 text="tab\there \"q\" back\\slash \x01"
@@ -54,7 +54,7 @@ frame ip=0x401000 module=1 offset=0x10 function=_ZN11llama_model12load_tensorsER
 stack node=1 parent=0 ip=0x401000
 stack node=2 parent=1 ip=0x402000
 event t=1000 api=cudaMalloc kind=alloc space=device tid=42 dev=0 ptr=0x10000000000 size=1073741824 reserved=0 aux=0x0 flags=runtime result=0 stack=2
-event t=900 api=cuMemAlloc_v2 kind=alloc space=device tid=1 dev=0 ptr=0x20000000000 size=536870912 reserved=536870912 aux=0x7 flags=ptsz|at_peak|0x800 result=0 stack=0
+event t=900 api=cuMemAlloc_v2 kind=alloc space=device tid=1 dev=0 ptr=0x20000000000 size=536870912 reserved=536870912 aux=0x7 flags=ptsz|at_peak|0x10000 result=0 stack=0
 event t=2000 api=cudaMalloc kind=alloc space=device tid=1 dev=1 ptr=0x0 size=85899345920 reserved=0 aux=0x0 flags=runtime result=2 stack=1
 event t=2100 api=#4000 kind=? space=? tid=1 dev=-1 ptr=0x0 size=0 reserved=0 aux=0x0 flags=0 result=0 stack=0
 note t=3000 text="tab\x09here \"q\" back\\slash \x01"

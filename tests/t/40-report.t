@@ -83,7 +83,7 @@ is "$(j "$D/oom.json" "$DV['headroom']['first_below_margin']['free_after_bytes']
 is "$(j "$D/oom.json" "$DV['fragmentation']['failed_with_free']['count']")" 0 "no smoking gun: the driver had 152 MiB"
 is "$(j "$D/oom.json" "$DV['fragmentation']['external']['hole_bytes']")" $((51 * 62 * MiB)) "external fragmentation: holes between layers"
 is "$(j "$D/oom.json" "$DV['fragmentation']['external']['largest_hole_bytes']")" $((62 * MiB)) "largest hole"
-is "$(j "$D/oom.json" "$P['events']")" '{"allocs": 80, "frees": 0, "failed": 1, "dropped": 0, "dropped_exact": true, "dropped_by_reason": null, "total": 82, "unmatched_frees": 0, "implicit_frees": 0, "unknown_api": 0, "stacks_lost": 0, "teardown_frees": 0, "impossible_requests": 0, "failed_not_oom": 0, "first_failed_not_oom": null}' "event counts"
+is "$(j "$D/oom.json" "$P['events']")" '{"allocs": 80, "frees": 0, "failed": 1, "dropped": 0, "dropped_exact": true, "dropped_by_reason": null, "total": 82, "unmatched_frees": 0, "implicit_frees": 0, "unknown_api": 0, "stacks_lost": 0, "teardown_frees": 0, "impossible_requests": 0, "failed_not_oom": 0, "first_failed_not_oom": null, "graph_captures": 0, "captured_allocs": 0, "captured_bytes": 0, "captured_frees": 0, "captured_frees_outside": 0, "graph_frees": 0}' "event counts"
 is "$(j "$D/oom.json" "$P['apis']['cudaMalloc']")" '{"calls": 53, "failed": 1, "bytes": 24536678400}' "per-api stats"
 is "$(j "$D/oom.json" "$P['sites'][0]['rule']")" "builtin:llama.cpp weights llama_model::load_tensors @ frame 5" "site rule names the frame"
 is "$(j "$D/oom.json" "$P['sites'][0]['peak_bytes']")" $((52 * 450 * MiB)) "top site bytes at peak"

@@ -212,4 +212,31 @@ is "$(json $TMP/noctx-oom.json 'd[0]["failures"]')" 1 \
     "noctx-oom: one out-of-memory failure on GPU 0"
 unset VTSIM_DEVICES
 
+# ---- CUDA graphs: stream-ordered calls captured into a graph allocate and
+# free nothing; the graph allocates from the driver's graph pool at each
+# launch. The captured 2 GiB, 512 MiB and 256 MiB were counted live: peak
+# 3.88 GiB for the 1 GiB and 128 MiB the program held. ----
+run graph graph
+is "$(grep -c '=0$' $TMP/graph.out) $(tail -1 $TMP/graph.out)" "23 destroy=0,0,0,0" "graph: every call succeeded"
+is "$(json $TMP/graph.json 'd[0]["peak"]["tracked_bytes"]')" $((GiB + GiB / 8)) \
+    "graph: peak 1.125 GiB, the cudaMalloc and the allocation made before the capture"
+is "$(json $TMP/graph.json 'd[0]["live_bytes"]')" $((GiB + GiB / 8)) \
+    "graph: live at end the same: the captured free of the 128 MiB is a launch's, unseen"
+is "$(json $TMP/graph.json 'p["events"]["allocs"], p["events"]["frees"], p["events"]["unmatched_frees"]')" "(2, 0, 0)" \
+    "graph: 2 allocations, no free of a traced allocation, none of an unknown pointer"
+is "$(json $TMP/graph.json 'p["events"]["graph_captures"], p["events"]["captured_allocs"], p["events"]["captured_bytes"]')" \
+    "(2, 3, $((2 * GiB + GiB / 2 + GiB / 4)))" "graph: 2 captures, 3 captured allocations of 2.75 GiB"
+is "$(json $TMP/graph.json 'p["events"]["captured_frees"], p["events"]["captured_frees_outside"], p["events"]["graph_frees"]')" \
+    "(3, 1, 1)" "graph: 3 captured frees, 1 of memory allocated outside a graph; 1 free of graph memory outside its graph"
+is "$(json $TMP/graph.json 'd[0]["headroom"]["min_free_bytes"]')" $((24 * GiB - 448 * 1048576 - GiB - 2 * GiB)) \
+    "graph: the lowest free memory, the driver's, holds the graph pool's 2 GiB"
+grep -q '3 stream-ordered allocations (2.75 GiB) captured into CUDA graphs held no' $TMP/graph.txt &&
+    grep -q '1 free captured into a graph names memory allocated outside one' $TMP/graph.txt
+is "$?" 0 "graph: the text says what the captured calls held and which free it cannot place"
+"$VT" dump $TMP/graph/*.vtrace | grep -c 'flags=.*captured' >$TMP/graph.dump
+is "$(cat $TMP/graph.dump)" 6 "graph: dump names the 6 captured calls"
+"$VT" replay --capacity 2GiB $TMP/graph >$TMP/graph.replay 2>&1
+grep -q 'failed' $TMP/graph.replay
+is "$?" 1 "graph: replay on a 2 GiB card replays no captured allocation"
+
 done_testing

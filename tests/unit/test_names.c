@@ -91,12 +91,12 @@ static void test_event_flags(void)
             named |= 1u << b;
         }
     }
-    TAP_EQ_U64(t.n, 11, "event flags: 11 bits have a name");
+    TAP_EQ_U64(t.n, 12, "event flags: 12 bits have a name");
     check("event flags", &t);
     TAP_EQ_U64(named,
                VT_EF_SAMPLE | VT_EF_RUNTIME | VT_EF_PTSZ | VT_EF_VIA_PROCADDR | VT_EF_VIA_DLSYM |
                    VT_EF_FIRST_ON_DEVICE | VT_EF_AFTER_FAILURE | VT_EF_AT_PEAK | VT_EF_HOST_LOCATED | VT_EF_LATE |
-                   VT_EF_OTHER_CONTEXT,
+                   VT_EF_OTHER_CONTEXT | VT_EF_CAPTURED,
                "event flags: the named bits are the VT_EF_* bits");
     TAP_OK(!vt_event_flag_name(0) && !vt_event_flag_name(VT_EF_SAMPLE | VT_EF_RUNTIME),
            "event flags: no bits or two bits have no name");
