@@ -47,6 +47,12 @@ is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes
     "sticky: the KV cache's request was refused (the fault took effect)"
 traced "$TMP/split" 24GiB,12GiB "$EX/llama-cli" -m qwen3-32b-q8_0 -ts 24,12
 views split "partial_offload"
+# Stream-ordered allocations captured into CUDA graphs hold no memory:
+# every view's peak is the 1.125 GiB the program held, not 3.12 GiB.
+traced "$TMP/graph" 24GiB "$B/tests/fault/drvcases" graph
+views graph "no_spill"
+is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; print(p["events"]["captured_allocs"], p["devices"][0]["peak"]["tracked_bytes"])' "$TMP/graph.views.json")" \
+    "3 1207959552" "graph: 3 captured allocations, a peak of 1.125 GiB"
 EXTRA_ENV=GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 traced "$TMP/managed" 24GiB "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
 views managed "spill"
 done_testing
