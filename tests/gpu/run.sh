@@ -21,6 +21,9 @@
 #     against torch.cuda.memory_reserved(), the parameter and cache bytes
 #     torch counts, and the cudaMemGetInfo figure torch got. Skipped, and
 #     said so, when torch/transformers are not importable;
+#  4a. torch_graphs.py: a step captured with torch.cuda.graph and replayed,
+#     default allocator and backend:cudaMallocAsync: the replays unchanged
+#     under the shim, and the captured allocations flagged;
 #  5. cudaMalloc/cudaFree and cuMemAlloc/cuMemFree per pair, with and
 #     without the shim.
 #
@@ -298,6 +301,40 @@ EOF
                 *) bad "PyTorch Llama, $conf" "check script: $status $name $detail" ;;
             esac
         done <"$d/checks"
+    done
+fi
+
+# ---- 4a. PyTorch CUDA graphs, two allocators ----
+# The same replays with and without the shim (a call the shim makes during
+# a global-mode capture would break it), and under cudaMallocAsync the
+# allocations made inside the capture flagged as graph nodes.
+if [ -n "$SIMDIR" ]; then
+    skip "PyTorch CUDA graphs" "needs a real GPU"
+elif ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    skip "PyTorch CUDA graphs" "$PY cannot import torch with CUDA"
+else
+    for conf in default backend:cudaMallocAsync; do
+        d=$W/graphs-$(echo "$conf" | tr ':' '_')
+        mkdir -p "$d"
+        if [ "$conf" = default ]; then env_conf=""; else env_conf=$conf; fi
+        PYTORCH_CUDA_ALLOC_CONF=$env_conf timeout 300 "$PY" tests/gpu/torch_graphs.py "$d/plain.json" >"$d/plain" 2>&1
+        prc=$?
+        PYTORCH_CUDA_ALLOC_CONF=$env_conf timeout 300 env LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR="$d" \
+            "$PY" tests/gpu/torch_graphs.py "$d/torch.json" >"$d/out" 2>&1
+        rc=$?
+        if [ $prc -ne 0 ] || [ $rc -ne 0 ] || ! cmp -s "$d/plain" "$d/out"; then
+            bad "PyTorch CUDA graphs, $conf" "exit $prc untraced, $rc traced; output $(cmp -s "$d/plain" "$d/out" && echo same || echo differs): $(tail -1 "$d/out")"
+            continue
+        fi
+        n=$("$VT" report --json "$(trace_of "$d")" 2>/dev/null |
+            "$PY" -c 'import json, sys; e = json.load(sys.stdin)["processes"][0]["events"]; print(e["graph_captures"], e["captured_allocs"], e["captured_frees"])' 2>&1)
+        # cudaMallocAsync captures its allocations; the caching allocator
+        # takes its segments outside the capture (none captured).
+        case "$conf:$n" in
+            default:[1-9]*" 0 0"|backend:cudaMallocAsync:[1-9]*" "[1-9]*) ok "PyTorch CUDA graphs, $conf" "replays unchanged; captures, captured allocs, frees: $n" ;;
+            default:*) row "PyTorch CUDA graphs, $conf" warn "replays unchanged; captures, captured allocs, frees: $n (expected some, 0, 0)" ;;
+            *) bad "PyTorch CUDA graphs, $conf" "replays unchanged, but captures, captured allocs, frees: $n (want captured allocations)" ;;
+        esac
     done
 fi
 
