@@ -73,15 +73,23 @@ int vt_driver_pointer_device(uint64_t ptr)
  * stream of the device captures, asking it fails with
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (CUDA driver API, cuStreamIsCapturing).
  * Stream 0 of a _ptsz entry point is the thread's own stream. */
+typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
+static _Atomic(void *) is_capturing;
+
+/* Looked up when a capture begins, so that a stream-ordered call (maybe a
+ * signal handler's) finds it without a dlsym. */
+void vt_driver_capture_began(void)
+{
+    cached_driver_sym(&is_capturing, "cuStreamIsCapturing");
+}
+
 int vt_driver_stream_capturing(void *stream, int per_thread)
 {
-    typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
-    static _Atomic(void *) fn;
     if (!stream && per_thread)
         stream = CU_STREAM_PER_THREAD;
     if (!stream || stream == CU_STREAM_LEGACY)
         return 0;
-    is_capturing_fn f = (is_capturing_fn)cached_driver_sym(&fn, "cuStreamIsCapturing");
+    is_capturing_fn f = (is_capturing_fn)cached_driver_sym(&is_capturing, "cuStreamIsCapturing");
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     return f && f((CUstream)stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }

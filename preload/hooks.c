@@ -119,8 +119,10 @@ static void describe_capture_begin(vt_event_t *ev, uint32_t r, CUstream stream, 
 {
     ev->aux = (uint64_t)(uintptr_t)stream;
     ev->size = (uint64_t)mode;
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        vt_driver_capture_began();
         atomic_fetch_add(&captures_open, 1);
+    }
 }
 
 static void describe_capture_to_graph(vt_event_t *ev, uint32_t r, CUstream stream, CUgraph graph,

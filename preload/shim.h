@@ -474,6 +474,7 @@ int vt_driver_current_device(void);
 int vt_driver_pointer_device(uint64_t ptr);
 /* Whether stream is capturing into a CUDA graph (0 on any error). */
 int vt_driver_stream_capturing(void *stream, int per_thread);
+void vt_driver_capture_began(void);
 int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
 int vt_driver_device_facts(int device, vt_device_slot_t *out);
 /* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */
