@@ -271,27 +271,6 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     fputs("</div>\n", f);
 }
 
-/* The text report's VERDICT heading, in the index's lower case. */
-static const char *verdict_words(const char *key)
-{
-    static const struct {
-        const char *key, *words;
-    } words[] = {
-        { "spill", "spill" },
-        { "near_spill", "near spill" },
-        { "failed", "out of memory" },
-        { "partial_offload", "partial offload" },
-        { "cpu_only", "ran on the CPU" },
-        { "no_spill", "no spill" },
-        { "no_gpu_memory", "no GPU memory used" },
-        { "incomplete", "incomplete trace" },
-    };
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (!strcmp(key, words[i].key))
-            return words[i].words;
-    return key;
-}
-
 static void process(FILE *f, const vt_report_t *r, int pi)
 {
     const vt_report_input_t *in = &r->in[pi];
@@ -382,7 +361,7 @@ int vt_html_write(vt_html_t *h, const char *path)
         const vt_proc_t *p = vt_model_proc(r->in[i].model);
         fprintf(f, "<li><a href=\"#p%d\">", i);
         vt_html_esc(f, vt_base(p->exe));
-        fprintf(f, " (pid %" PRIu64 ")</a>: %s", p->pid, verdict_words(vt_proc_verdict(p, 1)));
+        fprintf(f, " (pid %" PRIu64 ")</a>: %s", p->pid, vt_verdict_lower(vt_proc_verdict(p, 1)));
         if (p->tip.valid)
             fprintf(f, " (%s)", vt_spill_kind_name(p->tip_kind));
         fputs("</li>\n", f);

@@ -901,6 +901,8 @@ static int by_start(const void *a, const void *b)
  * started (wall clock), so a run is found by when it happened. */
 static void process_index(const vt_report_t *r, FILE *o)
 {
+    /* Not vt_verdict_words: capitals only for what needs a look, and
+     * words short enough for the column ("no GPU memory"). */
     static const struct { const char *key, *words; } words[] = {
         { "spill", "SPILL" }, { "near_spill", "NEAR SPILL" }, { "failed", "OUT OF MEMORY" },
         { "partial_offload", "PARTIAL OFFLOAD" }, { "cpu_only", "RAN ON THE CPU" }, { "no_spill", "no spill" },

@@ -233,6 +233,9 @@ int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload);
 /* A verdict key's words as the text report's VERDICT line heads them
  * ("near_spill" -> "NEAR SPILL"); an unknown key is returned as it is. */
 const char *vt_verdict_words(const char *key);
+/* The same words in a sentence's case ("near spill", "ran on the CPU"), as
+ * the HTML page's index prints them. */
+const char *vt_verdict_lower(const char *key);
 /* Severity, 0 the worst ("spill"), then failed, near_spill,
  * partial_offload, cpu_only, incomplete, no_spill, no_gpu_memory; unknown
  * keys after all: the worst process's verdict is a run's. */

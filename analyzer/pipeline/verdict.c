@@ -98,16 +98,16 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
 /* Worst first: the order in which several processes' verdicts are one
  * run's (diff's heading, top's line). */
 static const struct {
-    const char *key, *words;
+    const char *key, *words, *lower;
 } verdicts[] = {
-    { "spill", "SPILL" },
-    { "failed", "OUT OF MEMORY" },
-    { "near_spill", "NEAR SPILL" },
-    { "partial_offload", "PARTIAL OFFLOAD" },
-    { "cpu_only", "RAN ON THE CPU" },
-    { "incomplete", "INCOMPLETE TRACE" },
-    { "no_spill", "NO SPILL" },
-    { "no_gpu_memory", "NO GPU MEMORY USED" },
+    { "spill", "SPILL", "spill" },
+    { "failed", "OUT OF MEMORY", "out of memory" },
+    { "near_spill", "NEAR SPILL", "near spill" },
+    { "partial_offload", "PARTIAL OFFLOAD", "partial offload" },
+    { "cpu_only", "RAN ON THE CPU", "ran on the CPU" },
+    { "incomplete", "INCOMPLETE TRACE", "incomplete trace" },
+    { "no_spill", "NO SPILL", "no spill" },
+    { "no_gpu_memory", "NO GPU MEMORY USED", "no GPU memory used" },
 };
 #define NVERDICTS (sizeof verdicts / sizeof verdicts[0])
 
@@ -116,6 +116,14 @@ const char *vt_verdict_words(const char *key)
     for (size_t i = 0; i < NVERDICTS; i++)
         if (!strcmp(key, verdicts[i].key))
             return verdicts[i].words;
+    return key;
+}
+
+const char *vt_verdict_lower(const char *key)
+{
+    for (size_t i = 0; i < NVERDICTS; i++)
+        if (!strcmp(key, verdicts[i].key))
+            return verdicts[i].lower;
     return key;
 }
 
