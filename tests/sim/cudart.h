@@ -74,6 +74,7 @@ struct rt_driver {
     PFN_cuStreamIsCapturing_v10000 streamIsCapturing;
     PFN_cuGraphInstantiateWithFlags_v11040 graphInstantiateWithFlags;
     PFN_cuGraphLaunch_v10000 graphLaunch;
+    PFN_cuGraphExecUpdate_v12000 graphExecUpdate;
     PFN_cuGraphExecDestroy_v10000 graphExecDestroy;
     PFN_cuGraphDestroy_v10000 graphDestroy;
 };

@@ -712,8 +712,7 @@ RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t gr
 RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                           cudaGraphExecUpdateResultInfo *info)
 {
-    (void)exec, (void)graph, (void)info;
-    return ret(cudaErrorNotSupported);
+    RT_GRAPH_CALL(graphExecUpdate, (CUgraphExec)exec, (CUgraph)graph, (CUgraphExecUpdateResultInfo *)info);
 }
 RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {

@@ -114,6 +114,7 @@ static void load(void)
         {"cuStreamIsCapturing", &rt_drv.streamIsCapturing},
         {"cuGraphInstantiateWithFlags", &rt_drv.graphInstantiateWithFlags},
         {"cuGraphLaunch", &rt_drv.graphLaunch},
+        {"cuGraphExecUpdate", &rt_drv.graphExecUpdate},
         {"cuGraphExecDestroy", &rt_drv.graphExecDestroy},
         {"cuGraphDestroy", &rt_drv.graphDestroy},
     };

@@ -20,6 +20,7 @@
  *    made outside a graph that it names, as cuMemFreeAsync would.
  *  - cuMemFreeAsync and cuMemFree_v2 of a live graph allocation outside a
  *    capture give its bytes back to the pool too.
+ *  - cuGraphExecUpdate_v2 gives an executable graph the graph's nodes.
  *  - cuDeviceGraphMemTrim returns the pool's unused bytes to the device;
  *    cuDeviceGetGraphMemAttribute reports its used and reserved bytes,
  *    current and high.
@@ -299,6 +300,28 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph
     x->n = g->n;
     x->magic = SIM_MAGIC_GEXEC;
     *exec = (CUgraphExec)x;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+/* The executable graph takes the graph's nodes (a real driver checks the
+ * topology is the same; ggml updates its graph each token). */
+SIM_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info)
+{
+    SIM_ENTER();
+    sim_gexec_t *x = exec_of(exec);
+    sim_graph_t *g = graph_of(graph);
+    if (!x || !g)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    gnode_t *nodes = g->n ? malloc(g->n * sizeof *nodes) : NULL;
+    if (g->n && !nodes)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    if (g->n)
+        memcpy(nodes, g->nodes, g->n * sizeof *nodes);
+    free(x->nodes);
+    x->nodes = nodes;
+    x->n = g->n;
+    if (info)
+        memset(info, 0, sizeof *info);
     SIM_LEAVE(CUDA_SUCCESS);
 }
 

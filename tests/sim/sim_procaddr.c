@@ -126,6 +126,7 @@ static const struct row table[] = {
     R("cuGraphInstantiate", cuGraphInstantiateWithFlags, 12000),
     RL("cuGraphLaunch", cuGraphLaunch, 10000),
     RP("cuGraphLaunch", cuGraphLaunch_ptsz, 10000),
+    R("cuGraphExecUpdate", cuGraphExecUpdate_v2, 12000),
     R("cuGraphExecDestroy", cuGraphExecDestroy, 10000),
     R("cuGraphDestroy", cuGraphDestroy, 10000),
     R("cuDeviceGraphMemTrim", cuDeviceGraphMemTrim, 11040),

@@ -759,6 +759,11 @@ static void mode_graph(void)
     OKC(cuMemFree_v2(b));
     TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0, "freed outside its graph");
     RC(cuMemFree_v2(b), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExecUpdateResultInfo info;
+    OKC(cuGraphExecUpdate_v2(x2, g, &info));
+    OKC(cuGraphLaunch(x2, s));
+    OKC(cuGraphLaunch(x2, s));
+    TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0, "updated: the executable graph runs the other's nodes");
     OKC(cuDeviceGraphMemTrim(0));
     OKC(cuMemGetInfo_v2(&f, &t));
     TAP_EQ_U64(f, f0, "a trim gives the pool back");
