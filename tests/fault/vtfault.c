@@ -19,6 +19,11 @@
  *                           every thread of the program is then waiting in
  *                           a call, and the counts are final
  *
+ *   VTFAULT_NO_THREADS=shim|all  pthread_create fails with EAGAIN, as when
+ *                           a cgroup's pids.max or RLIMIT_NPROC is reached:
+ *                           for threads the shim starts (the caller's
+ *                           object is libvramtrace.so), or for every caller
+ *
  * Being first in LD_PRELOAD, its write is what the shim's calls bind to.
  * The real write is the raw syscall: no dlsym, which the shim interposes;
  * the real dl_iterate_phdr comes from dlvsym, which it does not.
@@ -29,6 +34,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +49,7 @@
 
 static long eintr_every = -1, enospc_after = -1;
 static int short_writes = -1;
-static atomic_long calls, total, n_eintr, n_short, n_enospc, n_slow_walks;
+static atomic_long calls, total, n_eintr, n_short, n_enospc, n_slow_walks, n_no_threads;
 
 static long env_long(const char *name)
 {
@@ -141,6 +147,35 @@ __attribute__((visibility("default"))) int dl_iterate_phdr(phdr_cb_t cb, void *d
     return f(slow_cb, &w);
 }
 
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static int made_by_shim(const void *caller)
+{
+    Dl_info info;
+    return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, "libvramtrace");
+}
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                                                          void *(*fn)(void *), void *arg)
+{
+    static _Atomic(create_fn) real;
+    create_fn f = atomic_load(&real);
+    if (!f) {
+        f = (create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");
+        if (!f)
+            f = (create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.2.5");
+        if (!f)
+            return EAGAIN;
+        atomic_store(&real, f);
+    }
+    const char *how = getenv("VTFAULT_NO_THREADS");
+    if (how && (!strcmp(how, "all") || (!strcmp(how, "shim") && made_by_shim(__builtin_return_address(0))))) {
+        atomic_fetch_add(&n_no_threads, 1);
+        return EAGAIN;
+    }
+    return f(t, attr, fn, arg);
+}
+
 /* VTFAULT_EXIT_WAIT: FILE holds uint64 words, faultprog's exitrace
  * counters; their sum stands still once every thread waits in a call. */
 static void exit_wait(void)
@@ -173,8 +208,8 @@ __attribute__((destructor)) static void report(void)
 {
     exit_wait();
     char msg[192];
-    int len = snprintf(msg, sizeof msg, "vtfault: eintr=%ld short=%ld enospc=%ld bytes=%ld slow_walks=%ld\n",
+    int len = snprintf(msg, sizeof msg, "vtfault: eintr=%ld short=%ld enospc=%ld bytes=%ld slow_walks=%ld no_threads=%ld\n",
                        atomic_load(&n_eintr), atomic_load(&n_short), atomic_load(&n_enospc),
-                       atomic_load(&total), atomic_load(&n_slow_walks));
+                       atomic_load(&total), atomic_load(&n_slow_walks), atomic_load(&n_no_threads));
     raw_write(2, msg, (size_t)len);
 }
