@@ -2,13 +2,15 @@
  * its first CUDA call, as daemons and sandboxes do, then writes its own
  * file while it keeps allocating.
  *
- *   closefds close_range|dup2|pipe FILE N
+ *   closefds close_range|dup2|pipe|full FILE N
  *
  * close_range: close_range(3, ~0U) then opens FILE (it gets a freed low
  * number). dup2: opens FILE and dup2()s it over every descriptor from 3 to
  * the soft limit, so whatever the shim held now names FILE. pipe: as
  * close_range, but first makes a pipe of its own (the two lowest numbers)
- * holding "hello\n". Then N cudaMalloc/cudaFree pairs, 1 ms apart every
+ * holding "hello\n". full: every descriptor up to the soft limit but one
+ * taken (/dev/null) before the first CUDA call, given back after the pairs,
+ * when FILE is opened. Then N cudaMalloc/cudaFree pairs, 1 ms apart every
  * 1000, every other one made from a function without unwind information
  * (every fourth from one that keeps an unreadable address in rbp),
  * and "hello\n" written to FILE. Prints "FILE has N bytes" (and "pipe has
@@ -64,6 +66,16 @@ int main(int argc, char **argv)
     if (argc < 4)
         return 2;
     guard_page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* full: at its descriptor limit from before its first CUDA call, as a
+     * busy server is; it lets them go only after the pairs. */
+    enum { HELD_MAX = 4096 };
+    static int held[HELD_MAX];
+    int nheld = 0, full = !strcmp(argv[1], "full");
+    for (int fd; full && nheld < HELD_MAX && (fd = open("/dev/null", O_RDONLY)) >= 0;)
+        held[nheld++] = fd;
+    /* One free, which the runtime's own dlopen of the driver needs. */
+    if (full && nheld)
+        close(held[--nheld]);
     void *p = NULL;
     if (guard_page == MAP_FAILED || cudaMalloc(&p, 1 << 20) != cudaSuccess || cudaFree(p) != cudaSuccess)
         return 2;
@@ -73,6 +85,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], "pipe") && (pipe2(pipefd, O_NONBLOCK) != 0 || write(pipefd[1], "hello\n", 6) != 6))
             return 2;
         own = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    } else if (full) {
+        own = 0;   /* opened after the pairs, once a descriptor is free */
     } else {
         own = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
         struct rlimit rl;
@@ -93,6 +107,14 @@ int main(int argc, char **argv)
             struct timespec ms = { 0, 20000000 };   /* let the writer flush */
             nanosleep(&ms, NULL);
         }
+    }
+    if (full) {
+        for (int i = 0; i < nheld; i++)
+            close(held[i]);
+        printf("held %d descriptors, one left, through %d pairs\n", nheld, n);
+        own = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (own < 0)
+            return 2;
     }
     if (write(own, "hello\n", 6) != 6)
         return 2;

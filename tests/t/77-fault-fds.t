@@ -30,6 +30,28 @@ p = json.load(sys.stdin)["processes"][0]
 print(p["trace"]["complete"], p["events"]["allocs"], p["events"]["frees"], p["events"]["dropped"])' 2>&1)
     is "$got" "True 4001 4001 0" "$how: the trace is complete with all 4001 allocations"
 done
+# A program at its descriptor limit (ulimit -n 16) from before its first
+# CUDA call, one left for the runtime's own dlopen of the driver: the
+# shim's loads (libzstd, libunwind) and its trace (in the writer's own
+# table) need one at a time; the program gets the same descriptors, and the
+# trace is whole.
+full() { # OUT PRELOAD
+    LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/full LD_PRELOAD="$2" sh -c 'ulimit -n 16 && exec "$0" full "$1" 3000' \
+        "$P" $D/full.own >$1 2>$1.err
+    echo $? >$1.rc
+}
+mkdir -p $D/full
+full $D/full.plain ""
+full $D/full.out "$SHIM_PRELOAD"
+# (How many it holds depends on what the test's own parent left open.)
+is "$(cat $D/full.plain.rc) $(sed 's/held [1-9][0-9]* /held N /' $D/full.plain)" "0 held N descriptors, one left, through 3000 pairs
+$D/full.own has 6 bytes" "at the descriptor limit: the program takes all it can and runs (without the shim)"
+is "$(cat $D/full.out.rc) $(cat $D/full.out)" "$(cat $D/full.plain.rc) $(cat $D/full.plain)" \
+    "at the descriptor limit: the same descriptors and output under the shim"
+got=$("$VT" report --json $D/full 2>/dev/null | python3 -c 'import json, sys
+p = json.load(sys.stdin)["processes"][0]
+print(p["trace"]["complete"], p["events"]["allocs"], p["events"]["frees"], p["events"]["dropped"])' 2>&1)
+is "$got" "True 3001 3001 0" "at the descriptor limit: the trace is complete with all 3001 allocations"
 # VRAMTRACE_UNWIND=check:FILE kept FILE open in the program's table: after
 # close_range the check's summary, written at exit, went to whatever held
 # that number then (here nothing: it was lost; a file the program opened
