@@ -256,8 +256,8 @@ int vt_stacks_init(void)
                          stacks.libunwind_unsafe
                              ? "libunwind.so.8 not used: its memory checks could not be kept off the program's "
                                "descriptors; frames the built-in unwinder cannot follow go to glibc's backtrace()"
-                             : "libunwind.so.8 not found: frames the built-in unwinder cannot follow go to glibc's "
-                               "backtrace()");
+                             : "libunwind.so.8 could not be loaded: frames the built-in unwinder cannot follow go "
+                               "to glibc's backtrace()");
             /* libc's own backtrace(), looked up in libc's scope: a
              * sanitizer in the program intercepts the global one, and its
              * frame would come first in every stack. */

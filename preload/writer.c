@@ -1024,11 +1024,8 @@ static int write_header(const char *exe)
 
 int vt_writer_start(void)
 {
-    if (!writer.raw && load_zstd() != 0) {
+    if (!writer.raw && load_zstd() != 0)
         writer.stored_chunks = 1;
-        vt_warn_once(&writer.warned_stored, "libzstd.so.1 not found: writing the trace uncompressed "
-                                     "(same events, a larger file)");
-    }
     if (!writer.raw && writer.stored_chunks) {
         writer.zbuf = malloc(RAW_CAP + sizeof(vt_chunk_header_t));
         writer.raw = writer.zbuf ? writer.zbuf + sizeof(vt_chunk_header_t) : NULL;
@@ -1036,6 +1033,10 @@ int vt_writer_start(void)
             vt_disable("out of memory for trace buffers");
             return -1;
         }
+        /* Said once the trace will be written: missing, or unloadable
+         * (the descriptor or address-space limit reached). */
+        vt_warn_once(&writer.warned_stored, "libzstd.so.1 could not be loaded: writing the trace uncompressed "
+                                            "(same events, a larger file)");
     } else if (!writer.raw) {
         writer.zcap = writer.zstd.bound(RAW_CAP);
         writer.raw = malloc(RAW_CAP);

@@ -75,7 +75,7 @@ for name in nozstd nounwind neither; do
 done
 
 is "$(grep '^vramtrace: ' $TMP/nozstd.err)" \
-    "vramtrace: libzstd.so.1 not found: writing the trace uncompressed (same events, a larger file)" \
+    "vramtrace: libzstd.so.1 could not be loaded: writing the trace uncompressed (same events, a larger file)" \
     "no libzstd: said once on stderr"
 is "$(prelude_version nozstd)" 4 "no libzstd: format version 4 (stored chunks): a version 3 reader refuses it by its version"
 full_bytes=$(stat -c %s $TMP/full/*.vtrace)
@@ -98,7 +98,7 @@ is "$(sed -n 2p $TMP/nozstd.txt)" \
 is "$(q nozstd "$STACK")" "$(q full "$STACK")" "no libzstd: the tipping stack is the same"
 
 is "$(grep '^vramtrace: ' $TMP/nounwind.err)" \
-    "vramtrace: libunwind.so.8 not found: frames the built-in unwinder cannot follow go to glibc's backtrace()" \
+    "vramtrace: libunwind.so.8 could not be loaded: frames the built-in unwinder cannot follow go to glibc's backtrace()" \
     "no libunwind: said once on stderr"
 is "$(prelude_version nounwind)" 3 "no libunwind: still format version 3"
 is "$(q nounwind 'p["trace"]["shim_without"]')" "['libunwind.so.8']" "no libunwind: JSON shim_without"
