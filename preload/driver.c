@@ -73,14 +73,46 @@ int vt_driver_pointer_device(uint64_t ptr)
  * stream of the device captures, asking it fails with
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (CUDA driver API, cuStreamIsCapturing).
  * Stream 0 of a _ptsz entry point is the thread's own stream. */
-typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
-static _Atomic(void *) is_capturing;
+_Atomic unsigned vt_captures_open;
 
-/* Looked up when a capture begins, so that a stream-ordered call (maybe a
- * signal handler's) finds it without a dlsym. */
+typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
+typedef CUresult (*exchange_mode_fn)(CUstreamCaptureMode *);
+static _Atomic(void *) is_capturing, exchange_mode;
+
+/* Looked up when a capture begins, so that a call inside it (maybe a
+ * signal handler's) finds them without a dlsym. */
 void vt_driver_capture_began(void)
 {
     cached_driver_sym(&is_capturing, "cuStreamIsCapturing");
+    cached_driver_sym(&exchange_mode, "cuThreadExchangeStreamCaptureMode");
+}
+
+/* While a capture in global mode is open on any thread (or in thread-local
+ * mode on this one), a call the driver deems unsafe fails and invalidates
+ * the capture: the program's cuStreamEndCapture then fails and it gets no
+ * graph (CUDA runtime API, cudaThreadExchangeStreamCaptureMode). NVIDIA
+ * names cudaMalloc; which queries count is not written down. So the
+ * shim's own queries (pointer attributes, free memory, pool usage, device
+ * facts), made while a capture it saw begin is open, run with the thread
+ * in relaxed mode, as PyTorch's allocator makes its cudaMalloc. One relaxed
+ * load when no capture is open. */
+int vt_driver_relax(void)
+{
+    if (__builtin_expect(!atomic_load_explicit(&vt_captures_open, memory_order_relaxed), 1))
+        return 0;
+    exchange_mode_fn f = (exchange_mode_fn)cached_driver_sym(&exchange_mode, "cuThreadExchangeStreamCaptureMode");
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return f && f(&mode) == CUDA_SUCCESS ? (int)mode + 1 : 0;
+}
+
+void vt_driver_unrelax(int token)
+{
+    if (!token)
+        return;
+    exchange_mode_fn f = (exchange_mode_fn)atomic_load_explicit(&exchange_mode, memory_order_acquire);
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)(token - 1);
+    if (f)
+        f(&mode);
 }
 
 int vt_driver_stream_capturing(void *stream, int per_thread)

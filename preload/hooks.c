@@ -93,24 +93,19 @@ static inline int default_stream(const void *stream)
 static void placed_device(vt_event_t *ev, uint32_t r)
 {
     if (r == 0 && ev->ptr) {
+        int relaxed = vt_driver_relax();
         int dev = vt_driver_pointer_device(ev->ptr);
+        vt_driver_unrelax(relaxed);
         if (dev >= 0)
             ev->device = (int16_t)dev;
     }
 }
 
-/* Captures begun and not yet ended, as the shim saw them: while 0 (every
- * process that captures nothing) a stream-ordered call costs one load more
- * than before, and no driver query. Counted by the describe helpers of the
- * CAPTURE_BEGIN and CAPTURE_END entry points. A capture never ended (its
- * stream destroyed while capturing) keeps the queries on, never off. */
-static _Atomic unsigned captures_open;
-
 /* A stream-ordered call on a stream being captured into a graph allocates
  * or frees nothing: it is a node of the graph (trace_format.h). */
 static void note_captured(vt_event_t *ev, void *stream)
 {
-    if (__builtin_expect(atomic_load_explicit(&captures_open, memory_order_relaxed) != 0, 0) &&
+    if (__builtin_expect(atomic_load_explicit(&vt_captures_open, memory_order_relaxed) != 0, 0) &&
         vt_driver_stream_capturing(stream, (ev->flags & VT_EF_PTSZ) != 0))
         ev->flags |= VT_EF_CAPTURED;
 }
@@ -121,7 +116,7 @@ static void describe_capture_begin(vt_event_t *ev, uint32_t r, CUstream stream, 
     ev->size = (uint64_t)mode;
     if (r == CUDA_SUCCESS) {
         vt_driver_capture_began();
-        atomic_fetch_add(&captures_open, 1);
+        atomic_fetch_add(&vt_captures_open, 1);
     }
 }
 
@@ -144,8 +139,8 @@ static void describe_capture_end(vt_event_t *ev, uint32_t r, CUstream stream, CU
         ev->ptr = (uint64_t)(uintptr_t)*graph;
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
         return;
-    unsigned open = atomic_load(&captures_open);
-    while (open && !atomic_compare_exchange_weak(&captures_open, &open, open - 1))
+    unsigned open = atomic_load(&vt_captures_open);
+    while (open && !atomic_compare_exchange_weak(&vt_captures_open, &open, open - 1))
         ;
 }
 

@@ -580,7 +580,10 @@ static __attribute__((noinline)) void capture_device(int device, uint64_t give_b
     if (atomic_load_explicit(&d->state, memory_order_relaxed) != 0 ||
         !atomic_compare_exchange_strong(&d->state, &unseen, 1))
         return;
-    if (vt_driver_device_facts(device, d) != 0) {
+    int relaxed = vt_driver_relax();
+    int failed = vt_driver_device_facts(device, d) != 0;
+    vt_driver_unrelax(relaxed);
+    if (failed) {
         atomic_store(&d->state, 0);
         return;
     }
@@ -709,14 +712,16 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
      * thread had to say (a write that failed) reaches stderr. */
     vt_say_pending();
     uint64_t free_b, total_b;
+    int relaxed = vt_driver_relax();
     /* cuMemGetInfo answers for the current device: an allocation placed on
      * another one (a stream or pool of that device) gets no sample rather
      * than the current device's free memory under its name. */
-    if (vt_driver_current_device() != device || vt_driver_meminfo(&free_b, &total_b) != 0)
-        return;
-    uint32_t tid = current_tid();
-    if (push_shim_event(VT_API_cuMemGetInfo_v2, device, 0, free_b, total_b, VT_EF_SAMPLE | why, tid, stack) == 0)
-        push_pool_samples(VT_EF_SAMPLE | why, tid, stack);
+    if (vt_driver_current_device() == device && vt_driver_meminfo(&free_b, &total_b) == 0) {
+        uint32_t tid = current_tid();
+        if (push_shim_event(VT_API_cuMemGetInfo_v2, device, 0, free_b, total_b, VT_EF_SAMPLE | why, tid, stack) == 0)
+            push_pool_samples(VT_EF_SAMPLE | why, tid, stack);
+    }
+    vt_driver_unrelax(relaxed);
 }
 
 /* What the hot path asks of an api's kind and space, answered once at
@@ -953,7 +958,9 @@ void vt_call_teardown(vt_event_t *ev, uint32_t result)
         return;
     vt_tls.guard++;
     uint64_t freed[VT_MAX_DEVICES];
+    int relaxed = vt_driver_relax();
     vt_live_teardown(driver_still_knows, freed);
+    vt_driver_unrelax(relaxed);
     int only = -1;
     for (int d = 0; d < VT_MAX_DEVICES; d++)
         if (freed[d])

@@ -475,6 +475,15 @@ int vt_driver_pointer_device(uint64_t ptr);
 /* Whether stream is capturing into a CUDA graph (0 on any error). */
 int vt_driver_stream_capturing(void *stream, int per_thread);
 void vt_driver_capture_began(void);
+/* Stream captures begun and not yet ended, as the shim saw them (hooks.c
+ * counts them): while 0, in every process that captures nothing, the
+ * capture checks cost one load. A capture never ended (its stream
+ * destroyed while capturing) keeps them on, never off. */
+extern _Atomic unsigned vt_captures_open;
+/* The shim's own driver queries go between these: while a capture may be
+ * open, the thread is in relaxed capture mode in between (driver.c). */
+int vt_driver_relax(void);
+void vt_driver_unrelax(int token);
 int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
 int vt_driver_device_facts(int device, vt_device_slot_t *out);
 /* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */

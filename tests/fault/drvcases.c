@@ -60,6 +60,12 @@
  *                     (cuMemFreeAsync), the context synchronised, and
  *                     cuMemGetInfo asked before and after
  *                     cuDeviceGraphMemTrim
+ *   graph-global      cudaMalloc 1 GiB; a stream captures in global mode
+ *                     (the default of cudaStreamBeginCapture and of
+ *                     torch.cuda.graph) four cuMemAllocAsync of 256 MiB
+ *                     and their frees, 5 ms apart; the graph is launched.
+ *                     Any call of the shim's own the driver deems unsafe
+ *                     would invalidate the capture (sim_graph.c)
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -387,6 +393,32 @@ static int graphs(void)
     return 0;
 }
 
+static int graph_global(void)
+{
+    void *weights;
+    CUdeviceptr d[4];
+    CUstream s;
+    CUgraph g = NULL;
+    CUgraphExec x;
+    struct timespec gap = { 0, 5000000 };
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("begin=%d\n", (int)cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 4; i++) {
+        nanosleep(&gap, NULL);
+        printf("captured-alloc=%d\n", (int)cuMemAllocAsync(&d[i], GiB / 4, s));
+    }
+    for (int i = 0; i < 4; i++)
+        printf("captured-free=%d\n", (int)cuMemFreeAsync(d[i], s));
+    int end = (int)cuStreamEndCapture(s, &g);
+    printf("end=%d graph=%d\n", end, g != NULL);
+    if (!g)
+        return 1;
+    printf("instantiate=%d\n", (int)cuGraphInstantiateWithFlags(&x, g, 0));
+    printf("launch=%d\n", (int)cuGraphLaunch(x, s));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -421,6 +453,8 @@ int main(int argc, char **argv)
         return no_context(argc > 2 ? argv[2] : NULL);
     if (!strcmp(mode, "graph"))
         return graphs();
+    if (!strcmp(mode, "graph-global"))
+        return graph_global();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -129,6 +129,9 @@ typedef struct sim_stream {
     int alive;
     sim_ctx_t *ctx;
     sim_graph_t *capture;  /* the graph it captures into, or NULL */
+    int capture_mode;      /* CUstreamCaptureMode it began with */
+    int capture_invalid;   /* an unsafe call broke the capture */
+    long capture_tid;      /* the thread that began it */
     struct sim_stream *next;
 } sim_stream_t;
 
@@ -216,6 +219,10 @@ sim_graph_t *sim_graph_capturing_locked(CUstream h);
 CUresult sim_graph_capture_alloc_locked(sim_graph_t *g, int dev, CUdeviceptr *dptr, size_t bytes);
 CUresult sim_graph_capture_free_locked(sim_graph_t *g, CUdeviceptr dptr);
 int sim_graph_free_locked(uint64_t addr); /* 1: a live graph allocation, given back */
+/* 1 when a capture forbids this thread a potentially unsafe call: the
+ * capture is then invalidated, and the call fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+int sim_capture_forbids_locked(void);
 
 /* sim_vmm.c */
 sim_ext_t *sim_vmm_find_locked(uint64_t addr);

@@ -20,6 +20,20 @@
  *    made outside a graph that it names, as cuMemFreeAsync would.
  *  - cuMemFreeAsync and cuMemFree_v2 of a live graph allocation outside a
  *    capture give its bytes back to the pool too.
+ *  - Capture modes (CUDA runtime API, cudaThreadExchangeStreamCaptureMode):
+ *    while a stream captures in global mode, or this thread's capture in
+ *    thread-local mode, a thread whose own mode (cuThreadExchangeStream-
+ *    CaptureMode; global by default) is not relaxed may make no
+ *    potentially unsafe call. cuMemAlloc_v2 and cuMemFree_v2 are such calls
+ *    (cudaMalloc is NVIDIA's example); so, here, are cuMemGetInfo_v2,
+ *    cuPointerGetAttribute and cuMemPoolGetAttribute: whether the real
+ *    driver forbids those is not documented, and a tool must not find out
+ *    in someone's capture. Such a call fails with
+ *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the captures:
+ *    a stream-ordered call on them then fails with
+ *    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamIsCapturing says
+ *    INVALIDATED, and cuStreamEndCapture ends the capture with that error
+ *    and no graph.
  *  - cuGraphExecUpdate_v2 gives an executable graph the graph's nodes.
  *  - cuDeviceGraphMemTrim returns the pool's unused bytes to the device;
  *    cuDeviceGetGraphMemAttribute reports its used and reserved bytes,
@@ -29,6 +43,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define SIM_MAGIC_GRAPH 0x76746772u
 #define SIM_MAGIC_GEXEC 0x76746765u
@@ -85,6 +101,35 @@ static galloc_t *galloc_at(uint64_t va)
     return NULL;
 }
 
+static __thread CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode was = thread_mode;
+    thread_mode = *mode;
+    *mode = was;
+    return CUDA_SUCCESS;
+}
+
+int sim_capture_forbids_locked(void)
+{
+    if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+        return 0;
+    long self = syscall(SYS_gettid);
+    int forbidden = 0;
+    for (sim_stream_t *s = sim.streams; s; s = s->next)
+        if (s->alive && s->capture && !s->capture_invalid &&
+            (s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+             (s->capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && s->capture_tid == self))) {
+            s->capture_invalid = 1;
+            forbidden = 1;
+        }
+    return forbidden;
+}
+
 sim_graph_t *sim_graph_capturing_locked(CUstream h)
 {
     if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
@@ -93,8 +138,20 @@ sim_graph_t *sim_graph_capturing_locked(CUstream h)
     return s && s->alive ? s->capture : NULL;
 }
 
+/* The stream that captures into g (for its invalidation). */
+static sim_stream_t *capturer(const sim_graph_t *g)
+{
+    for (sim_stream_t *s = sim.streams; s; s = s->next)
+        if (s->alive && s->capture == g)
+            return s;
+    return NULL;
+}
+
 CUresult sim_graph_capture_alloc_locked(sim_graph_t *g, int dev, CUdeviceptr *dptr, size_t bytes)
 {
+    sim_stream_t *s = capturer(g);
+    if (s && s->capture_invalid)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = sim_round_up(bytes, sim.gran);
@@ -118,6 +175,9 @@ CUresult sim_graph_capture_alloc_locked(sim_graph_t *g, int dev, CUdeviceptr *dp
 
 CUresult sim_graph_capture_free_locked(sim_graph_t *g, CUdeviceptr dptr)
 {
+    sim_stream_t *s = capturer(g);
+    if (s && s->capture_invalid)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     return add_node(g, 1, dptr) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
@@ -181,6 +241,9 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, CUgraph into
         SIM_LEAVE(into ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY);
     g->magic = SIM_MAGIC_GRAPH;
     s->capture = g;
+    s->capture_mode = mode;
+    s->capture_invalid = 0;
+    s->capture_tid = syscall(SYS_gettid);
     SIM_LEAVE(CUDA_SUCCESS);
 }
 
@@ -244,7 +307,12 @@ static CUresult end_capture(CUstream h, CUgraph *graph)
     sim_graph_t *g = sim_graph_capturing_locked(h);
     if (!g)
         SIM_LEAVE(CUDA_ERROR_ILLEGAL_STATE);
-    sim_stream_locked(h)->capture = NULL;
+    sim_stream_t *s = sim_stream_locked(h);
+    s->capture = NULL;
+    if (s->capture_invalid) {
+        *graph = NULL;
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    }
     *graph = (CUgraph)g;
     SIM_LEAVE(CUDA_SUCCESS);
 }
@@ -261,7 +329,9 @@ static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *status)
         SIM_LEAVE(rc);
     if (!status)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
-    *status = sim_graph_capturing_locked(h) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = !sim_graph_capturing_locked(h)            ? CU_STREAM_CAPTURE_STATUS_NONE
+              : sim_stream_locked(h)->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     SIM_LEAVE(CUDA_SUCCESS);
 }
 

@@ -26,6 +26,8 @@ static CUresult cur_dev(sim_ctx_t **ctx)
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     SIM_ENTER();
+    if (sim_capture_forbids_locked())
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     sim_ctx_t *ctx;
     CUresult rc = cur_dev(&ctx);
     if (rc)
@@ -100,7 +102,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         nanosleep(&ts, NULL);
     }
     SIM_ENTER();
-    CUresult rc = free_locked(dptr);
+    CUresult rc = sim_capture_forbids_locked() ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : free_locked(dptr);
     /* Read once, under the lock: a getenv per free would weigh on the
      * benchmarks' untraced baseline. */
     static long slow_return_ms = -1;
@@ -122,6 +124,8 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 static CUresult meminfo(size_t *free, size_t *total)
 {
     SIM_ENTER();
+    if (sim_capture_forbids_locked())
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     sim_ctx_t *ctx;
     CUresult rc = cur_dev(&ctx);
     if (rc)
@@ -193,6 +197,8 @@ static sim_ext_t *lookup(uint64_t ptr, int *host)
 SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     SIM_ENTER();
+    if (sim_capture_forbids_locked())
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     int host;
     sim_ext_t *e = lookup(ptr, &host);
     if (!data || !e)

@@ -392,6 +392,8 @@ SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute
 SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     SIM_ENTER();
+    if (sim_capture_forbids_locked())
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     sim_pool_t *p = pool_lookup(pool);
     if (!p || !value)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);

@@ -122,6 +122,7 @@ static const struct row table[] = {
     RP("cuStreamEndCapture", cuStreamEndCapture_ptsz, 10000),
     RL("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
     RP("cuStreamIsCapturing", cuStreamIsCapturing_ptsz, 10000),
+    R("cuThreadExchangeStreamCaptureMode", cuThreadExchangeStreamCaptureMode, 10010),
     R("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040),
     R("cuGraphInstantiate", cuGraphInstantiateWithFlags, 12000),
     RL("cuGraphLaunch", cuGraphLaunch, 10000),

@@ -768,6 +768,23 @@ static void mode_graph(void)
     OKC(cuMemGetInfo_v2(&f, &t));
     TAP_EQ_U64(f, f0, "a trim gives the pool back");
     TAP_EQ_U64(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0, "nothing reserved after the trim");
+    /* Global mode: an unsafe call invalidates the capture; in relaxed mode
+     * the thread may make it. */
+    CUgraph g3 = NULL;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    OKC(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OKC(cuThreadExchangeStreamCaptureMode(&mode));
+    TAP_EQ_U64(mode, CU_STREAM_CAPTURE_MODE_GLOBAL, "a thread's capture mode is global by default");
+    OKC(cuMemGetInfo_v2(&f, &t));
+    OKC(cuThreadExchangeStreamCaptureMode(&mode));
+    TAP_EQ_U64(mode, CU_STREAM_CAPTURE_MODE_RELAXED, "the relaxed mode given back");
+    RC(cuMemGetInfo_v2(&f, &t), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OKC(cuStreamIsCapturing(s, &st));
+    TAP_EQ_U64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED, "an unsafe call in global mode invalidates the capture");
+    RC(cuMemAllocAsync(&a, GiB, s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    RC(cuStreamEndCapture(s, &g3), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    TAP_OK(g3 == NULL, "an invalidated capture gives no graph");
+    OKC(cuMemGetInfo_v2(&f, &t));
     OKC(cuGraphExecDestroy(x));
     OKC(cuGraphExecDestroy(x2));
     OKC(cuGraphDestroy(g));

@@ -212,6 +212,23 @@ is "$(json $TMP/noctx-oom.json 'd[0]["failures"]')" 1 \
     "noctx-oom: one out-of-memory failure on GPU 0"
 unset VTSIM_DEVICES
 
+# ---- A capture in global mode (cudaStreamBeginCapture's default, and
+# torch.cuda.graph's): a call the driver deems unsafe, from any thread,
+# invalidates it. The shim's own query of each captured allocation's device
+# (cuPointerGetAttribute) and its free-memory samples broke the program's
+# capture: every later call 901, no graph. They now run in relaxed mode. ----
+export VRAMTRACE_SAMPLE_MS=1
+run graph-global graph-global
+unset VRAMTRACE_SAMPLE_MS
+is "$(tr '\n' ' ' <$TMP/graph-global.out)" "malloc=0 stream=0 begin=0 captured-alloc=0 captured-alloc=0 captured-alloc=0 captured-alloc=0 captured-free=0 captured-free=0 captured-free=0 captured-free=0 end=0 graph=1 instantiate=0 launch=0 " \
+    "graph-global: the capture holds, the graph is made and launched"
+is "$(json $TMP/graph-global.json 'p["events"]["captured_allocs"], p["events"]["captured_frees"], d[0]["peak"]["tracked_bytes"]')" \
+    "(4, 4, $GiB)" "graph-global: 4 captured allocations and frees, a peak of the 1 GiB held"
+"$VT" dump $TMP/graph-global/*.vtrace >$TMP/graph-global.dump 2>/dev/null
+n=$(awk '/kind=capture_begin/ { on = 1 } /kind=capture_end/ { on = 0 } on && /api=cuMemGetInfo_v2 .*flags=sample/ { n++ }
+    END { print n + 0 }' $TMP/graph-global.dump)
+check "graph-global: the shim's samples went on inside the capture ($n, 5 ms apart at a 1 ms interval)" test "$n" -ge 2
+
 # ---- CUDA graphs: stream-ordered calls captured into a graph allocate and
 # free nothing; the graph allocates from the driver's graph pool at each
 # launch. The captured 2 GiB, 512 MiB and 256 MiB were counted live: peak
