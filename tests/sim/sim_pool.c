@@ -203,14 +203,23 @@ static CUresult pool_alloc_locked(CUdeviceptr *dptr, size_t bytes, sim_pool_t *p
     return CUDA_SUCCESS;
 }
 
+/* A stream-ordered call's stream: its device, and the graph it captures
+ * into (NULL when it does not). */
+static CUresult stream_of_call(CUstream h, int *dev, sim_graph_t **g)
+{
+    CUresult rc = sim_stream_dev_locked(h, dev);
+    *g = rc ? NULL : sim_graph_capturing_locked(h);
+    return rc;
+}
+
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     SIM_ENTER();
     int dev;
-    CUresult rc = sim_stream_dev_locked(hStream, &dev);
+    sim_graph_t *g;
+    CUresult rc = stream_of_call(hStream, &dev, &g);
     if (rc)
         SIM_LEAVE(rc);
-    sim_graph_t *g = sim_graph_capturing_locked(hStream);
     if (g)
         SIM_LEAVE(sim_graph_capture_alloc_locked(g, dev, dptr, bytesize));
     SIM_LEAVE(pool_alloc_locked(dptr, bytesize, sim.dev[dev].current_pool, hStream));
@@ -273,10 +282,10 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
     SIM_ENTER();
     int dev;
-    CUresult rc = sim_stream_dev_locked(hStream, &dev);
+    sim_graph_t *g;
+    CUresult rc = stream_of_call(hStream, &dev, &g);
     if (rc)
         SIM_LEAVE(rc);
-    sim_graph_t *g = sim_graph_capturing_locked(hStream);
     SIM_LEAVE(g ? sim_graph_capture_free_locked(g, dptr) : sim_free_async_locked(dptr));
 }
 
