@@ -646,7 +646,10 @@ static void track_pools(const vt_event_t *ev, unsigned kind)
                !atomic_load_explicit(&rec.current_pool_seen[ev->device], memory_order_relaxed) &&
                !atomic_exchange(&rec.current_pool_seen[ev->device], 1)) {
         uint64_t pool;
-        if (vt_driver_device_pool(ev->device, &pool) == 0)
+        int relaxed = vt_driver_relax();
+        int got = vt_driver_device_pool(ev->device, &pool) == 0;
+        vt_driver_unrelax(relaxed);
+        if (got)
             note_pool(pool, ev->device);
     }
 }
