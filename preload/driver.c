@@ -69,11 +69,7 @@ int vt_driver_pointer_device(uint64_t ptr)
     return dev;
 }
 
-/* The legacy stream never captures, and is never asked: while another
- * stream of the device captures, asking it fails with
- * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (CUDA driver API, cuStreamIsCapturing).
- * Stream 0 of a _ptsz entry point is the thread's own stream. */
-_Atomic unsigned vt_captures_open;
+_Atomic unsigned vt_captures_open; /* shim.h */
 
 typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*exchange_mode_fn)(CUstreamCaptureMode *);
@@ -115,6 +111,10 @@ void vt_driver_unrelax(int token)
         f(&mode);
 }
 
+/* The legacy stream never captures, and is never asked: while another
+ * stream of the device captures, asking it fails with
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (CUDA driver API, cuStreamIsCapturing).
+ * Stream 0 of a _ptsz entry point is the thread's own stream. */
 int vt_driver_stream_capturing(void *stream, int per_thread)
 {
     if (!stream && per_thread)

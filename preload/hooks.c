@@ -90,9 +90,11 @@ static inline int default_stream(const void *stream)
     return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
 }
 
+/* A captured allocation is not asked: the graph's address holds nothing
+ * yet, and the event no memory. */
 static void placed_device(vt_event_t *ev, uint32_t r)
 {
-    if (r == 0 && ev->ptr) {
+    if (r == 0 && ev->ptr && !(ev->flags & VT_EF_CAPTURED)) {
         int relaxed = vt_driver_relax();
         int dev = vt_driver_pointer_device(ev->ptr);
         vt_driver_unrelax(relaxed);
