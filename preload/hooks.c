@@ -146,6 +146,31 @@ static void describe_capture_end(vt_event_t *ev, uint32_t r, CUstream stream, CU
         ;
 }
 
+static void describe_graph_alloc_node(vt_event_t *ev, uint32_t r, CUgraphNode *node, CUgraph graph,
+                                      const CUgraphNode *deps, size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *params)
+{
+    (void)node, (void)deps, (void)ndeps;
+    ev->flags |= VT_EF_CAPTURED;
+    ev->aux = (uint64_t)(uintptr_t)graph;
+    if (!params)
+        return;
+    ev->size = params->bytesize;
+    if (r == CUDA_SUCCESS)
+        ev->ptr = params->dptr;
+    if (params->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE && params->poolProps.location.id >= 0 &&
+        params->poolProps.location.id < VT_MAX_DEVICES)
+        ev->device = (int16_t)params->poolProps.location.id;
+}
+
+static void describe_graph_free_node(vt_event_t *ev, uint32_t r, CUgraphNode *node, CUgraph graph,
+                                     const CUgraphNode *deps, size_t ndeps, CUdeviceptr dptr)
+{
+    (void)r, (void)node, (void)deps, (void)ndeps;
+    ev->flags |= VT_EF_CAPTURED;
+    ev->aux = (uint64_t)(uintptr_t)graph;
+    ev->ptr = dptr;
+}
+
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                  CUstream stream)
 {

@@ -60,6 +60,10 @@
  *                     (cuMemFreeAsync), the context synchronised, and
  *                     cuMemGetInfo asked before and after
  *                     cuDeviceGraphMemTrim
+ *   graph-nodes       cudaMalloc 1 GiB; a graph built by hand: a 512 MiB
+ *                     allocation node, a 256 MiB one and its free node;
+ *                     launched, then the 512 MiB freed outside the graph
+ *                     (cuMemFreeAsync)
  *   graph-global      cudaMalloc 1 GiB; a stream captures in global mode
  *                     (the default of cudaStreamBeginCapture and of
  *                     torch.cuda.graph) four cuMemAllocAsync of 256 MiB
@@ -393,6 +397,38 @@ static int graphs(void)
     return 0;
 }
 
+static CUDA_MEM_ALLOC_NODE_PARAMS node_params(size_t bytes)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = 0;
+    p.bytesize = bytes;
+    return p;
+}
+
+static int graph_nodes(void)
+{
+    void *weights;
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    CUgraphNode kept, temp, freed;
+    CUDA_MEM_ALLOC_NODE_PARAMS a = node_params(GiB / 2), b = node_params(GiB / 4);
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("graph=%d\n", (int)cuGraphCreate(&g, 0));
+    printf("alloc-node=%d\n", (int)cuGraphAddMemAllocNode(&kept, g, NULL, 0, &a));
+    printf("alloc-node=%d\n", (int)cuGraphAddMemAllocNode(&temp, g, NULL, 0, &b));
+    printf("free-node=%d\n", (int)cuGraphAddMemFreeNode(&freed, g, &temp, 1, b.dptr));
+    printf("instantiate=%d\n", (int)cuGraphInstantiateWithFlags(&x, g, 0));
+    printf("launch=%d\n", (int)cuGraphLaunch(x, s));
+    printf("free-outside=%d\n", (int)cuMemFreeAsync(a.dptr, s));
+    printf("sync=%d\n", (int)cuCtxSynchronize());
+    return 0;
+}
+
 static int graph_global(void)
 {
     void *weights;
@@ -455,6 +491,8 @@ int main(int argc, char **argv)
         return graphs();
     if (!strcmp(mode, "graph-global"))
         return graph_global();
+    if (!strcmp(mode, "graph-nodes"))
+        return graph_nodes();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -190,9 +190,10 @@ static void runtime_calls(void)
 }
 
 /* Each way to begin and end a stream capture, with a stream-ordered
- * allocation and its free captured in each (the suite counts them flagged
- * `captured`: CAPTURED_CALLS), then the runtime's capture. */
-#define CAPTURED_CALLS 10
+ * allocation and its free captured in each, then the runtime's capture,
+ * then graph memory nodes added by hand (the suite counts them flagged
+ * `captured`: CAPTURED_CALLS). */
+#define CAPTURED_CALLS 12
 static void capture_one(CUstream s, int how)
 {
     CUgraph g = NULL, into = NULL;
@@ -233,6 +234,19 @@ static void capture_calls(void)
         CHECK(cudaGraphDestroy(rg));
     CHECK(cudaStreamDestroy(rs));
     CHECK(cuStreamDestroy_v2(s));
+    /* Graph memory nodes added by hand. */
+    CUgraph g;
+    CUgraphNode alloc_node, free_node;
+    CUDA_MEM_ALLOC_NODE_PARAMS params;
+    memset(&params, 0, sizeof params);
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = 1 * MiB;
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemAllocNode(&alloc_node, g, NULL, 0, &params));
+    CHECK(cuGraphAddMemFreeNode(&free_node, g, &alloc_node, 1, params.dptr));
+    CHECK(cuGraphDestroy(g));
 }
 
 /* A driver pointer from cuGetProcAddress, as libcudart and PyTorch get

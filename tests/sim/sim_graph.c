@@ -34,6 +34,8 @@
  *    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamIsCapturing says
  *    INVALIDATED, and cuStreamEndCapture ends the capture with that error
  *    and no graph.
+ *  - cuGraphAddMemAllocNode and cuGraphAddMemFreeNode add the same nodes to
+ *    a graph of cuGraphCreate by hand.
  *  - cuGraphExecUpdate_v2 gives an executable graph the graph's nodes.
  *  - cuDeviceGraphMemTrim returns the pool's unused bytes to the device;
  *    cuDeviceGetGraphMemAttribute reports its used and reserved bytes,
@@ -280,6 +282,37 @@ SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream h, CUgraph g, cons
                                                      CUstreamCaptureMode mode)
 {
     return begin_to_graph(h, g, deps, edges, ndeps, mode);
+}
+
+/* Nodes added by hand, in the graph's order (dependencies are not
+ * simulated); a node handle is its place in the graph, plus one. */
+SIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                           CUDA_MEM_ALLOC_NODE_PARAMS *params)
+{
+    (void)deps, (void)ndeps;
+    SIM_ENTER();
+    sim_graph_t *g = graph_of(graph);
+    if (!node || !g || !params || params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        params->poolProps.location.id < 0 || params->poolProps.location.id >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    CUresult rc = sim_graph_capture_alloc_locked(g, params->poolProps.location.id, &params->dptr, params->bytesize);
+    if (rc == CUDA_SUCCESS)
+        *node = (CUgraphNode)(uintptr_t)g->n;
+    SIM_LEAVE(rc);
+}
+
+SIM_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                          CUdeviceptr dptr)
+{
+    (void)deps, (void)ndeps;
+    SIM_ENTER();
+    sim_graph_t *g = graph_of(graph);
+    if (!node || !g)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    CUresult rc = sim_graph_capture_free_locked(g, dptr);
+    if (rc == CUDA_SUCCESS)
+        *node = (CUgraphNode)(uintptr_t)g->n;
+    SIM_LEAVE(rc);
 }
 
 SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)

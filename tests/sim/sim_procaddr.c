@@ -118,6 +118,8 @@ static const struct row table[] = {
     RL("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph, 12030),
     RP("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph_ptsz, 12030),
     R("cuGraphCreate", cuGraphCreate, 10000),
+    R("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode, 11040),
+    R("cuGraphAddMemFreeNode", cuGraphAddMemFreeNode, 11040),
     RL("cuStreamEndCapture", cuStreamEndCapture, 10000),
     RP("cuStreamEndCapture", cuStreamEndCapture_ptsz, 10000),
     RL("cuStreamIsCapturing", cuStreamIsCapturing, 10000),

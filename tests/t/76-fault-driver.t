@@ -212,6 +212,16 @@ is "$(json $TMP/noctx-oom.json 'd[0]["failures"]')" 1 \
     "noctx-oom: one out-of-memory failure on GPU 0"
 unset VTSIM_DEVICES
 
+# ---- Graph memory nodes added by hand (cuGraphAddMemAllocNode,
+# cuGraphAddMemFreeNode): nodes like captured calls. They were not seen, so
+# the 512 MiB freed outside its graph was a free of an unknown pointer. ----
+run graph-nodes graph-nodes
+is "$(grep -c '=0$' $TMP/graph-nodes.out)" 10 "graph-nodes: every call succeeded"
+is "$(json $TMP/graph-nodes.json 'p["events"]["captured_allocs"], p["events"]["captured_bytes"], p["events"]["captured_frees"]')" \
+    "(2, $((GiB / 2 + GiB / 4)), 1)" "graph-nodes: 2 allocation nodes of 768 MiB and a free node, counted apart"
+is "$(json $TMP/graph-nodes.json 'p["events"]["graph_frees"], p["events"]["unmatched_frees"], d[0]["peak"]["tracked_bytes"]')" \
+    "(1, 0, $GiB)" "graph-nodes: the free outside the graph is graph memory, no unknown pointer; a peak of the 1 GiB held"
+
 # ---- A capture in global mode (cudaStreamBeginCapture's default, and
 # torch.cuda.graph's): a call the driver deems unsafe, from any thread,
 # invalidates it. The shim's own query of each captured allocation's device
