@@ -356,21 +356,22 @@ static void not_oom_line(FILE *o, const vt_model_t *m)
             vt_fmt_time(t, v->time_ns), one ? "it" : "them");
 }
 
-/* Stream-ordered calls captured into CUDA graphs: what the trace cannot
- * say about them, said (docs/report.md). */
+/* Allocations and frees made as nodes of CUDA graphs (stream-ordered
+ * calls captured, memory nodes added by hand): what the trace cannot say
+ * about them, said (docs/report.md). */
 static void captured_lines(FILE *o, const vt_proc_t *p)
 {
     char a[VT_SIZE_BUF];
     uint64_t n = p->events.captured_allocs, outside = p->events.captured_frees_outside;
     if (n)
-        fprintf(o, "  %" PRIu64 " stream-ordered allocation%s (%s) captured into CUDA graphs held no memory "
-                   "then: a graph allocates at each launch, from the driver's graph pool, which no event "
-                   "records; that pool shows only in the driver's free memory.\n",
+        fprintf(o, "  %" PRIu64 " allocation%s (%s) made as nodes of CUDA graphs (captured, or added by hand) "
+                   "held no memory then: a graph allocates at each launch, from the driver's graph pool, which "
+                   "no event records; that pool shows only in the driver's free memory.\n",
                 n, n == 1 ? "" : "s", vt_fmt_bytes(a, p->events.captured_bytes));
     if (outside)
-        fprintf(o, "  %" PRIu64 " free%s captured into a graph name%s memory allocated outside one: a launch "
-                   "frees it, unseen; it counts as live to the end.\n",
-                outside, outside == 1 ? "" : "s", outside == 1 ? "s" : "");
+        fprintf(o, "  %" PRIu64 " %s memory allocated outside a graph: a launch frees it, unseen; it counts "
+                   "as live to the end.\n",
+                outside, outside == 1 ? "free made as a graph node names" : "frees made as graph nodes name");
 }
 
 static void aborted_line(FILE *o, const vt_proc_t *p)
@@ -863,7 +864,7 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.impossible)
         fprintf(o, ", %" PRIu64 " impossible requests refused (over 2^64 bytes)", p->events.impossible);
     if (p->events.captured_allocs || p->events.captured_frees)
-        fprintf(o, ", %" PRIu64 " allocs and %" PRIu64 " frees captured into CUDA graphs", p->events.captured_allocs,
+        fprintf(o, ", %" PRIu64 " allocs and %" PRIu64 " frees as CUDA graph nodes", p->events.captured_allocs,
                 p->events.captured_frees);
     fprintf(o, "\n");
     if (p->ggml.marks) {

@@ -257,8 +257,10 @@ is "$(json $TMP/graph.json 'p["events"]["captured_frees"], p["events"]["captured
     "(3, 1, 1)" "graph: 3 captured frees, 1 of memory allocated outside a graph; 1 free of graph memory outside its graph"
 is "$(json $TMP/graph.json 'd[0]["headroom"]["min_free_bytes"]')" $((24 * GiB - 448 * 1048576 - GiB - 2 * GiB)) \
     "graph: the lowest free memory, the driver's, holds the graph pool's 2 GiB"
-grep -q '3 stream-ordered allocations (2.75 GiB) captured into CUDA graphs held no' $TMP/graph.txt &&
-    grep -q '1 free captured into a graph names memory allocated outside one' $TMP/graph.txt
+tr '\n' ' ' <$TMP/graph.txt | sed 's/  */ /g' >$TMP/graph.flat
+grep -q '3 allocations (2.75 GiB) made as nodes of CUDA graphs (captured, or added by hand) held no memory then' $TMP/graph.flat &&
+    grep -q '1 free made as a graph node names memory allocated outside a graph: a launch frees it, unseen' $TMP/graph.flat &&
+    grep -q ', 3 allocs and 3 frees as CUDA graph nodes' $TMP/graph.flat
 is "$?" 0 "graph: the text says what the captured calls held and which free it cannot place"
 "$VT" dump $TMP/graph/*.vtrace | grep -c 'flags=.*captured' >$TMP/graph.dump
 is "$(cat $TMP/graph.dump)" 6 "graph: dump names the 6 captured calls"
