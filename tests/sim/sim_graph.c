@@ -442,10 +442,10 @@ static CUresult launch(CUgraphExec exec, CUstream h)
         galloc_t *a = galloc_at(x->nodes[i].va);
         if (!x->nodes[i].is_free)
             rc = a ? pool_take(a) : CUDA_ERROR_INVALID_VALUE;
-        else if (a)
-            a->live ? pool_give_back(a) : (void)0;
-        else
+        else if (!a)
             rc = sim_free_async_locked(x->nodes[i].va);
+        else if (a->live)
+            pool_give_back(a);
     }
     SIM_LEAVE(rc);
 }
