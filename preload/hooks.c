@@ -171,6 +171,14 @@ static void describe_graph_free_node(vt_event_t *ev, uint32_t r, CUgraphNode *no
     ev->ptr = dptr;
 }
 
+/* Called for a failed launch only (VT_BODY_IF_FAILED). */
+static void describe_graph_launch(vt_event_t *ev, uint32_t r, CUgraphExec exec, CUstream stream)
+{
+    (void)r;
+    ev->ptr = (uint64_t)(uintptr_t)exec;
+    ev->aux = (uint64_t)(uintptr_t)stream;
+}
+
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
                                  CUstream stream)
 {
@@ -497,23 +505,45 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     vt_call_end(&call, (uint32_t)result);                                  \
     return result;
 
-#define VT_GEN_EVENT(ret, name, describe, params, args)                      \
+/* An entry point called often whose success the trace need not hold (a
+ * graph launch, per token): the success path is the call and one branch;
+ * a failure is recorded after it, with the same frames as VT_BODY's. */
+#define VT_BODY_IF_FAILED(ret, name, describe, params, args, real_expr, linked) \
+    typedef ret(*vt_real_t) params;                                        \
+    vt_real_t real = (vt_real_t)(real_expr);                               \
+    if (!real)                                                             \
+        return VT_MISSING_##ret;                                           \
+    ret result = real args;                                                \
+    if (__builtin_expect(result == 0, 1))                                  \
+        return result;                                                     \
+    vt_call_t call;                                                        \
+    if (!vt_call_begin(&call, VT_API_##name, linked))                      \
+        return result;                                                     \
+    VT_DESCRIBE(describe, &call.ev, (uint32_t)result, VT_UNPAREN args);    \
+    vt_call_end(&call, (uint32_t)result);                                  \
+    return result;
+
+/* The export and the slot wrappers of an entry point, all with body. */
+#define VT_GEN_WRAPPERS(body, ret, name, describe, params, args)             \
     VT_EXPORT ret name params                                              \
     {                                                                      \
-        VT_BODY(ret, name, describe, params, args,                         \
-                vt_real_for(VT_API_##name, __builtin_return_address(0)), 1) \
+        body(ret, name, describe, params, args,                            \
+             vt_real_for(VT_API_##name, __builtin_return_address(0)), 1)   \
     }                                                                      \
-    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 0)                \
-    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 1)                \
-    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 2)                \
-    VT_GEN_EVENT_SLOT(ret, name, describe, params, args, 3)
+    VT_GEN_WRAPPER_SLOT(body, ret, name, describe, params, args, 0)        \
+    VT_GEN_WRAPPER_SLOT(body, ret, name, describe, params, args, 1)        \
+    VT_GEN_WRAPPER_SLOT(body, ret, name, describe, params, args, 2)        \
+    VT_GEN_WRAPPER_SLOT(body, ret, name, describe, params, args, 3)
 
-#define VT_GEN_EVENT_SLOT(ret, name, describe, params, args, k)              \
+#define VT_GEN_WRAPPER_SLOT(body, ret, name, describe, params, args, k)      \
     static ret vt_slot##k##_##name params                                  \
     {                                                                      \
-        VT_BODY(ret, name, describe, params, args,                         \
-                atomic_load_explicit(&vt_slot_fn[VT_API_##name][k], memory_order_acquire), 0) \
+        body(ret, name, describe, params, args,                            \
+             atomic_load_explicit(&vt_slot_fn[VT_API_##name][k], memory_order_acquire), 0) \
     }
+
+#define VT_GEN_EVENT(ret, name, describe, params, args) \
+    VT_GEN_WRAPPERS(VT_BODY, ret, name, describe, params, args)
 
 /* A lookup route's slot wrapper: its body (vt_body_NAME) is written by
  * hand below. */
@@ -529,7 +559,7 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     VT_GEN_SLOT(ret, name, params, args, 1)                                \
     VT_GEN_SLOT(ret, name, params, args, 2)                                \
     VT_GEN_SLOT(ret, name, params, args, 3)
-_Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_EVENT and VT_GEN_SLOTS");
+_Static_assert(VT_SLOTS == 4, "one slot line per slot in VT_GEN_WRAPPERS and VT_GEN_SLOTS");
 
 /* ---- lookup routes ---- */
 
@@ -631,6 +661,8 @@ static void *for_program(void *fn, const void *caller)
 #define VT_GEN_VMM_RETAIN VT_GEN_EVENT
 #define VT_GEN_CAPTURE_BEGIN VT_GEN_EVENT
 #define VT_GEN_CAPTURE_END VT_GEN_EVENT
+#define VT_GEN_GRAPH_LAUNCH(ret, name, describe, params, args) \
+    VT_GEN_WRAPPERS(VT_BODY_IF_FAILED, ret, name, describe, params, args)
 
 #define VT_ENTRY(ret, name, kind, space, describe, params, args) \
     VT_GEN_##kind(ret, name, describe, params, args)
@@ -694,6 +726,7 @@ static void *wrapper(unsigned api)
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_BEGIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_END VT_SLOT_ENTRY
+#define VT_SLOT_ROW_GRAPH_LAUNCH VT_SLOT_ENTRY
 
 static void *slot_wrapper(unsigned api, unsigned k)
 {

@@ -173,9 +173,9 @@ static const family_t families[F_COUNT] = {
     [F_HOST_PINNED] = { "vramtrace_host_pinned_bytes", "gauge", "pinned host memory live now, by tag" },
     [F_MANAGED] = { "vramtrace_managed_bytes", "gauge", "managed (unified) memory live now, by tag" },
     [F_SPILLS] = { "vramtrace_spills", "counter",
-                   "spill events (oom, host_fallback, managed_oversubscription, over_capacity) of a process the report "
-                   "says spilled or ran out of memory; 0 for one it does not (a near spill's failures are "
-                   "vramtrace_alloc_failures)" },
+                   "spill events (oom, host_fallback, managed_oversubscription, over_capacity, graph_launch) of a "
+                   "process the report says spilled or ran out of memory; 0 for one it does not (a near spill's "
+                   "failures are vramtrace_alloc_failures)" },
     [F_VERDICT] = { "vramtrace_verdict", "gauge",
                     "1 for the process's verdict as the report gives it (spill, near_spill, failed, partial_offload, "
                     "cpu_only, no_spill, no_gpu_memory), 0 for the others" },

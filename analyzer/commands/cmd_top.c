@@ -148,8 +148,11 @@ static void lines(FILE *o, const vt_proc_t *p, double margin_pct)
                     vt_dev_free_now(d) < margin ? "BELOW" : "above", margin_pct, vt_fmt_bytes(c, margin));
         else
             fprintf(o, "free unknown");
-        fprintf(o, "; %llu request%s failed for lack of memory\n", (unsigned long long)d->failures,
-                d->failures == 1 ? "" : "s");
+        fprintf(o, "; %llu request%s", (unsigned long long)d->failures, d->failures == 1 ? "" : "s");
+        if (d->graph_launch_oom)
+            fprintf(o, " and %llu graph launch%s", (unsigned long long)d->graph_launch_oom,
+                    d->graph_launch_oom == 1 ? "" : "es");
+        fprintf(o, " failed for lack of memory\n");
     }
     /* The report's verdict (a live trace's, as far as it goes). */
     const char *key = vt_proc_verdict(p, 0);
@@ -157,7 +160,8 @@ static void lines(FILE *o, const vt_proc_t *p, double margin_pct)
     if (words) {
         fprintf(o, "pid %llu: %s", (unsigned long long)p->pid, words);
         if (p->tip.valid)
-            fprintf(o, " (first: %s of %s, %s)", vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes),
+            fprintf(o, " (first: %s, %s)",
+                    vt_spill_what((char[200]){ 0 }, 200, p->tip_kind, p->tip.api, p->tip.bytes, NULL),
                     vt_spill_kind_name(p->tip_kind));
         fputc('\n', o);
     }

@@ -48,6 +48,10 @@ enum vt_spill_kind {
     VT_SPILL_HOST_FALLBACK,
     VT_SPILL_MANAGED_OVERSUB,
     VT_SPILL_OVER_CAPACITY,
+    /* A CUDA graph's launch failed for lack of memory: the driver's graph
+     * pool could not grow for the graph's allocations, whose size the
+     * trace does not hold (bytes 0, tag unknown). */
+    VT_SPILL_GRAPH_LAUNCH,
     VT_SPILL_KINDS
 };
 const char *vt_spill_kind_name(int kind);
@@ -152,6 +156,7 @@ typedef struct vt_dev {
     size_t nlayout;
     /* smoking guns */
     uint64_t failures;
+    uint64_t graph_launch_oom;  /* graph launches that failed for lack of memory here */
     uint64_t failed_with_free;
     vt_event_view_t first_failed_with_free;
     int pend_fail_active, pend_fail_counted;
@@ -316,6 +321,10 @@ typedef struct vt_proc {
          * allocated; captures begun. */
         uint64_t captured_allocs, captured_bytes, captured_frees, captured_frees_outside;
         uint64_t graph_frees, captures;
+        /* Failed graph launches (the shim records no other), and those
+         * for lack of memory on a device of the trace: spills of kind
+         * VT_SPILL_GRAPH_LAUNCH. */
+        uint64_t graph_launch_failures, graph_launch_oom;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

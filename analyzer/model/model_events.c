@@ -387,6 +387,27 @@ static int do_captured(vt_model_t *m, const vt_event_t *ev, unsigned kind)
     return 0;
 }
 
+/* A failed launch of a CUDA graph (trace_format.h: no successful one is
+ * written). For lack of memory on a device it is a spill: the graph pool
+ * could not grow for the graph's allocations, of a size the trace does not
+ * hold, so no shortfall, free-memory judgement or retry is drawn from it. */
+static void graph_launch_failed(vt_model_t *m, const vt_event_t *ev)
+{
+    vt_proc_t *p = &m->p;
+    int di;
+    if (ev->result == 0)
+        return;
+    p->events.graph_launch_failures++;
+    if (!vt_result_out_of_memory(ev->result) || (di = vt_m_dev_for(m, ev->device)) < 0)
+        return;
+    p->events.graph_launch_oom++;
+    p->devs[di].graph_launch_oom++;
+    vt_event_view_t v;
+    vt_m_view(m, ev, VT_TAG_UNKNOWN, di, &v);
+    v.bytes = 0;
+    vt_m_spill(m, VT_SPILL_GRAPH_LAUNCH, &v);
+}
+
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
@@ -475,6 +496,9 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     }
     case VT_KIND_CAPTURE_BEGIN:
         p->events.captures += ev->result == 0;
+        return 0;
+    case VT_KIND_GRAPH_LAUNCH:
+        graph_launch_failed(m, ev);
         return 0;
     case VT_KIND_POOL_USAGE:
         if (ev->result == 0) {

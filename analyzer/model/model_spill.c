@@ -13,6 +13,7 @@ const char *vt_spill_kind_name(int kind)
         [VT_SPILL_HOST_FALLBACK] = "host_fallback",
         [VT_SPILL_MANAGED_OVERSUB] = "managed_oversubscription",
         [VT_SPILL_OVER_CAPACITY] = "over_capacity",
+        [VT_SPILL_GRAPH_LAUNCH] = "graph_launch",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_SPILL_KINDS, "one name per enum vt_spill_kind");
     return kind >= 0 && kind < VT_SPILL_KINDS ? names[kind] : "?";

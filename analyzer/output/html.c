@@ -319,9 +319,10 @@ static void process(FILE *f, const vt_report_t *r, int pi)
         device(f, m, &p->devs[d], pi, d);
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
-        fprintf(f, "<div class=\"tip\" id=\"p%d-tip\"><h3>Tipping event: %s</h3>\n<p>%s of %s for ", pi,
-                vt_spill_kind_name(p->tip_kind), vt_api_name(v->api), vt_fmt_bytes(a, v->bytes));
-        vt_html_esc(f, tagn(m, v->tag));
+        char what[200];
+        fprintf(f, "<div class=\"tip\" id=\"p%d-tip\"><h3>Tipping event: %s</h3>\n<p>", pi,
+                vt_spill_kind_name(p->tip_kind));
+        vt_html_esc(f, vt_spill_what(what, sizeof what, p->tip_kind, v->api, v->bytes, tagn(m, v->tag)));
         fprintf(f, " on GPU %d at %s, result %u; %s tracked then.</p>\n", v->device, vt_fmt_time(t, v->time_ns),
                 v->result, vt_fmt_bytes(a, v->dev_tracked));
         stack_list(f, m, v->stack);

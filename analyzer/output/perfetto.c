@@ -208,12 +208,18 @@ static void tipping(vt_json_t *j, const vt_model_t *m, uint64_t base)
     const vt_proc_t *p = vt_model_proc(m);
     if (!p->tip.valid)
         return;
-    char name[160], a[VT_SIZE_BUF];
+    char name[320], what[200], a[VT_SIZE_BUF];
     const char *tag = vt_rules_tag_name(vt_model_rules(m), p->tip.tag);
     meta(j, "thread_name", p->pid, TIP_TID, "tipped into spill");
     sort_index(j, p->pid, TIP_TID, -1);
-    snprintf(name, sizeof name, "tipped into spill: %s %s %s (%s)", p->tip_kind >= 0 ? vt_spill_kind_name(p->tip_kind) : "",
-             vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes), tag);
+    /* A graph launch's size is not in the trace: said, not printed as 0 B. */
+    if (p->tip_kind == VT_SPILL_GRAPH_LAUNCH)
+        snprintf(name, sizeof name, "tipped into spill: %s %s", vt_spill_kind_name(p->tip_kind),
+                 vt_spill_what(what, sizeof what, p->tip_kind, p->tip.api, p->tip.bytes, NULL));
+    else
+        snprintf(name, sizeof name, "tipped into spill: %s %s %s (%s)",
+                 p->tip_kind >= 0 ? vt_spill_kind_name(p->tip_kind) : "", vt_api_name(p->tip.api),
+                 vt_fmt_bytes(a, p->tip.bytes), tag);
     vt_json_obj(j, NULL);
     vt_json_str(j, "ph", "i");
     vt_json_str(j, "s", "t");

@@ -415,7 +415,16 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         int di = vt_proc_tip_dev(m);
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
         const char *kind = vt_proc_verdict(p, 0);
-        if (!strcmp(kind, "failed")) {
+        if (!strcmp(kind, "failed") && p->tip_kind == VT_SPILL_GRAPH_LAUNCH) {
+            /* A successful launch is no event: whether the program
+             * launched the graph again is not known, so nothing is said
+             * of what came after. */
+            fprintf(o, "%s%s%sOUT OF MEMORY.%s A launch of a CUDA graph failed for lack of memory",
+                    p->truncated ? "  " : "", col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF));
+            if (d)
+                fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
+            fprintf(o, ":\n  the driver's graph pool could not grow to hold the graph's allocations.\n");
+        } else if (!strcmp(kind, "failed")) {
             fprintf(o, "%s%s%sOUT OF MEMORY.%s A device request for %s failed", p->truncated ? "  " : "",
                     col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), tagn(m, v->tag));
             if (d)
@@ -451,6 +460,12 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
             snprintf(num, sizeof num, "error %u", v->result);
             fprintf(o, "  Tipped by: %s of %s for %s failed (%s) at %s;", vt_api_name(v->api),
                     vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), err ? err : num, vt_fmt_time(t, v->time_ns));
+            break;
+        }
+        case VT_SPILL_GRAPH_LAUNCH: {
+            const char *err = vt_result_name(v->api, v->result);
+            fprintf(o, "  Tipped by: %s failed (%s) at %s; the size of the graph's allocations is not in the trace;",
+                    vt_api_name(v->api), err ? err : "out of memory", vt_fmt_time(t, v->time_ns));
             break;
         }
         case VT_SPILL_HOST_FALLBACK:
@@ -807,9 +822,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->tip.valid) {
         const vt_event_view_t *v = &p->tip;
         const char *err = vt_result_name(v->api, v->result);
-        fprintf(o, "\nTipping event: %s, %s %s for %s on GPU %d at %s, result %u%s%s%s\n", vt_spill_kind_name(p->tip_kind),
-                vt_api_name(v->api), vt_fmt_bytes(a, v->bytes), tagn(m, v->tag), v->device, vt_fmt_time(t, v->time_ns),
-                v->result, err ? " (" : "", err ? err : "", err ? ")" : "");
+        char what[200];
+        fprintf(o, "\nTipping event: %s, %s on GPU %d at %s, result %u%s%s%s\n", vt_spill_kind_name(p->tip_kind),
+                vt_spill_what(what, sizeof what, p->tip_kind, v->api, v->bytes, tagn(m, v->tag)), v->device,
+                vt_fmt_time(t, v->time_ns), v->result, err ? " (" : "", err ? err : "", err ? ")" : "");
         print_stack(o, m, v->stack, "    ", 0);
         if (v->device >= 0) {
             fprintf(o, "  device state then: %s tracked, last driver free %s, estimated free %s\n",
@@ -827,8 +843,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
             fprintf(o, "\n");
             for (uint64_t i = 0; i < p->nlater && i < 10; i++) {
                 const vt_spill_brief_t *b = &p->later[i];
+                /* A graph launch's size is not in the trace. */
+                int sized = b->kind != VT_SPILL_GRAPH_LAUNCH;
                 fprintf(o, "    %-18s %9s %-24s %*s  %s\n", vt_spill_kind_name(b->kind), vt_fmt_time(t, b->time_ns),
-                        vt_api_name(b->api), W, vt_fmt_bytes(a, b->bytes), tagn(m, b->tag));
+                        vt_api_name(b->api), W, sized ? vt_fmt_bytes(a, b->bytes) : "?", sized ? tagn(m, b->tag) : "");
             }
             if (p->nlater > 10)
                 fprintf(o, "    ... %" PRIu64 " more\n", p->nlater - 10);
@@ -866,6 +884,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.captured_allocs || p->events.captured_frees)
         fprintf(o, ", %" PRIu64 " allocs and %" PRIu64 " frees as CUDA graph nodes", p->events.captured_allocs,
                 p->events.captured_frees);
+    if (p->events.graph_launch_failures)
+        fprintf(o, ", %" PRIu64 " graph launch%s failed (a launch is recorded only when it fails)",
+                p->events.graph_launch_failures, p->events.graph_launch_failures == 1 ? "" : "es");
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

@@ -8,6 +8,7 @@
  * views can disagree on them. Each is a pure function of the finished
  * model: nothing here allocates or keeps state. */
 #include "report.h"
+#include "sizes.h"
 
 uint64_t vt_dev_reserve(const vt_dev_t *d)
 {
@@ -81,6 +82,16 @@ int vt_proc_tip_on_device(const vt_proc_t *p, int ordinal)
 int vt_proc_tip_in_host(const vt_proc_t *p)
 {
     return p->tip.valid && p->tip_kind == VT_SPILL_HOST_FALLBACK;
+}
+
+const char *vt_spill_what(char *buf, size_t n, int kind, unsigned api, uint64_t bytes, const char *tag)
+{
+    char a[VT_SIZE_BUF];
+    if (kind == VT_SPILL_GRAPH_LAUNCH)
+        snprintf(buf, n, "%s of a CUDA graph (its allocations' size not in the trace)", vt_api_name(api));
+    else
+        snprintf(buf, n, "%s of %s%s%s", vt_api_name(api), vt_fmt_bytes(a, bytes), tag ? " for " : "", tag ? tag : "");
+    return buf;
 }
 
 uint64_t vt_proc_later_spills(const vt_proc_t *p, int kind)

@@ -320,6 +320,11 @@ int vt_proc_tip_dev(const vt_model_t *m);
  * fallback), or in pinned host memory (a host fallback). */
 int vt_proc_tip_on_device(const vt_proc_t *p, int ordinal);
 int vt_proc_tip_in_host(const vt_proc_t *p);
+/* A spill event in a few words, into buf (returned): "API of SIZE[ for
+ * TAG]"; a graph launch, whose allocations' size the trace does not hold,
+ * "API of a CUDA graph (its allocations' size not in the trace)". tag
+ * NULL: no tag. */
+const char *vt_spill_what(char *buf, size_t n, int kind, unsigned api, uint64_t bytes, const char *tag);
 /* Spill events of kind after the tipping event. */
 uint64_t vt_proc_later_spills(const vt_proc_t *p, int kind);
 /* More VRAM the process needed to hold everything (0 without a spill):

@@ -85,8 +85,12 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     }
     int other = 0;
     for (int k = 0; k < VT_SPILL_KINDS; k++)
-        other |= k != VT_SPILL_OOM && p->spill_count[k];
-    if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures)
+        other |= k != VT_SPILL_OOM && k != VT_SPILL_GRAPH_LAUNCH && p->spill_count[k];
+    /* A graph launch that found no memory first: no fallback is known, and
+     * a launch that succeeded after it would be no event. */
+    if (p->tip_kind == VT_SPILL_GRAPH_LAUNCH && !other)
+        return "failed";
+    if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures && !p->spill_count[VT_SPILL_GRAPH_LAUNCH])
         return p->placement.offloaded ? "partial_offload" : "near_spill";
     /* A failure after which the process allocated nothing: it gave up (a
      * loader without a back-off); nothing ran from host memory. */

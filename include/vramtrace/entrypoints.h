@@ -30,6 +30,7 @@ enum vt_kind {
     VT_KIND_VMM_RETAIN,
     VT_KIND_CAPTURE_BEGIN,
     VT_KIND_CAPTURE_END,
+    VT_KIND_GRAPH_LAUNCH,
     VT_KIND_COUNT   /* not a kind: the length of vt_kind_name's table */
 };
 
@@ -88,6 +89,7 @@ static inline const char *vt_kind_name(unsigned kind)
         [VT_KIND_MEMINFO] = "meminfo",       [VT_KIND_POOL_USAGE] = "pool_usage",
         [VT_KIND_CTX_RESET] = "ctx_reset",   [VT_KIND_VMM_RETAIN] = "vmm_retain",
         [VT_KIND_CAPTURE_BEGIN] = "capture_begin", [VT_KIND_CAPTURE_END] = "capture_end",
+        [VT_KIND_GRAPH_LAUNCH] = "graph_launch",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_KIND_COUNT, "one name per enum vt_kind");
     return kind < VT_KIND_COUNT ? names[kind] : "?";

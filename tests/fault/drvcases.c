@@ -70,6 +70,11 @@
  *                     and their frees, 5 ms apart; the graph is launched.
  *                     Any call of the shim's own the driver deems unsafe
  *                     would invalidate the capture (sim_graph.c)
+ *   graph-oom         cudaMalloc 20 GiB; a graph capturing 256 MiB
+ *                     (cuMemAllocAsync and its free) launched twice: it
+ *                     fits; a graph capturing 8 GiB launched by
+ *                     cuGraphLaunch and by cudaGraphLaunch: the graph
+ *                     pool cannot grow, both fail for lack of memory
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -455,6 +460,38 @@ static int graph_global(void)
     return 0;
 }
 
+/* A graph whose one allocation (and its free) of bytes was captured. */
+static CUresult captured_graph(CUstream s, size_t bytes, CUgraphExec *x)
+{
+    CUdeviceptr d;
+    CUgraph g;
+    CUresult rc = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (!rc && !(rc = cuMemAllocAsync(&d, bytes, s)))
+        rc = cuMemFreeAsync(d, s);
+    CUresult end = cuStreamEndCapture(s, &g);
+    if (rc || end)
+        return rc ? rc : end;
+    return cuGraphInstantiateWithFlags(x, g, 0);
+}
+
+static int graph_oom(void)
+{
+    void *weights;
+    CUstream s;
+    cudaStream_t rs;
+    CUgraphExec small, big;
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, 20 * GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("rt-stream=%d\n", (int)cudaStreamCreate(&rs));
+    printf("small-graph=%d\n", (int)captured_graph(s, GiB / 4, &small));
+    printf("launch=%d\n", (int)cuGraphLaunch(small, s));
+    printf("launch=%d\n", (int)cuGraphLaunch(small, s));
+    printf("big-graph=%d\n", (int)captured_graph(s, 8 * GiB, &big));
+    printf("launch=%d\n", (int)cuGraphLaunch(big, s));
+    printf("rt-launch=%d\n", (int)cudaGraphLaunch((cudaGraphExec_t)big, rs));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -493,6 +530,8 @@ int main(int argc, char **argv)
         return graph_global();
     if (!strcmp(mode, "graph-nodes"))
         return graph_nodes();
+    if (!strcmp(mode, "graph-oom"))
+        return graph_oom();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -9,6 +9,10 @@
  *   entrypoints oom   a device request twice the card, then the pinned
  *                     host fallback a loader would take, both inside the
  *                     annotation tag "weights"
+ *   entrypoints graph-oom
+ *                     a graph whose one memory node is 1 GiB more than the
+ *                     card, launched: the launch must fail for lack of
+ *                     memory (prints each step's result)
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -35,6 +39,7 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, cons
                                           const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                           CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 
 #define MiB ((size_t)1 << 20)
 static int failures;
@@ -189,11 +194,23 @@ static void runtime_calls(void)
     CHECK(cudaMemGetInfo(&fr, &tot));
 }
 
+/* A graph memory node of bytes on device 0. */
+static CUDA_MEM_ALLOC_NODE_PARAMS device_node(size_t bytes)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS params;
+    memset(&params, 0, sizeof params);
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = bytes;
+    return params;
+}
+
 /* Each way to begin and end a stream capture, with a stream-ordered
  * allocation and its free captured in each, then the runtime's capture,
- * then graph memory nodes added by hand (the suite counts them flagged
- * `captured`: CAPTURED_CALLS). */
-#define CAPTURED_CALLS 12
+ * then graph memory nodes added by hand, and the one of launch_calls (the
+ * suite counts them flagged `captured`: CAPTURED_CALLS, 7 allocations). */
+#define CAPTURED_CALLS 13
 static void capture_one(CUstream s, int how)
 {
     CUgraph g = NULL, into = NULL;
@@ -237,16 +254,63 @@ static void capture_calls(void)
     /* Graph memory nodes added by hand. */
     CUgraph g;
     CUgraphNode alloc_node, free_node;
-    CUDA_MEM_ALLOC_NODE_PARAMS params;
-    memset(&params, 0, sizeof params);
-    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    params.poolProps.location.id = 0;
-    params.bytesize = 1 * MiB;
+    CUDA_MEM_ALLOC_NODE_PARAMS params = device_node(1 * MiB);
     CHECK(cuGraphCreate(&g, 0));
     CHECK(cuGraphAddMemAllocNode(&alloc_node, g, NULL, 0, &params));
     CHECK(cuGraphAddMemFreeNode(&free_node, g, &alloc_node, 1, params.dptr));
     CHECK(cuGraphDestroy(g));
+}
+
+/* A launch is an event only when it fails. A graph whose allocation is
+ * still live from its last launch fails the next with
+ * CUDA_ERROR_INVALID_VALUE (cudaGraphLaunch's documentation), a failure
+ * made safely through each launch entry point. */
+static void launch_calls(void)
+{
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    CUgraphNode node;
+    CUDA_MEM_ALLOC_NODE_PARAMS params = device_node(1 * MiB);
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &params));
+    CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CHECK(cuGraphLaunch(x, s));
+    if (cuGraphLaunch(x, s) == CUDA_SUCCESS || cuGraphLaunch_ptsz(x, s) == CUDA_SUCCESS) {
+        fprintf(stderr, "entrypoints: a graph relaunched with its allocation live did not fail\n");
+        failures++;
+    }
+    CHECK(cuMemFreeAsync(params.dptr, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuGraphExecDestroy(x));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamDestroy_v2(s));
+}
+
+/* The graph pool cannot grow past the card: the launch fails, and the
+ * suite checks the report says so. Each step's result is printed, so a
+ * driver that refuses the graph earlier shows where. */
+static void graph_oom_calls(void)
+{
+    size_t fr = 0, tot = 0;
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    CUgraphNode node;
+    CHECK(cuMemGetInfo_v2(&fr, &tot));
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS params = device_node(tot + 1024 * MiB);
+    CUresult add = cuGraphAddMemAllocNode(&node, g, NULL, 0, &params);
+    CUresult inst = add ? add : cuGraphInstantiateWithFlags(&x, g, 0);
+    CUresult launch = add || inst ? CUDA_SUCCESS : cuGraphLaunch(x, s);
+    printf("graph-oom: add-node=%d instantiate=%d launch=%d\n", (int)add, (int)inst, (int)launch);
+    cuStreamSynchronize(s);
+    if (!add && !inst)
+        cuGraphExecDestroy(x);
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamDestroy_v2(s));
 }
 
 /* A driver pointer from cuGetProcAddress, as libcudart and PyTorch get
@@ -292,9 +356,12 @@ int main(int argc, char **argv)
         runtime_calls();
         procaddr_calls();
         capture_calls();
+        launch_calls();
         teardown_calls();
     } else if (!strcmp(mode, "oom")) {
         oom_calls();
+    } else if (!strcmp(mode, "graph-oom")) {
+        graph_oom_calls();
     } else {
         fprintf(stderr, "entrypoints: unknown mode %s\n", mode);
         return 2;

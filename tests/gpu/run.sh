@@ -15,6 +15,10 @@
 #  3. an OOM (twice the card) and the pinned-host fallback a loader takes,
 #     both under the annotation tag "weights": the report must say oom +
 #     host_fallback;
+#  3a. a graph whose memory node is 1 GiB more than the card, launched: the
+#     launch fails for lack of memory, and the report must say OUT OF
+#     MEMORY, tipped by the launch (a driver that refuses the graph before
+#     the launch gets a warning row);
 #  4. torch_llama.py (a small random Llama, transformers' generate with a
 #     StaticCache) three times: default allocator,
 #     expandable_segments:True, backend:cudaMallocAsync; the report is held
@@ -145,8 +149,13 @@ for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\), *\([A-Z_]*\),.
               awk '$2 != "ROUTE" { print $1 }'); do
     total=$((total + 1))
     # The 32-bit legacy pair may be refused by a driver: recorded is enough.
+    # A graph launch is an event only when it fails (entrypoints.c makes
+    # each fail once).
     case $name in cuMemAlloc|cuMemFree)
         grep -q "^event .* api=$name " "$W/ep.dump" || missing="$missing $name"
+        continue ;;
+    cuGraphLaunch|cuGraphLaunch_ptsz)
+        grep -q "^event .* api=$name .* result=[1-9]" "$W/ep.dump" || missing="$missing $name"
         continue ;;
     esac
     [ "$(count_ok "$W/ep.dump" "$name")" -ge 1 ] || missing="$missing $name"
@@ -167,10 +176,10 @@ fi
 n=$(grep -c '^event .* flags=[^ ]*captured' "$W/ep.dump")
 peak=$("$VT" report --json "$(trace_of "$W/ep")" 2>/dev/null |
     "$PY" -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["events"]["captured_allocs"])' 2>&1)
-if [ "$n" -eq 12 ] && [ "$peak" = 6 ]; then
-    ok "stream capture into CUDA graphs" "12 captured calls flagged, 6 captured allocations counted apart"
+if [ "$n" -eq 13 ] && [ "$peak" = 7 ]; then
+    ok "stream capture into CUDA graphs" "13 captured calls flagged, 7 captured allocations counted apart"
 else
-    bad "stream capture into CUDA graphs" "$n captured calls flagged (want 12), captured_allocs $peak (want 6)"
+    bad "stream capture into CUDA graphs" "$n captured calls flagged (want 13), captured_allocs $peak (want 7)"
 fi
 if [ -x "$W/entrypoints_static" ] 2>/dev/null && [ -z "$SIMDIR" ]; then
     under_shim "$W/eps" "$W/entrypoints_static" all >"$W/eps.out" 2>&1
@@ -203,6 +212,26 @@ if [ $rc -eq 0 ] && [ "$got" = "oom=1 host_fallback=1 tag=weights" ]; then
 else
     bad "OOM, then a pinned-host fallback" "rc=$rc: $got"
 fi
+
+# ---- 3a. a graph launch the graph pool cannot grow for ----
+under_shim "$W/goom" "$W/entrypoints_shared" graph-oom >"$W/goom.out" 2>&1
+rc=$?
+steps=$(sed -n 's/^graph-oom: //p' "$W/goom.out")
+got=$("$VT" report --json "$(trace_of "$W/goom")" 2>/dev/null | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)["processes"][0]
+print("verdict=%s tip=%s launches_oom=%d" % (p["verdict"], (p.get("spill") or {}).get("kind", "-"),
+      p["events"].get("graph_launch_oom", 0)))' 2>&1)
+case "$rc:$steps:$got" in
+    0:*launch=2:"verdict=failed tip=graph_launch launches_oom=1")
+        ok "a graph launch out of memory" "$steps; $got" ;;
+    0:*launch=0*)
+        bad "a graph launch out of memory" "the driver did not refuse it: $steps; $got" ;;
+    0:*launch=2*)
+        bad "a graph launch out of memory" "$steps, but the report says $got" ;;
+    *)
+        row "a graph launch out of memory" warn "the driver refused the graph before its launch (rc=$rc): $steps; $got" ;;
+esac
 
 # ---- 4. PyTorch + transformers, three allocators ----
 TORCH_ROWS=$W/torch_rows

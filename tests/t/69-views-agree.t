@@ -53,6 +53,10 @@ traced "$TMP/graph" 24GiB "$B/tests/fault/drvcases" graph
 views graph "no_spill"
 is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; print(p["events"]["captured_allocs"], p["devices"][0]["peak"]["tracked_bytes"])' "$TMP/graph.views.json")" \
     "3 1207959552" "graph: 3 captured allocations, a peak of 1.125 GiB"
+# A graph launch that failed for lack of memory: out of memory in every
+# view, not the NO SPILL of a trace without it.
+traced "$TMP/graph-oom" 24GiB "$B/tests/fault/drvcases" graph-oom
+views graph-oom "failed"
 EXTRA_ENV=GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 traced "$TMP/managed" 24GiB "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
 views managed "spill"
 done_testing

@@ -268,4 +268,28 @@ is "$(cat $TMP/graph.dump)" 6 "graph: dump names the 6 captured calls"
 grep -q 'failed' $TMP/graph.replay
 is "$?" 1 "graph: replay on a 2 GiB card replays no captured allocation"
 
+# ---- a graph launch the graph pool cannot grow for fails for lack of
+# memory; no event recorded it, and the report said NO SPILL. Only failed
+# launches are written: the small graph's two launches are no events. ----
+run graph-oom graph-oom
+is "$(tr '\n' ' ' <$TMP/graph-oom.out)" "malloc=0 stream=0 rt-stream=0 small-graph=0 launch=0 launch=0 big-graph=0 launch=2 rt-launch=2 " \
+    "graph-oom: the small graph's launches succeed, the 8 GiB graph's fail (CUDA_ERROR_OUT_OF_MEMORY)"
+is "$(json $TMP/graph-oom.json 'p["verdict"], p["spill"]["kind"], p["spill"]["event"]["api"], p["spill"]["event"]["bytes"]')" \
+    "('failed', 'graph_launch', 'cuGraphLaunch', 0)" "graph-oom: OUT OF MEMORY, tipped by the failed launch, of no size the trace holds"
+is "$(json $TMP/graph-oom.json 'p["events"]["graph_launch_failures"], p["events"]["graph_launch_oom"], p["apis"]["cuGraphLaunch"]["failed"]')" \
+    "(2, 2, 2)" "graph-oom: both failed launches recorded (cuGraphLaunch and the runtime's cudaGraphLaunch), none that succeeded"
+is "$(json $TMP/graph-oom.json 'd[0]["peak"]["tracked_bytes"], p["events"]["captured_allocs"], p["spill"]["device_state"]["tracked_bytes"]')" \
+    "($((20 * GiB)), 2, $((20 * GiB)))" "graph-oom: a peak of the 20 GiB held, 2 captured allocations, 20 GiB tracked at the failure"
+tr '\n' ' ' <$TMP/graph-oom.txt | sed 's/  */ /g' >$TMP/graph-oom.flat
+grep -q 'VERDICT: OUT OF MEMORY. A launch of a CUDA graph failed for lack of memory on GPU 0 (vramtrace sim GPU (24 GiB)): the driver.s graph pool could not grow to hold the graph.s allocations.' $TMP/graph-oom.flat &&
+    grep -q "Tipped by: cuGraphLaunch failed (CUDA_ERROR_OUT_OF_MEMORY) at <1 ms; the size of the graph's allocations is not in the trace; 20.00 GiB was tracked" $TMP/graph-oom.flat &&
+    grep -q ', 2 graph launches failed (a launch is recorded only when it fails)' $TMP/graph-oom.flat
+is "$?" 0 "graph-oom: the text names the failed launch and says what the trace cannot size"
+grep -q 'SMOKING GUN\|More VRAM needed\|NO SPILL' $TMP/graph-oom.flat
+is "$?" 1 "graph-oom: no fragmentation claim, no shortfall, no NO SPILL from a launch of unknown size"
+"$VT" report --fail-on-spill $TMP/graph-oom >/dev/null 2>&1
+is "$?" 1 "graph-oom: --fail-on-spill fails the run"
+"$VT" dump $TMP/graph-oom/*.vtrace | grep -c '^event .*api=cuGraphLaunch .*result=2 ' >$TMP/graph-oom.dump
+is "$(cat $TMP/graph-oom.dump)" 2 "graph-oom: dump shows the 2 failed launches and no other"
+
 done_testing
