@@ -51,6 +51,11 @@ near() {
         nok "$3"; echo "#   got '$1', want '$2' within 1%" | tee /dev/stderr
     fi
 }
+# json_of REPORT EXPR: EXPR of the JSON report's process p that allocated
+# most (node-llama-cpp runs a second, GPU-probing process beside it).
+json_of() {
+    python3 -c 'import json,sys; p=max(json.load(open(sys.argv[1]))["processes"], key=lambda q: q["events"]["allocs"]); print(eval(sys.argv[2]))' "$1" "$2"
+}
 # val BYTES KEY: one value from tests/llama/tag_bytes.py's output (0 if absent).
 val() { awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' "$1"; }
 
@@ -79,12 +84,13 @@ check_placement() {
 # simulated CARD whose libraries are in LIBS, tracing into DIR: its
 # stdout, llama.cpp's log and exit status in DIR.out, .log and .rc, the
 # report in DIR.json and DIR.txt, its numbers in DIR.bytes
-# (tests/llama/tag_bytes.py).
+# (tests/llama/tag_bytes.py). ggml's CUDA graphs are off
+# (GGML_CUDA_DISABLE_GRAPHS=1) unless LLAMA_NO_GRAPHS is set and empty.
 traced_run() {
     rd=$1 rcard=$2 rlibs=$3 rprog=$4; shift 4
     mkdir -p "$rd"
     env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
-        VTSIM_DEVICES=$rcard GGML_CUDA_DISABLE_GRAPHS=1 VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$rlibs \
+        -u GGML_CUDA_DISABLE_GRAPHS VTSIM_DEVICES=$rcard ${LLAMA_NO_GRAPHS-GGML_CUDA_DISABLE_GRAPHS=1} VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$rlibs \
         LD_PRELOAD="$SHIM_PRELOAD" node "$rprog" "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
     echo $? >"$rd.rc"
     "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"

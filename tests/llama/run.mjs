@@ -1,8 +1,10 @@
 // Loads a GGUF with node-llama-cpp's prebuilt CUDA llama.cpp and, if asked,
-// evaluates 32 tokens once; llama.cpp's own log goes to stderr, the model
+// evaluates 32 tokens once (EVAL 1), or then generates 8 more one at a time
+// (EVAL 2: single-token decodes, which ggml runs as CUDA graphs where
+// GGML_CUDA_DISABLE_GRAPHS is unset); llama.cpp's own log goes to stderr, the model
 // load's wall time to stdout ("load_ms N", for make bench). A load or a
 // context that fails is a scenario too: it prints "failed: ..." and exits 3.
-// usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto|cpu CONTEXT EVAL(0|1) MMAP(0|1)
+// usage: node run.mjs NODE_MODULES MODEL GPU_LAYERS|auto|cpu CONTEXT EVAL(0|1|2) MMAP(0|1)
 // "cpu" loads node-llama-cpp's CPU build (no CUDA in the process at all):
 // a runner that computes on the CPU, as one whose CUDA backend failed to load.
 import path from "node:path";
@@ -34,8 +36,18 @@ try {
     });
     console.log("load_ms " + (performance.now() - loadStart).toFixed(1));
     const ctx = await model.createContext({contextSize: Number(context), ignoreMemorySafetyChecks: true});
+    const prompt = Array.from({length: 32}, (_, i) => 3 + i);
     if (evaluate === "1")
-        await ctx.getSequence().evaluateWithoutGeneratingNewTokens(Array.from({length: 32}, (_, i) => 3 + i));
+        await ctx.getSequence().evaluateWithoutGeneratingNewTokens(prompt);
+    if (evaluate === "2") {
+        let generated = 0;
+        for await (const token of ctx.getSequence().evaluate(prompt)) {
+            void token;
+            if (++generated === 8)
+                break;
+        }
+        console.log("generated " + generated);
+    }
     await ctx.dispose();
     await model.dispose();
     console.log("done");

@@ -214,6 +214,23 @@ check_kv_does_not_fit() {
 }
 scenario kv_does_not_fit 800MiB 99 32768 0 0
 
+# Single-token decodes with ggml's CUDA graphs on (the other scenarios turn
+# them off): ggml captures a decode into a graph (cudaStreamBeginCapture,
+# relaxed mode) and launches it for the next ones. The capture must hold
+# under the shim (a capture the shim broke makes ggml abort), allocate
+# nothing, and no launch fail.
+check_decode_graphs() {
+    is "$(cat "$2.rc")/$(grep -c '^generated 8$' "$2.out")" 0/1 "$1 $name: llama.cpp generates 8 tokens, one per decode"
+    check_loaded "$@"; check_context "$@"
+    check "$1 $name: ggml captured its decode into a CUDA graph" \
+        test "$(json_of "$2.json" 'p["events"]["graph_captures"]')" -ge 1
+    is "$(json_of "$2.json" 'p["verdict"], p["events"]["captured_allocs"], p["events"]["graph_launch_failures"]')" \
+        "('no_spill', 0, 0)" "$1 $name: NO SPILL; nothing allocated inside the capture, no launch failed"
+}
+LLAMA_NO_GRAPHS=
+scenario decode_graphs 24GiB 99 512 2 0
+unset LLAMA_NO_GRAPHS
+
 check_mmap_eval() {
     is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads (mmap) and evaluates"
     check_loaded "$@"; check_context "$@"; check_evaluated "$@"
