@@ -70,6 +70,7 @@ int vt_driver_pointer_device(uint64_t ptr)
 }
 
 _Atomic unsigned vt_captures_open; /* shim.h */
+_Atomic unsigned vt_graphs_seen;   /* shim.h */
 
 typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*exchange_mode_fn)(CUstreamCaptureMode *);
@@ -150,6 +151,21 @@ int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used)
     CUmemoryPool p = (CUmemoryPool)(uintptr_t)pool;
     if (!f || f(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
         f(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS)
+        return -1;
+    *reserved = r;
+    *used = u;
+    return 0;
+}
+
+typedef CUresult (*graph_mem_attribute_fn)(CUdevice, CUgraphMem_attribute, void *);
+
+int vt_driver_graph_pool_usage(int device, uint64_t *reserved, uint64_t *used)
+{
+    /* The real function, never our wrapper: a sample, not the program. */
+    graph_mem_attribute_fn f = (graph_mem_attribute_fn)vt_real(VT_API_cuDeviceGetGraphMemAttribute);
+    cuuint64_t r = 0, u = 0;
+    if (!f || f((CUdevice)device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
+        f((CUdevice)device, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS)
         return -1;
     *reserved = r;
     *used = u;

@@ -119,6 +119,7 @@ static void describe_capture_begin(vt_event_t *ev, uint32_t r, CUstream stream, 
     if (r == CUDA_SUCCESS) {
         vt_driver_capture_began();
         atomic_fetch_add(&vt_captures_open, 1);
+        atomic_store_explicit(&vt_graphs_seen, 1, memory_order_relaxed);
     }
 }
 
@@ -155,8 +156,10 @@ static void describe_graph_alloc_node(vt_event_t *ev, uint32_t r, CUgraphNode *n
     if (!params)
         return;
     ev->size = params->bytesize;
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         ev->ptr = params->dptr;
+        atomic_store_explicit(&vt_graphs_seen, 1, memory_order_relaxed);
+    }
     if (params->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE && params->poolProps.location.id >= 0 &&
         params->poolProps.location.id < VT_MAX_DEVICES)
         ev->device = (int16_t)params->poolProps.location.id;
@@ -169,6 +172,23 @@ static void describe_graph_free_node(vt_event_t *ev, uint32_t r, CUgraphNode *no
     ev->flags |= VT_EF_CAPTURED;
     ev->aux = (uint64_t)(uintptr_t)graph;
     ev->ptr = dptr;
+}
+
+/* The graph pool (trace_format.h, POOL_USAGE): every attribute is a
+ * cuuint64_t. */
+_Static_assert(VT_GRAPH_ATTR_USED_CURRENT == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT &&
+                   VT_GRAPH_ATTR_USED_HIGH == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH &&
+                   VT_GRAPH_ATTR_RESERVED_CURRENT == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT &&
+                   VT_GRAPH_ATTR_RESERVED_HIGH == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+               "trace_format.h's graph pool attributes are cuda.h's");
+static void describe_graph_mem_attribute(vt_event_t *ev, uint32_t r, CUdevice device, CUgraphMem_attribute attr,
+                                         void *value)
+{
+    ev->aux = (uint64_t)attr;
+    if (device >= 0 && device < VT_MAX_DEVICES)
+        ev->device = (int16_t)device;
+    if (r == CUDA_SUCCESS && value)
+        ev->size = *(const cuuint64_t *)value;
 }
 
 /* Called for a failed launch only (VT_BODY_IF_FAILED). */

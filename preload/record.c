@@ -691,8 +691,27 @@ static int push_shim_event(unsigned api, int device, uint64_t ptr, uint64_t size
     return push_shim_event_at(vt_now_ns(), api, device, ptr, size, aux, flags, tid, stack);
 }
 
-static void push_pool_samples(uint32_t flags, uint32_t tid, uint32_t stack)
+/* The device's graph pool, once the process has used graphs: the memory
+ * its launches took, which no allocation event holds. */
+static int push_graph_pool_sample(int device, uint32_t flags, uint32_t tid, uint32_t stack)
 {
+    uint64_t reserved, used;
+    if (!atomic_load_explicit(&vt_graphs_seen, memory_order_relaxed) ||
+        vt_driver_graph_pool_usage(device, &reserved, &used) != 0)
+        return 0;
+    if (push_shim_event(VT_API_cuDeviceGetGraphMemAttribute, device, 0, reserved, VT_GRAPH_ATTR_RESERVED_CURRENT,
+                        flags, tid, stack))
+        return -1;
+    return push_shim_event(VT_API_cuDeviceGetGraphMemAttribute, device, 0, used, VT_GRAPH_ATTR_USED_CURRENT, flags,
+                           tid, stack);
+}
+
+/* The graph pool of the sampled device, then every stream-ordered pool
+ * seen, each on its own device. */
+static void push_pool_samples(int sampled, uint32_t flags, uint32_t tid, uint32_t stack)
+{
+    if (push_graph_pool_sample(sampled, flags, tid, stack))
+        return;
     for (int i = 0; i < VT_MAX_POOLS; i++) {
         uint64_t entry = atomic_load_explicit(&rec.pools[i], memory_order_acquire), reserved, used;
         if (!entry)
@@ -722,7 +741,7 @@ static void push_sample(int device, uint32_t why, uint32_t stack)
     if (vt_driver_current_device() == device && vt_driver_meminfo(&free_b, &total_b) == 0) {
         uint32_t tid = current_tid();
         if (push_shim_event(VT_API_cuMemGetInfo_v2, device, 0, free_b, total_b, VT_EF_SAMPLE | why, tid, stack) == 0)
-            push_pool_samples(VT_EF_SAMPLE | why, tid, stack);
+            push_pool_samples(device, VT_EF_SAMPLE | why, tid, stack);
     }
     vt_driver_unrelax(relaxed);
 }

@@ -480,6 +480,9 @@ void vt_driver_capture_began(void);
  * capture checks cost one load. A capture never ended (its stream
  * destroyed while capturing) keeps them on, never off. */
 extern _Atomic unsigned vt_captures_open;
+/* Set once the process has begun a capture or added a graph memory node:
+ * from then on a sample asks for the driver's graph pool too. */
+extern _Atomic unsigned vt_graphs_seen;
 /* The shim's own driver queries go between these: while a capture may be
  * open, the thread is in relaxed capture mode in between (driver.c). */
 int vt_driver_relax(void);
@@ -488,6 +491,9 @@ int vt_driver_meminfo(uint64_t *free_bytes, uint64_t *total_bytes);
 int vt_driver_device_facts(int device, vt_device_slot_t *out);
 /* A pool's RESERVED_MEM_CURRENT and USED_MEM_CURRENT; 0 on success. */
 int vt_driver_pool_usage(uint64_t pool, uint64_t *reserved, uint64_t *used);
+/* The device's graph pool: CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT and
+ * USED_MEM_CURRENT; 0 on success. */
+int vt_driver_graph_pool_usage(int device, uint64_t *reserved, uint64_t *used);
 /* The device's current mempool (what cuMemAllocAsync draws from); 0 on
  * success. */
 int vt_driver_device_pool(int device, uint64_t *pool);

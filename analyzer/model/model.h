@@ -157,6 +157,12 @@ typedef struct vt_dev {
     /* smoking guns */
     uint64_t failures;
     uint64_t graph_launch_oom;  /* graph launches that failed for lack of memory here */
+    /* The driver's graph pool (POOL_USAGE of cuDeviceGetGraphMemAttribute,
+     * the shim's samples or the program's own queries): reports of its
+     * reserved bytes (CURRENT or HIGH), the last RESERVED_MEM_CURRENT, and
+     * the largest reserved and used bytes any report gave. Lower bounds of
+     * what the pool held: it may have held more between reports. */
+    uint64_t graph_pool_reports, graph_reserved_last, graph_reserved_max, graph_used_max;
     uint64_t failed_with_free;
     vt_event_view_t first_failed_with_free;
     int pend_fail_active, pend_fail_counted;

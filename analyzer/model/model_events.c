@@ -408,6 +408,20 @@ static void graph_launch_failed(vt_model_t *m, const vt_event_t *ev)
     vt_m_spill(m, VT_SPILL_GRAPH_LAUNCH, &v);
 }
 
+/* What the driver said its graph pool held (trace_format.h, POOL_USAGE). */
+static void graph_pool_report(vt_dev_t *d, const vt_event_t *ev)
+{
+    if (ev->aux == VT_GRAPH_ATTR_RESERVED_CURRENT)
+        d->graph_reserved_last = ev->size;
+    if (ev->aux == VT_GRAPH_ATTR_RESERVED_CURRENT || ev->aux == VT_GRAPH_ATTR_RESERVED_HIGH) {
+        d->graph_pool_reports++;
+        if (ev->size > d->graph_reserved_max)
+            d->graph_reserved_max = ev->size;
+    }
+    if ((ev->aux == VT_GRAPH_ATTR_USED_CURRENT || ev->aux == VT_GRAPH_ATTR_USED_HIGH) && ev->size > d->graph_used_max)
+        d->graph_used_max = ev->size;
+}
+
 static int feed_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
@@ -503,7 +517,9 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     case VT_KIND_POOL_USAGE:
         if (ev->result == 0) {
             int di = vt_m_dev_for(m, ev->device);
-            if (di >= 0)
+            if (di >= 0 && ev->api == VT_API_cuDeviceGetGraphMemAttribute)
+                graph_pool_report(&p->devs[di], ev);
+            else if (di >= 0)
                 vt_m_dev_pool_usage(m, di, ev);
         }
         return 0;

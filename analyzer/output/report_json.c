@@ -234,6 +234,16 @@ static void device(vt_json_t *j, const vt_model_t *m, const vt_dev_t *d)
     vt_json_u64(j, "min_free_time_ns", d->have_min ? d->min_free_time_ns : 0);
     vt_json_bool(j, "min_free_estimated", d->have_min && d->min_free_estimated);
     vt_json_u64(j, "untracked_bytes", h.untracked);
+    if (d->graph_pool_reports) {
+        vt_json_obj(j, "graph_pool");
+        vt_json_u64(j, "reports", d->graph_pool_reports);
+        vt_json_u64(j, "reserved_max_bytes", d->graph_reserved_max);
+        vt_json_u64(j, "reserved_last_bytes", d->graph_reserved_last);
+        vt_json_u64(j, "used_max_bytes", d->graph_used_max);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "graph_pool");
+    }
     vt_json_u64(j, "tracked_live_bytes", d->mem.tracked);
     vt_json_u64(j, "last_free_bytes", d->have_free ? d->last_free : 0);
     vt_json_u64(j, "last_free_time_ns", d->have_free ? d->last_free_time_ns : 0);

@@ -361,9 +361,20 @@ static void not_oom_line(FILE *o, const vt_model_t *m)
  * about them, said (docs/report.md). */
 static void captured_lines(FILE *o, const vt_proc_t *p)
 {
-    char a[VT_SIZE_BUF];
-    uint64_t n = p->events.captured_allocs, outside = p->events.captured_frees_outside;
-    if (n)
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF];
+    uint64_t n = p->events.captured_allocs, outside = p->events.captured_frees_outside, pool = 0, reports = 0;
+    for (int i = 0; i < p->ndevs; i++) {
+        reports += p->devs[i].graph_pool_reports;
+        pool = p->devs[i].graph_reserved_max > pool ? p->devs[i].graph_reserved_max : pool;
+    }
+    /* The reports are moments: the pool may have held more between them,
+     * and none that said 0 is a claim about the launches. */
+    if (n && pool)
+        fprintf(o, "  %" PRIu64 " allocation%s (%s) made as nodes of CUDA graphs (captured, or added by hand) "
+                   "held no memory then: a graph allocates at each launch, from the driver's graph pool, which "
+                   "no event records; the largest of the driver's %" PRIu64 " reports on that pool was %s.\n",
+                n, n == 1 ? "" : "s", vt_fmt_bytes(a, p->events.captured_bytes), reports, vt_fmt_bytes(b, pool));
+    else if (n)
         fprintf(o, "  %" PRIu64 " allocation%s (%s) made as nodes of CUDA graphs (captured, or added by hand) "
                    "held no memory then: a graph allocates at each launch, from the driver's graph pool, which "
                    "no event records; that pool shows only in the driver's free memory.\n",
@@ -645,6 +656,9 @@ static void device_section(FILE *o, const vt_model_t *m, const vt_dev_t *d)
     tag_rows(o, m, d->mem.peak_by_tag, d->mem.peak_bytes, "    ");
     fprintf(o, "  %-20s %*s\n", "live at end", W, vt_fmt_bytes(a, d->mem.tracked));
     fprintf(o, "  %-20s %*s\n", "untracked", W, vt_fmt_bytes(a, vt_dev_untracked(d)));
+    if (d->graph_pool_reports)
+        fprintf(o, "  %-20s %*s  most reported, last %s\n", "graph pool", W,
+                vt_fmt_bytes(a, d->graph_reserved_max), vt_fmt_bytes(b, d->graph_reserved_last));
     if (d->have_free) {
         fprintf(o, "  %-20s %*s  at %s\n", "last free (driver)", W, vt_fmt_bytes(a, d->last_free),
                 vt_fmt_time(t, d->last_free_time_ns));

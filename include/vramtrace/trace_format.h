@@ -207,6 +207,13 @@
  *                5/6 RESERVED_MEM_CURRENT/HIGH, 7/8 USED_MEM_CURRENT/HIGH),
  *                else 0. The shim samples 5 and 7 of every pool it has seen
  *                right after each MEMINFO sample, with the same flags.
+ *                On cuDeviceGetGraphMemAttribute the pool is the device's
+ *                graph memory pool, which a graph's launches allocate from:
+ *                ptr = 0, aux = CUgraphMem_attribute (0/1 USED_MEM_CURRENT/
+ *                HIGH, 2/3 RESERVED_MEM_CURRENT/HIGH), size = its value.
+ *                Once the process has begun a capture or added a graph
+ *                memory node, the shim samples 2 and 0 of the sample's
+ *                device right after each MEMINFO sample.
  *   CTX_RESET    a context teardown (cuCtxDestroy_v2, cuDevicePrimaryCtxReset_v2,
  *                cudaDeviceReset): device = the device whose context went
  *                (the current one when the call began, or the argument of
@@ -304,6 +311,11 @@ enum vt_event_present {
 /* POOL_USAGE aux values the report reads (CUmemPool_attribute, cuda.h). */
 #define VT_POOL_ATTR_RESERVED_CURRENT 5u
 #define VT_POOL_ATTR_USED_CURRENT 7u
+/* ... and on cuDeviceGetGraphMemAttribute (CUgraphMem_attribute, cuda.h). */
+#define VT_GRAPH_ATTR_USED_CURRENT 0u
+#define VT_GRAPH_ATTR_USED_HIGH 1u
+#define VT_GRAPH_ATTR_RESERVED_CURRENT 2u
+#define VT_GRAPH_ATTR_RESERVED_HIGH 3u
 
 typedef struct vt_file_prelude {
     char magic[8];

@@ -74,7 +74,8 @@
  *                     (cuMemAllocAsync and its free) launched twice: it
  *                     fits; a graph capturing 8 GiB launched by
  *                     cuGraphLaunch and by cudaGraphLaunch: the graph
- *                     pool cannot grow, both fail for lack of memory
+ *                     pool cannot grow, both fail for lack of memory;
+ *                     then the pool's USED_MEM_HIGH asked
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -489,6 +490,8 @@ static int graph_oom(void)
     printf("big-graph=%d\n", (int)captured_graph(s, 8 * GiB, &big));
     printf("launch=%d\n", (int)cuGraphLaunch(big, s));
     printf("rt-launch=%d\n", (int)cudaGraphLaunch((cudaGraphExec_t)big, rs));
+    cuuint64_t high = 0;
+    printf("used-high=%d\n", (int)cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high));
     return 0;
 }
 

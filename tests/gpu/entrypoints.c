@@ -283,6 +283,8 @@ static void launch_calls(void)
     }
     CHECK(cuMemFreeAsync(params.dptr, s));
     CHECK(cuStreamSynchronize(s));
+    cuuint64_t reserved = 0;
+    CHECK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved));
     CHECK(cuGraphExecDestroy(x));
     CHECK(cuGraphDestroy(g));
     CHECK(cuStreamDestroy_v2(s));

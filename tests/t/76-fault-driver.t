@@ -272,7 +272,7 @@ is "$?" 1 "graph: replay on a 2 GiB card replays no captured allocation"
 # memory; no event recorded it, and the report said NO SPILL. Only failed
 # launches are written: the small graph's two launches are no events. ----
 run graph-oom graph-oom
-is "$(tr '\n' ' ' <$TMP/graph-oom.out)" "malloc=0 stream=0 rt-stream=0 small-graph=0 launch=0 launch=0 big-graph=0 launch=2 rt-launch=2 " \
+is "$(tr '\n' ' ' <$TMP/graph-oom.out)" "malloc=0 stream=0 rt-stream=0 small-graph=0 launch=0 launch=0 big-graph=0 launch=2 rt-launch=2 used-high=0 " \
     "graph-oom: the small graph's launches succeed, the 8 GiB graph's fail (CUDA_ERROR_OUT_OF_MEMORY)"
 is "$(json $TMP/graph-oom.json 'p["verdict"], p["spill"]["kind"], p["spill"]["event"]["api"], p["spill"]["event"]["bytes"]')" \
     "('failed', 'graph_launch', 'cuGraphLaunch', 0)" "graph-oom: OUT OF MEMORY, tipped by the failed launch, of no size the trace holds"
@@ -285,6 +285,15 @@ grep -q 'VERDICT: OUT OF MEMORY. A launch of a CUDA graph failed for lack of mem
     grep -q "Tipped by: cuGraphLaunch failed (CUDA_ERROR_OUT_OF_MEMORY) at [^;]*; the size of the graph's allocations is not in the trace; 20.00 GiB was tracked" $TMP/graph-oom.flat &&
     grep -q ', 2 graph launches failed (a launch is recorded only when it fails)' $TMP/graph-oom.flat
 is "$?" 0 "graph-oom: the text names the failed launch and says what the trace cannot size"
+# The graph pool, as the driver reported it: the shim's samples after each
+# failure (reserved: the small graph's 256 MiB, kept by the pool) and the
+# program's own USED_MEM_HIGH query (256 MiB, during its launches).
+is "$(json $TMP/graph-oom.json 'd[0]["headroom"]["graph_pool"]')" \
+    "{'reports': 2, 'reserved_max_bytes': $((GiB / 4)), 'reserved_last_bytes': $((GiB / 4)), 'used_max_bytes': $((GiB / 4))}" \
+    "graph-oom: the graph pool's reports: 256 MiB reserved, 256 MiB used at most"
+grep -q "the largest of the driver's 2 reports on that pool was 256.0 MiB" $TMP/graph-oom.flat &&
+    grep -q 'graph pool 256.0 MiB most reported, last 256.0 MiB' $TMP/graph-oom.flat
+is "$?" 0 "graph-oom: the text says what the driver reported of the graph pool"
 grep -q 'SMOKING GUN\|More VRAM needed\|NO SPILL' $TMP/graph-oom.flat
 is "$?" 1 "graph-oom: no fragmentation claim, no shortfall, no NO SPILL from a launch of unknown size"
 "$VT" report --fail-on-spill $TMP/graph-oom >/dev/null 2>&1
