@@ -26,7 +26,8 @@
  *    CaptureMode; global by default) is not relaxed may make no
  *    potentially unsafe call. cuMemAlloc_v2 and cuMemFree_v2 are such calls
  *    (cudaMalloc is NVIDIA's example); so, here, are cuMemGetInfo_v2,
- *    cuPointerGetAttribute and cuMemPoolGetAttribute: whether the real
+ *    cuPointerGetAttribute, cuMemPoolGetAttribute and
+ *    cuDeviceGetGraphMemAttribute: whether the real
  *    driver forbids those is not documented, and a tool must not find out
  *    in someone's capture. Such a call fails with
  *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the captures:
@@ -495,6 +496,8 @@ SIM_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_att
         SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
     if (!value)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (sim_capture_forbids_locked())
+        SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     cuuint64_t v;
     switch (attr) {
     case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: v = gpool[device].used; break;
