@@ -152,7 +152,7 @@ TSAN_B := build-thread
 .PHONY: tsan
 tsan:
 	$(MAKE) B=$(TSAN_B) SANITIZE=thread $(addprefix $(TSAN_B)/,libvramtrace.so vramtrace tests/shim/paths tests/fault/faultprog \
-	    tests/fault/libfaultdl_a.so)
+	    tests/fault/libfaultdl_a.so tests/fault/drvcases)
 	sh tests/fault/tsan.sh $(TSAN_B)
 
 # drvcases: driver behaviours the report must follow (76-fault-driver.t).

@@ -14,7 +14,8 @@
 # Exit racing allocating threads (faultprog exitrace) and a module walk
 # (exitwalk) run here too, and the other ends of a trace: exec, _exit, a
 # failed exec, a cancelled thread (faultprog image, cancel), abort and a
-# raw exit after a failed request (faultprog oom).
+# raw exit after a failed request (faultprog oom); failed graph launches
+# and samples inside a capture (drvcases graph-oom, graph-global).
 set -u
 B=$1
 SIM=$B/sim
@@ -59,5 +60,9 @@ run $B/tests/fault/faultprog cancel $B/tests/fault
 run sh -c "VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom abort; test \$? = 134"
 run env VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom longjmp
 run sh -c "VTSIM_DEVICES=4GiB $B/tests/fault/faultprog oom exit_group; test \$? = 1"
+# failed graph launches written before they return, and the shim's samples
+# inside a global-mode capture
+run $B/tests/fault/drvcases graph-oom
+run env VRAMTRACE_SAMPLE_MS=1 $B/tests/fault/drvcases graph-global
 [ $status = 0 ] && echo "tsan: no reports" || echo "tsan: FAILED"
 exit $status
