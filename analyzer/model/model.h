@@ -157,6 +157,10 @@ typedef struct vt_dev {
     /* smoking guns */
     uint64_t failures;
     uint64_t graph_launch_oom;  /* graph launches that failed for lack of memory here */
+    /* The latest of them, until the shim's after-failure sample gives the
+     * tipping event the driver's free memory (as for a failed request). */
+    int pend_launch_active;
+    uint64_t pend_launch_time_ns;
     /* The driver's graph pool (POOL_USAGE of cuDeviceGetGraphMemAttribute,
      * the shim's samples or the program's own queries): reports of its
      * reserved bytes (CURRENT or HIGH), the last RESERVED_MEM_CURRENT, and

@@ -109,6 +109,17 @@ void vt_m_dev_sample(vt_model_t *m, int di, const vt_event_t *ev)
         }
         d->pend_fail_active = 0;
     }
+    if ((ev->flags & VT_EF_AFTER_FAILURE) && d->pend_launch_active) {
+        /* The same for a failed graph launch: its "free then" is the
+         * driver's word right after it, the graph pool's growth included. */
+        vt_event_view_t *tip = &m->p.tip;
+        if (tip->valid && m->p.tip_kind == VT_SPILL_GRAPH_LAUNCH && tip->time_ns == d->pend_launch_time_ns &&
+            tip->device == d->ordinal) {
+            tip->last_free = freeb;
+            tip->free_est = (int64_t)freeb;
+        }
+        d->pend_launch_active = 0;
+    }
     double margin = m->margin_frac * (double)d->total;
     if (d->total && !d->below_margin.valid && (double)freeb < margin) {
         /* The allocation after which free was below: the latest one here,

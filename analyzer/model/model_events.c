@@ -401,11 +401,14 @@ static void graph_launch_failed(vt_model_t *m, const vt_event_t *ev)
     if (!vt_result_out_of_memory(ev->result) || (di = vt_m_dev_for(m, ev->device)) < 0)
         return;
     p->events.graph_launch_oom++;
-    p->devs[di].graph_launch_oom++;
+    vt_dev_t *d = &p->devs[di];
+    d->graph_launch_oom++;
     vt_event_view_t v;
     vt_m_view(m, ev, VT_TAG_UNKNOWN, di, &v);
     v.bytes = 0;
     vt_m_spill(m, VT_SPILL_GRAPH_LAUNCH, &v);
+    d->pend_launch_active = 1;
+    d->pend_launch_time_ns = v.time_ns;
 }
 
 /* What the driver said its graph pool held (trace_format.h, POOL_USAGE). */

@@ -280,9 +280,11 @@ is "$(json $TMP/graph-oom.json 'p["events"]["graph_launch_failures"], p["events"
     "(2, 2, 2)" "graph-oom: both failed launches recorded (cuGraphLaunch and the runtime's cudaGraphLaunch), none that succeeded"
 is "$(json $TMP/graph-oom.json 'd[0]["peak"]["tracked_bytes"], p["events"]["captured_allocs"], p["spill"]["device_state"]["tracked_bytes"]')" \
     "($((20 * GiB)), 2, $((20 * GiB)))" "graph-oom: a peak of the 20 GiB held, 2 captured allocations, 20 GiB tracked at the failure"
+is "$(json $TMP/graph-oom.json 'p["spill"]["device_state"]["headroom_bytes"]')" $((24 * GiB - 448 * 1048576 - 20 * GiB - GiB / 4)) \
+    "graph-oom: free then is the driver's after the failure: the card less the context, the 20 GiB and the graph pool's 256 MiB"
 tr '\n' ' ' <$TMP/graph-oom.txt | sed 's/  */ /g' >$TMP/graph-oom.flat
 grep -q 'VERDICT: OUT OF MEMORY. A launch of a CUDA graph failed for lack of memory on GPU 0 (vramtrace sim GPU (24 GiB)): the driver.s graph pool could not grow to hold the graph.s allocations.' $TMP/graph-oom.flat &&
-    grep -q "Tipped by: cuGraphLaunch failed (CUDA_ERROR_OUT_OF_MEMORY) at [^;]*; the size of the graph's allocations is not in the trace; 20.00 GiB was tracked" $TMP/graph-oom.flat &&
+    grep -q "Tipped by: cuGraphLaunch failed (CUDA_ERROR_OUT_OF_MEMORY) at [^;]*; the size of the graph's allocations is not in the trace; 20.00 GiB was tracked and about 3.31 GiB free then." $TMP/graph-oom.flat &&
     grep -q ', 2 graph launches failed (a launch is recorded only when it fails)' $TMP/graph-oom.flat
 is "$?" 0 "graph-oom: the text names the failed launch and says what the trace cannot size"
 # The graph pool, as the driver reported it: the shim's samples after each
