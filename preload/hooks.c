@@ -191,12 +191,18 @@ static void describe_graph_mem_attribute(vt_event_t *ev, uint32_t r, CUdevice de
         ev->size = *(const cuuint64_t *)value;
 }
 
-/* Called for a failed launch only (VT_BODY_IF_FAILED). */
+/* A failed graph launch was recorded and no launch has succeeded since:
+ * the next success is recorded too, so the reader knows the program
+ * launched again (VT_BODY_IF_FAILED, below). */
+static _Atomic unsigned launch_failed_last;
+
+/* Called for a failed launch, and the first success after one. */
 static void describe_graph_launch(vt_event_t *ev, uint32_t r, CUgraphExec exec, CUstream stream)
 {
-    (void)r;
     ev->ptr = (uint64_t)(uintptr_t)exec;
     ev->aux = (uint64_t)(uintptr_t)stream;
+    if (r != CUDA_SUCCESS)
+        atomic_store(&launch_failed_last, 1);
 }
 
 static void describe_alloc_async(vt_event_t *ev, uint32_t r, CUdeviceptr *dptr, size_t bytesize,
@@ -526,15 +532,20 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
     return result;
 
 /* An entry point called often whose success the trace need not hold (a
- * graph launch, per token): the success path is the call and one branch;
- * a failure is recorded after it, with the same frames as VT_BODY's. */
+ * graph launch, per token): the success path adds to the call one relaxed
+ * load (launch_failed_last) and two branches. A failure is recorded after
+ * the call, with the same frames as VT_BODY's; so is the first success
+ * after a recorded failure. */
 #define VT_BODY_IF_FAILED(ret, name, describe, params, args, real_expr, linked) \
     typedef ret(*vt_real_t) params;                                        \
     vt_real_t real = (vt_real_t)(real_expr);                               \
     if (!real)                                                             \
         return VT_MISSING_##ret;                                           \
     ret result = real args;                                                \
-    if (__builtin_expect(result == 0, 1))                                  \
+    if (__builtin_expect(result == 0, 1) &&                                \
+        __builtin_expect(!atomic_load_explicit(&launch_failed_last, memory_order_relaxed), 1)) \
+        return result;                                                     \
+    if (result == 0 && !atomic_exchange(&launch_failed_last, 0))           \
         return result;                                                     \
     vt_call_t call;                                                        \
     if (!vt_call_begin(&call, VT_API_##name, linked))                      \

@@ -331,10 +331,14 @@ typedef struct vt_proc {
          * allocated; captures begun. */
         uint64_t captured_allocs, captured_bytes, captured_frees, captured_frees_outside;
         uint64_t graph_frees, captures;
-        /* Failed graph launches (the shim records no other), and those
-         * for lack of memory on a device of the trace: spills of kind
-         * VT_SPILL_GRAPH_LAUNCH. */
+        /* Failed graph launches, and those for lack of memory on a device
+         * of the trace: spills of kind VT_SPILL_GRAPH_LAUNCH. */
         uint64_t graph_launch_failures, graph_launch_oom;
+        /* Successful launches in the trace: each the first after a failed
+         * one (the shim records no other). The OOM launch failures before
+         * the last of them are recovered: the program launched again. */
+        uint64_t graph_launches_after_failure, graph_launch_recovered;
+        uint64_t graph_relaunch_time_ns;  /* the first of them, since trace start */
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

@@ -387,16 +387,22 @@ static int do_captured(vt_model_t *m, const vt_event_t *ev, unsigned kind)
     return 0;
 }
 
-/* A failed launch of a CUDA graph (trace_format.h: no successful one is
- * written). For lack of memory on a device it is a spill: the graph pool
+/* A launch of a CUDA graph (trace_format.h: a failed one, or the first
+ * success after a failure). A failure for lack of memory on a device is a
+ * spill: the graph pool
  * could not grow for the graph's allocations, of a size the trace does not
  * hold, so no shortfall, free-memory judgement or retry is drawn from it. */
 static void graph_launch_failed(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
     int di;
-    if (ev->result == 0)
+    if (ev->result == 0) {
+        /* The first launch that succeeded after a failed one. */
+        if (!p->events.graph_launches_after_failure++)
+            p->events.graph_relaunch_time_ns = vt_m_rel(m, ev->time_ns);
+        p->events.graph_launch_recovered = p->events.graph_launch_oom;
         return;
+    }
     p->events.graph_launch_failures++;
     if (!vt_result_out_of_memory(ev->result) || (di = vt_m_dev_for(m, ev->device)) < 0)
         return;

@@ -417,7 +417,11 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
     const char *verdict = vt_proc_verdict(p, 0);
     if (!strcmp(verdict, "partial_offload") || !strcmp(verdict, "cpu_only")) {
         placement_lines(o, m, 1);
-        if (p->tip.valid)
+        if (p->tip.valid && p->tip_kind == VT_SPILL_GRAPH_LAUNCH)
+            fprintf(o, "  Tipped by: %s failed at %s, then a launch succeeded at %s.\n",
+                    vt_spill_what(dl, sizeof dl, p->tip_kind, p->tip.api, 0, NULL), vt_fmt_time(t, p->tip.time_ns),
+                    vt_fmt_time(b, p->events.graph_relaunch_time_ns));
+        else if (p->tip.valid)
             fprintf(o, "  Tipped by: %s of %s for %s failed at %s, then succeeded when retried.\n",
                     vt_api_name(p->tip.api), vt_fmt_bytes(a, p->tip.bytes), tagn(m, p->tip.tag),
                     vt_fmt_time(t, p->tip.time_ns));
@@ -427,14 +431,18 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
         const vt_dev_t *d = di >= 0 ? &p->devs[di] : NULL;
         const char *kind = vt_proc_verdict(p, 0);
         if (!strcmp(kind, "failed") && p->tip_kind == VT_SPILL_GRAPH_LAUNCH) {
-            /* A successful launch is no event: whether the program
-             * launched the graph again is not known, so nothing is said
-             * of what came after. */
+            /* The shim records the first launch that succeeds after a
+             * failed one: none in the trace means none was made, unless
+             * events were lost. */
             fprintf(o, "%s%s%sOUT OF MEMORY.%s A launch of a CUDA graph failed for lack of memory",
                     p->truncated ? "  " : "", col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF));
             if (d)
                 fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
-            fprintf(o, ":\n  the driver's graph pool could not grow to hold the graph's allocations.\n");
+            fprintf(o, ":\n  the driver's graph pool could not grow to hold the graph's allocations");
+            if (p->events.dropped)
+                fprintf(o, ".\n");
+            else
+                fprintf(o, ", and no launch succeeded after it%s.\n", of_chunks(p, 1));
         } else if (!strcmp(kind, "failed")) {
             fprintf(o, "%s%s%sOUT OF MEMORY.%s A device request for %s failed", p->truncated ? "  " : "",
                     col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), tagn(m, v->tag));
@@ -451,6 +459,13 @@ void vt_report_verdict(FILE *o, const vt_model_t *m)
                     of_chunks(p, 1),
                     v->tag == VT_TAG_WEIGHTS ? "the model load failed; " : "no fallback was taken; ",
                     p->placement.offloaded ? "the run stopped there." : "nothing ran from host memory.");
+        } else if (!strcmp(kind, "near_spill") && p->tip_kind == VT_SPILL_GRAPH_LAUNCH) {
+            fprintf(o, "%s%s%sNEAR SPILL.%s A launch of a CUDA graph failed for lack of memory",
+                    p->truncated ? "  " : "", col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF));
+            if (d)
+                fprintf(o, " on %s", dev_label(d, dl, sizeof dl));
+            fprintf(o, ",\n  then a launch succeeded at %s: nothing left VRAM, but the run stalled at the limit.\n",
+                    vt_fmt_time(t, p->events.graph_relaunch_time_ns));
         } else if (!strcmp(kind, "near_spill")) {
             fprintf(o, "%s%s%sNEAR SPILL.%s A device request failed", p->truncated ? "  " : "", col(C_YEL),
                     p->truncated ? "" : "VERDICT: ", col(C_OFF));
@@ -899,7 +914,8 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, ", %" PRIu64 " allocs and %" PRIu64 " frees as CUDA graph nodes", p->events.captured_allocs,
                 p->events.captured_frees);
     if (p->events.graph_launch_failures)
-        fprintf(o, ", %" PRIu64 " graph launch%s failed (a launch is recorded only when it fails)",
+        fprintf(o, ", %" PRIu64 " graph launch%s failed (a launch is recorded when it fails, and the first to "
+                   "succeed after one)",
                 p->events.graph_launch_failures, p->events.graph_launch_failures == 1 ? "" : "es");
     fprintf(o, "\n");
     if (p->ggml.marks) {

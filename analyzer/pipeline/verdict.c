@@ -77,7 +77,8 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
             return "partial_offload";
         return !p->events.allocs && !p->events.failed ? "no_gpu_memory" : "no_spill";
     }
-    /* Only OOMs, each retried successfully: nothing left VRAM. */
+    /* Only OOMs, each retried successfully (graph launches: launched again
+     * with success): nothing left VRAM. */
     uint64_t failures = 0, recovered = 0;
     for (int i = 0; i < p->ndevs; i++) {
         failures += p->devs[i].failures;
@@ -86,12 +87,14 @@ const char *vt_proc_verdict(const vt_proc_t *p, int whole)
     int other = 0;
     for (int k = 0; k < VT_SPILL_KINDS; k++)
         other |= k != VT_SPILL_OOM && k != VT_SPILL_GRAPH_LAUNCH && p->spill_count[k];
-    /* A graph launch that found no memory first: no fallback is known, and
-     * a launch that succeeded after it would be no event. */
+    /* A graph launch that found no memory is recovered when a launch
+     * succeeded after it (the shim records the first success after a
+     * failure); unrecovered, no fallback is known: out of memory. */
+    int relaunched = p->events.graph_launch_recovered >= p->spill_count[VT_SPILL_GRAPH_LAUNCH];
+    if (!other && recovered >= failures && relaunched)
+        return p->placement.offloaded ? "partial_offload" : "near_spill";
     if (p->tip_kind == VT_SPILL_GRAPH_LAUNCH && !other)
         return "failed";
-    if (p->tip_kind == VT_SPILL_OOM && !other && recovered >= failures && !p->spill_count[VT_SPILL_GRAPH_LAUNCH])
-        return p->placement.offloaded ? "partial_offload" : "near_spill";
     /* A failure after which the process allocated nothing: it gave up (a
      * loader without a back-off); nothing ran from host memory. */
     if (p->tip_kind == VT_SPILL_OOM && !other && !p->allocs_after_tip)

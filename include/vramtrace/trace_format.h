@@ -224,12 +224,14 @@
  *                before it by the same thread's VT_EF_OTHER_CONTEXT events.
  *                A new kind: readers that predate it skip the entry point's
  *                id.
- *   GRAPH_LAUNCH a failed launch of a CUDA graph (cuGraphLaunch, _ptsz):
+ *   GRAPH_LAUNCH a launch of a CUDA graph (cuGraphLaunch, _ptsz) that
+ *                failed, or the first to succeed after a failed one the
+ *                shim wrote (no other successful launch is written):
  *                ptr = the CUgraphExec, aux = the stream, device = the
- *                current one, result = what the launch returned. The shim
- *                writes no successful launch. CUDA_ERROR_OUT_OF_MEMORY
- *                means the graph pool could not grow for the graph's
- *                allocations, whose size the event does not hold.
+ *                current one, result = what the launch returned.
+ *                CUDA_ERROR_OUT_OF_MEMORY means the graph pool could not
+ *                grow for the graph's allocations, whose size the event
+ *                does not hold.
  *
  * An ALLOC's device is the one current at the call, except for
  * stream-ordered allocations on a non-default stream or from a named pool:

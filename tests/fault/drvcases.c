@@ -76,6 +76,9 @@
  *                     cuGraphLaunch and by cudaGraphLaunch: the graph
  *                     pool cannot grow, both fail for lack of memory;
  *                     then the pool's USED_MEM_HIGH asked
+ *   graph-relaunch    cudaMalloc 20 GiB; a graph capturing 8 GiB launched:
+ *                     it fails for lack of memory; the 20 GiB freed and
+ *                     the graph launched three times: each succeeds
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -495,6 +498,21 @@ static int graph_oom(void)
     return 0;
 }
 
+static int graph_relaunch(void)
+{
+    void *weights;
+    CUstream s;
+    CUgraphExec big;
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, 20 * GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("big-graph=%d\n", (int)captured_graph(s, 8 * GiB, &big));
+    printf("launch=%d\n", (int)cuGraphLaunch(big, s));
+    printf("free=%d\n", (int)cudaFree(weights));
+    for (int i = 0; i < 3; i++)
+        printf("launch=%d\n", (int)cuGraphLaunch(big, s));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -535,6 +553,8 @@ int main(int argc, char **argv)
         return graph_nodes();
     if (!strcmp(mode, "graph-oom"))
         return graph_oom();
+    if (!strcmp(mode, "graph-relaunch"))
+        return graph_relaunch();
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

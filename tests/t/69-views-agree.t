@@ -57,6 +57,8 @@ is "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0
 # view, not the NO SPILL of a trace without it.
 traced "$TMP/graph-oom" 24GiB "$B/tests/fault/drvcases" graph-oom
 views graph-oom "failed"
+traced "$TMP/graph-relaunch" 24GiB "$B/tests/fault/drvcases" graph-relaunch
+views graph-relaunch "near_spill"
 EXTRA_ENV=GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 traced "$TMP/managed" 24GiB "$EX/llama-cli" -m llama-70b-q4_k_m -ngl 99 -c 8192 --no-mmap
 views managed "spill"
 done_testing

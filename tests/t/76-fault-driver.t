@@ -285,7 +285,7 @@ is "$(json $TMP/graph-oom.json 'p["spill"]["device_state"]["headroom_bytes"]')" 
 tr '\n' ' ' <$TMP/graph-oom.txt | sed 's/  */ /g' >$TMP/graph-oom.flat
 grep -q 'VERDICT: OUT OF MEMORY. A launch of a CUDA graph failed for lack of memory on GPU 0 (vramtrace sim GPU (24 GiB)): the driver.s graph pool could not grow to hold the graph.s allocations.' $TMP/graph-oom.flat &&
     grep -q "Tipped by: cuGraphLaunch failed (CUDA_ERROR_OUT_OF_MEMORY) at [^;]*; the size of the graph's allocations is not in the trace; 20.00 GiB was tracked and about 3.31 GiB free then." $TMP/graph-oom.flat &&
-    grep -q ', 2 graph launches failed (a launch is recorded only when it fails)' $TMP/graph-oom.flat
+    grep -q ', 2 graph launches failed (a launch is recorded when it fails, and the first to succeed after one)' $TMP/graph-oom.flat
 is "$?" 0 "graph-oom: the text names the failed launch and says what the trace cannot size"
 # The graph pool, as the driver reported it: the shim's samples after each
 # failure (reserved: the small graph's 256 MiB, kept by the pool) and the
@@ -302,5 +302,21 @@ is "$?" 1 "graph-oom: no fragmentation claim, no shortfall, no NO SPILL from a l
 is "$?" 1 "graph-oom: --fail-on-spill fails the run"
 "$VT" dump $TMP/graph-oom/*.vtrace | grep -c '^event .*api=cuGraphLaunch .*result=2 ' >$TMP/graph-oom.dump
 is "$(cat $TMP/graph-oom.dump)" 2 "graph-oom: dump shows the 2 failed launches and no other"
+
+# ---- a graph launch that failed for lack of memory, then launched again
+# with success once memory was freed: the first success after the failure
+# is recorded (the others are not), and the verdict is NEAR SPILL ----
+run graph-relaunch graph-relaunch
+is "$(tr '\n' ' ' <$TMP/graph-relaunch.out)" "malloc=0 stream=0 big-graph=0 launch=2 free=0 launch=0 launch=0 launch=0 " \
+    "graph-relaunch: the launch fails while the 20 GiB is held, then succeeds three times"
+is "$(json $TMP/graph-relaunch.json 'p["verdict"], p["spill"]["kind"], p["events"]["graph_launch_oom"], p["events"]["graph_launches_after_failure"], p["events"]["graph_launch_recovered"]')" \
+    "('near_spill', 'graph_launch', 1, 1, 1)" "graph-relaunch: NEAR SPILL: the failed launch was followed by one that succeeded"
+"$VT" dump $TMP/graph-relaunch/*.vtrace | awk '/^event .*api=cuGraphLaunch / { for (i = 1; i <= NF; i++) if ($i ~ /^result=/) r = r " " $i } END { print r }' >$TMP/graph-relaunch.dump
+is "$(cat $TMP/graph-relaunch.dump)" " result=2 result=0" "graph-relaunch: the failed launch and the first success after it, and no other"
+tr '\n' ' ' <$TMP/graph-relaunch.txt | sed 's/  */ /g' >$TMP/graph-relaunch.flat
+grep -q 'VERDICT: NEAR SPILL. A launch of a CUDA graph failed for lack of memory on GPU 0 (vramtrace sim GPU (24 GiB)), then a launch succeeded at [0-9]* ms: nothing left VRAM' $TMP/graph-relaunch.flat
+is "$?" 0 "graph-relaunch: the text says the launch failed, then one succeeded"
+grep -q 'and no launch succeeded after it' $TMP/graph-oom.flat
+is "$?" 0 "graph-oom: the text says no launch succeeded after the failure"
 
 done_testing
