@@ -7,7 +7,10 @@
  *
  * MODE: cu (cuMemAlloc_v2/cuMemFree_v2, linked), rt (cudaMalloc/cudaFree),
  * malloc (malloc/free: heaptrack's shape of the same program), none (no
- * allocator at all: prints the thread count only, for the no-CUDA checks).
+ * allocator at all: prints the thread count only, for the no-CUDA checks),
+ * launch (cuGraphLaunch, linked, of a graph capturing one 1 MiB allocation
+ * and its free: a "pair" is one launch, the per-token call of a server
+ * that runs its decode as a CUDA graph).
  *
  * Each thread descends `depth` noinline recursive frames, then keeps `live`
  * allocations in a ring: every pair frees the oldest and allocates a new
@@ -45,13 +48,15 @@
 
 #define NOINLINE __attribute__((noinline))
 
-enum { M_CU, M_RT, M_MALLOC, M_NONE };
+enum { M_CU, M_RT, M_MALLOC, M_NONE, M_LAUNCH };
 
 static int mode, depth = 20, live = 64, nthreads = 1, random_sizes, settle_ms = 200;
 static long warmup = 1000;
 static long pairs, nstacks = 1;
 static uint64_t seed = 1;
 static CUcontext ctx;
+static CUstream launch_stream;
+static CUgraphExec launch_exec;
 static pthread_barrier_t start_line, go_line, end_line;
 
 typedef struct worker {
@@ -120,6 +125,11 @@ static void *acquire(size_t size)
 /* One pair at the current stack. */
 NOINLINE static void pair(worker_t *w)
 {
+    if (mode == M_LAUNCH) {
+        w->failed += cuGraphLaunch(launch_exec, launch_stream) != CUDA_SUCCESS;
+        w->done++;
+        return;
+    }
     void **slot = &w->ring[w->pos];
     w->pos = (w->pos + 1) % live;
     release(*slot);
@@ -209,7 +219,7 @@ static void nap_ms(int ms)
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    if (mode == M_CU && cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+    if ((mode == M_CU || mode == M_LAUNCH) && cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
         w->failed++;
     /* Warm-up: the tracer's first call starts it (thread, file, tables);
      * that is start-up cost, not per-pair cost. Frees everything after. */
@@ -241,7 +251,7 @@ static void *worker_main(void *arg)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: hotpath cu|rt|malloc|none PAIRS [depth=N] [live=N] [threads=N] [stacks=N] "
+    fprintf(stderr, "usage: hotpath cu|rt|malloc|none|launch PAIRS [depth=N] [live=N] [threads=N] [stacks=N] "
                     "[sizes=fixed|random] [seed=N] [warmup=N] [settle_ms=N]\n");
     exit(2);
 }
@@ -258,6 +268,8 @@ int main(int argc, char **argv)
         mode = M_MALLOC;
     else if (!strcmp(argv[1], "none"))
         mode = M_NONE;
+    else if (!strcmp(argv[1], "launch"))
+        mode = M_LAUNCH;
     else
         usage();
     pairs = atol(argv[2]);
@@ -288,10 +300,21 @@ int main(int argc, char **argv)
         settle_ms < 0)
         usage();
 
-    if (mode == M_CU) {
+    if (mode == M_CU || mode == M_LAUNCH) {
         CUdevice dev;
         if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev)) {
             fprintf(stderr, "hotpath: no (simulated) device\n");
+            return 1;
+        }
+    }
+    if (mode == M_LAUNCH) {
+        CUdeviceptr d;
+        CUgraph g;
+        if (cuCtxSetCurrent(ctx) || cuStreamCreate(&launch_stream, CU_STREAM_NON_BLOCKING) ||
+            cuStreamBeginCapture_v2(launch_stream, CU_STREAM_CAPTURE_MODE_RELAXED) ||
+            cuMemAllocAsync(&d, 1u << 20, launch_stream) || cuMemFreeAsync(d, launch_stream) ||
+            cuStreamEndCapture(launch_stream, &g) || cuGraphInstantiateWithFlags(&launch_exec, g, 0)) {
+            fprintf(stderr, "hotpath: no graph to launch\n");
             return 1;
         }
     }
