@@ -367,18 +367,19 @@ static void captured_lines(FILE *o, const vt_proc_t *p)
         reports += p->devs[i].graph_pool_reports;
         pool = p->devs[i].graph_reserved_max > pool ? p->devs[i].graph_reserved_max : pool;
     }
-    /* The reports are moments: the pool may have held more between them,
-     * and none that said 0 is a claim about the launches. */
-    if (n && pool)
+    if (n) {
         fprintf(o, "  %" PRIu64 " allocation%s (%s) made as nodes of CUDA graphs (captured, or added by hand) "
                    "held no memory then: a graph allocates at each launch, from the driver's graph pool, which "
-                   "no event records; the largest of the driver's %" PRIu64 " reports on that pool was %s.\n",
-                n, n == 1 ? "" : "s", vt_fmt_bytes(a, p->events.captured_bytes), reports, vt_fmt_bytes(b, pool));
-    else if (n)
-        fprintf(o, "  %" PRIu64 " allocation%s (%s) made as nodes of CUDA graphs (captured, or added by hand) "
-                   "held no memory then: a graph allocates at each launch, from the driver's graph pool, which "
-                   "no event records; that pool shows only in the driver's free memory.\n",
+                   "no event records; ",
                 n, n == 1 ? "" : "s", vt_fmt_bytes(a, p->events.captured_bytes));
+        /* The reports are moments: the pool may have held more between
+         * them, and none that said 0 is a claim about the launches. */
+        if (pool)
+            fprintf(o, "the largest of the driver's %" PRIu64 " reports on that pool was %s.\n", reports,
+                    vt_fmt_bytes(b, pool));
+        else
+            fprintf(o, "that pool shows only in the driver's free memory.\n");
+    }
     if (outside)
         fprintf(o, "  %" PRIu64 " %s memory allocated outside a graph: a launch frees it, unseen; it counts "
                    "as live to the end.\n",
