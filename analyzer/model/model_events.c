@@ -392,7 +392,7 @@ static int do_captured(vt_model_t *m, const vt_event_t *ev, unsigned kind)
  * spill: the graph pool
  * could not grow for the graph's allocations, of a size the trace does not
  * hold, so no shortfall, free-memory judgement or retry is drawn from it. */
-static void graph_launch_failed(vt_model_t *m, const vt_event_t *ev)
+static void graph_launch_event(vt_model_t *m, const vt_event_t *ev)
 {
     vt_proc_t *p = &m->p;
     int di;
@@ -521,7 +521,7 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         p->events.captures += ev->result == 0;
         return 0;
     case VT_KIND_GRAPH_LAUNCH:
-        graph_launch_failed(m, ev);
+        graph_launch_event(m, ev);
         return 0;
     case VT_KIND_POOL_USAGE:
         if (ev->result == 0) {
