@@ -339,6 +339,10 @@ typedef struct vt_proc {
          * the last of them are recovered: the program launched again. */
         uint64_t graph_launches_after_failure, graph_launch_recovered;
         uint64_t graph_relaunch_time_ns;  /* the first of them, since trace start */
+        /* VMM handles imported from other processes' exports, and releases
+         * of their references: neither holds nor frees this process's
+         * memory, so neither is in allocs, frees or unmatched_frees. */
+        uint64_t imported_handles, imported_releases;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

@@ -616,6 +616,8 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "graph_launch_oom", p->events.graph_launch_oom);
     vt_json_u64(j, "graph_launches_after_failure", p->events.graph_launches_after_failure);
     vt_json_u64(j, "graph_launch_recovered", p->events.graph_launch_recovered);
+    vt_json_u64(j, "imported_handles", p->events.imported_handles);
+    vt_json_u64(j, "imported_releases", p->events.imported_releases);
     vt_json_obj_end(j);
     vt_json_obj(j, "ggml_marks");
     vt_json_u64(j, "read", p->ggml.marks);

@@ -893,10 +893,16 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         vt_report_text_heap(o, r, m);
     }
 
-    fprintf(o, "\nEntry points              calls   failed       bytes\n");
+    /* The name column fits the longest name called (cuMemImportFromShareableHandle
+     * is 30), so the figures stay in their columns. */
+    int name_w = 22;
+    for (unsigned api = 0; api < VT_API_COUNT; api++)
+        if (p->apis[api].calls && (int)strlen(vt_api_name(api)) > name_w)
+            name_w = (int)strlen(vt_api_name(api));
+    fprintf(o, "\n%-*s calls   failed       bytes\n", name_w + 3, "Entry points");
     for (unsigned api = 0; api < VT_API_COUNT; api++)
         if (p->apis[api].calls)
-            fprintf(o, "  %-22s %7" PRIu64 " %8" PRIu64 " %*s\n", vt_api_name(api), p->apis[api].calls,
+            fprintf(o, "  %-*s %7" PRIu64 " %8" PRIu64 " %*s\n", name_w, vt_api_name(api), p->apis[api].calls,
                     p->apis[api].failed, W, vt_fmt_bytes(a, p->apis[api].bytes));
     fprintf(o, "Events: %" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64 " failed", p->events.allocs,
             p->events.frees, p->events.failed);
@@ -918,6 +924,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, ", %" PRIu64 " graph launch%s failed (a launch is recorded when it fails, and the first to "
                    "succeed after one)",
                 p->events.graph_launch_failures, p->events.graph_launch_failures == 1 ? "" : "es");
+    if (p->events.imported_handles)
+        fprintf(o, ", %" PRIu64 " VMM handle%s imported from other processes (their memory: not counted here)",
+                p->events.imported_handles, p->events.imported_handles == 1 ? "" : "s");
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

@@ -194,6 +194,11 @@
  *   VMM_RETAIN   ptr = handle, aux = the address it was retained from
  *                (cuMemRetainAllocationHandle): one more reference to a
  *                handle, which needs its own VMM_RELEASE
+ *   VMM_IMPORT   ptr = handle, aux = CUmemAllocationHandleType
+ *                (cuMemImportFromShareableHandle): a handle to memory
+ *                another process created and exported; size = 0 (the
+ *                import does not say). It needs its own VMM_RELEASE, which
+ *                frees nothing of this process
  *   VMM_MAP      ptr = va, size = bytes, aux = handle
  *   VMM_UNMAP    ptr = va, size = bytes
  *   VA_RESERVE   ptr = va, size = bytes;  VA_FREE ptr = va, size = bytes

@@ -79,15 +79,26 @@
  *   graph-relaunch    cudaMalloc 20 GiB; a graph capturing 8 GiB launched:
  *                     it fails for lack of memory; the 20 GiB freed and
  *                     the graph launched three times: each succeeds
+ *   import            cudaMalloc 1 MiB, a 2 GiB VMM handle exported as a
+ *                     file descriptor (as NCCL's cuMem buffers are), and a
+ *                     peer process (this program again, mode import-peer)
+ *                     given the descriptor across exec: it allocates
+ *                     1 MiB, imports the handle, maps it, retains it from
+ *                     its address, unmaps it and releases both references.
+ *                     The peer's memory is 1 MiB; the 2 GiB is the
+ *                     exporter's
  */
 #include <cuda.h>
+#include <fcntl.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GiB (1024ull * 1024 * 1024)
 
@@ -513,6 +524,55 @@ static int graph_relaunch(void)
     return 0;
 }
 
+static int import_peer(const char *fd_text)
+{
+    CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemGenericAllocationHandle h, again;
+    CUdeviceptr va;
+    void *p;
+    int fd = fd_text ? atoi(fd_text) : -1;
+    printf("peer-malloc=%d\n", (int)cudaMalloc(&p, 1 << 20));
+    printf("peer-import=%d\n",
+           (int)cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    printf("peer-reserve=%d\n", (int)cuMemAddressReserve(&va, 2 * GiB, 0, 0, 0));
+    printf("peer-map=%d\n", (int)cuMemMap(va, 2 * GiB, 0, h, 0));
+    printf("peer-access=%d\n", (int)cuMemSetAccess(va, 2 * GiB, &access, 1));
+    printf("peer-retain=%d\n", (int)cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    printf("peer-unmap=%d\n", (int)cuMemUnmap(va, 2 * GiB));
+    printf("peer-release=%d\n", (int)cuMemRelease(again));
+    printf("peer-release=%d\n", (int)cuMemRelease(h));
+    printf("peer-vafree=%d\n", (int)cuMemAddressFree(va, 2 * GiB));
+    printf("peer-free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
+static int exported(void)
+{
+    CUmemAllocationProp prop = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle h;
+    void *p;
+    int fd = -1, status = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20));
+    printf("create=%d\n", (int)cuMemCreate(&h, 2 * GiB, &prop, 0));
+    printf("export=%d\n", (int)cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    pid_t pid = fork();
+    if (pid == 0) {
+        char fd_text[16];
+        snprintf(fd_text, sizeof fd_text, "%d", fd);
+        fcntl(fd, F_SETFD, 0);
+        execl("/proc/self/exe", "drvcases", "import-peer", fd_text, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("peer-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    close(fd);
+    printf("release=%d\n", (int)cuMemRelease(h));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -555,6 +615,10 @@ int main(int argc, char **argv)
         return graph_oom();
     if (!strcmp(mode, "graph-relaunch"))
         return graph_relaunch();
+    if (!strcmp(mode, "import"))
+        return exported();
+    if (!strcmp(mode, "import-peer"))
+        return import_peer(argc > 2 ? argv[2] : NULL);
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

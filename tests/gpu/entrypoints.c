@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -99,6 +100,20 @@ static void driver_calls(void)
     CHECK(cuMemRelease(again));
     CHECK(cuMemUnmap(va, 2 * gran));
     CHECK(cuMemRelease(h));
+    /* A handle exported as a descriptor and imported back, as a peer
+     * process imports NCCL's cuMem buffers. */
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle shared, imported;
+    int fd = -1;
+    CHECK(cuMemCreate(&shared, 2 * gran, &prop, 0));
+    CHECK(cuMemExportToShareableHandle(&fd, shared, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CHECK(cuMemMap(va, 2 * gran, 0, imported, 0));
+    CHECK(cuMemUnmap(va, 2 * gran));
+    CHECK(cuMemRelease(imported));
+    CHECK(cuMemRelease(shared));
+    close(fd);
+    prop.requestedHandleTypes = 0;
     CHECK(cuMemAddressFree(va, 4 * gran));
 
     CHECK(cuMemAllocManaged(&d, 1 * MiB, CU_MEM_ATTACH_GLOBAL));

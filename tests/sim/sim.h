@@ -117,6 +117,7 @@ typedef struct sim_handle {
     int released;         /* refs reached 0 */
     unsigned refs;        /* cuMemCreate and each cuMemRetainAllocationHandle */
     unsigned nmaps;
+    int imported;         /* made by cuMemImportFromShareableHandle: the exporter's memory */
     uint64_t size;
     CUmemAllocationProp prop;
     struct sim_handle *next;

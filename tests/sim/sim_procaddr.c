@@ -93,6 +93,8 @@ static const struct row table[] = {
     R("cuMemCreate", cuMemCreate, 10020),
     R("cuMemRelease", cuMemRelease, 10020),
     R("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000),
+    R("cuMemExportToShareableHandle", cuMemExportToShareableHandle, 10020),
+    R("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle, 10020),
     R("cuArrayCreate", cuArrayCreate_v2, 3020),
     R("cuArray3DCreate", cuArray3DCreate_v2, 3020),
     R("cuMipmappedArrayCreate", cuMipmappedArrayCreate, 5000),

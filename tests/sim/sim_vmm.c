@@ -16,10 +16,21 @@
  *  - cuMemRetainAllocationHandle(addr) returns the handle mapped at addr
  *    (the same value cuMemCreate gave) and takes a reference: each
  *    reference needs its cuMemRelease before the memory can go.
+ *  - cuMemExportToShareableHandle (POSIX_FILE_DESCRIPTOR only, and only for
+ *    a handle created with it in requestedHandleTypes) returns a new
+ *    memfd, close-on-exec, that describes the allocation: the descriptor
+ *    another process gets over a socket or across exec.
+ *  - cuMemImportFromShareableHandle reads such a descriptor and returns a
+ *    new handle of the same size, device and properties. It charges
+ *    nothing: the exporter's handle holds the memory (a real driver keeps
+ *    it while any handle is open; this one frees it at the exporter's
+ *    release). A descriptor that is not an export is INVALID_VALUE.
  */
 #include "sim.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static sim_handle_t *handle_lookup(CUmemGenericAllocationHandle h)
 {
@@ -33,7 +44,7 @@ static void handle_maybe_destroy(sim_handle_t *h)
 {
     if (!h->released || h->nmaps)
         return;
-    if (h->dev >= 0)
+    if (h->dev >= 0 && !h->imported)
         sim_charge_locked(h->dev, -(int64_t)h->size);
     for (sim_handle_t **pp = &sim.handles; *pp; pp = &(*pp)->next)
         if (*pp == h) {
@@ -116,6 +127,55 @@ SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *ha
     sim_handle_t *h = m->owner;
     h->refs++;
     h->released = 0;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+/* What an exported descriptor holds. */
+typedef struct {
+    uint32_t magic;
+    int dev;
+    uint64_t size;
+    CUmemAllocationProp prop;
+} sim_export_t;
+
+#define SIM_MAGIC_EXPORT 0x76746578u
+
+SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                                 CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    SIM_ENTER();
+    sim_handle_t *h = handle_lookup(handle);
+    if (!shareableHandle || !h || h->released || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+        !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_export_t x = {.magic = SIM_MAGIC_EXPORT, .dev = h->dev, .size = h->size, .prop = h->prop};
+    int fd = memfd_create("vtsim-export", MFD_CLOEXEC);
+    if (fd < 0)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    if (pwrite(fd, &x, sizeof x, 0) != (ssize_t)sizeof x) {
+        close(fd);
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *(int *)shareableHandle = fd;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                   CUmemAllocationHandleType shHandleType)
+{
+    SIM_ENTER();
+    sim_export_t x;
+    if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+        pread((int)(intptr_t)osHandle, &x, sizeof x, 0) != (ssize_t)sizeof x || x.magic != SIM_MAGIC_EXPORT ||
+        x.dev >= sim.ndev || x.size == 0 || x.size % sim.gran)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_handle_t *h = calloc(1, sizeof *h);
+    if (!h)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = x.dev, .refs = 1, .imported = 1, .size = x.size,
+                        .prop = x.prop, .next = sim.handles};
+    sim.handles = h;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
     SIM_LEAVE(CUDA_SUCCESS);
 }

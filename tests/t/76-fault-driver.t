@@ -165,6 +165,26 @@ is "$(json $TMP/retain.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB + 10485
     "retain: peak 3 GiB (+1 MiB): the retained handle stays through its unmap and remap"
 is "$(json $TMP/retain.json 'd[0]["live_bytes"]')" 0 "retain: nothing live at the end"
 
+# ---- a VMM handle imported from another process (NCCL's cuMem buffers):
+# the exporter's memory, so the importer's releases free nothing of its
+# own (they were "frees of unknown pointers") ----
+run import import
+is "$(grep -c '=0$' $TMP/import.out)" "$(wc -l <$TMP/import.out)" "import: every call succeeded, in both processes"
+is "$(ls $TMP/import/*.vtrace | wc -l)" 2 "import: one trace per process"
+# jproc FILE ARGV1 EXPR: a value of the process whose argv[1] is ARGV1.
+jproc() {
+    python3 -c 'import json,sys; p=[x for x in json.load(open(sys.argv[1]))["processes"] if x["argv"][1] == sys.argv[2]][0]; d={x["ordinal"]: x for x in p["devices"]}; print(eval(sys.argv[3]))' "$1" "$2" "$3"
+}
+is "$(jproc $TMP/import.json import 'd[0]["peak"]["tracked_bytes"]')" $((2 * GiB + 1048576)) "import: the exporter's peak is its 2 GiB handle and 1 MiB"
+is "$(jproc $TMP/import.json import-peer 'd[0]["peak"]["tracked_bytes"]')" 1048576 "import: the importer's peak is its own 1 MiB"
+is "$(jproc $TMP/import.json import-peer 'p["events"]["imported_handles"], p["events"]["imported_releases"], p["events"]["unmatched_frees"]')" \
+    "(1, 2, 0)" "import: 1 handle imported, its 2 references released, no free of an unknown pointer"
+is "$(jproc $TMP/import.json import-peer 'd[0]["live_bytes"]')" 0 "import: nothing live at the importer's end"
+tr '\n' ' ' <$TMP/import.txt | tr -s ' ' | grep -q '1 VMM handle imported from other processes (their memory: not counted here)'
+is "$?" 0 "import: the text report says what the import was"
+grep -q 'frees of unknown pointers' $TMP/import.txt
+is "$?" 1 "import: no frees of unknown pointers in the text"
+
 # ---- requests refused for another reason than memory: no spill, no OOM ----
 # A sticky error (every request after a kernel's illegal memory access
 # fails with CUDA_ERROR_ILLEGAL_ADDRESS, whatever is free) and a thread
