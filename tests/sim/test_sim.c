@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -88,7 +89,8 @@ static const char *exported[] = {
     "cuDeviceSetMemPool", "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolTrimTo",
     "cuMemPoolSetAttribute", "cuMemPoolGetAttribute", "cuMemGetAllocationGranularity", "cuMemCreate",
     "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap", "cuMemUnmap",
-    "cuMemSetAccess", "cuMemGetAllocationPropertiesFromHandle", "cuMemAllocManaged",
+    "cuMemSetAccess", "cuMemGetAllocationPropertiesFromHandle", "cuMemExportToShareableHandle",
+    "cuMemImportFromShareableHandle", "cuMemAllocManaged",
     "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemHostGetDevicePointer_v2", "cuGetProcAddress", "cuGetProcAddress_v2",
 };
@@ -304,6 +306,33 @@ static void mode_driver(void)
     TAP_EQ_U64(got.location.id, 0, "handle properties");
     OKC(cuMemRelease(h));
     TAP_EQ_U64(freemem(), base, "released after unmap: freed");
+    /* Export to a descriptor and import: the import charges nothing. */
+    int fd = -1;
+    OKC(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    RC(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuMemRelease(h));
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    OKC(cuMemCreate(&h, 4 * MiB, &prop, 0));
+    OKC(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    TAP_OK(fd > 2 && (fcntl(fd, F_GETFD) & FD_CLOEXEC), "export: a close-on-exec descriptor");
+    CUmemGenericAllocationHandle imp;
+    OKC(cuMemImportFromShareableHandle(&imp, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    TAP_OK(imp != h, "import: a handle of its own");
+    TAP_EQ_U64(freemem(), base - 4 * MiB, "import charges nothing");
+    OKC(cuMemMap(va, 4 * MiB, 0, imp, 0));
+    OKC(cuMemGetAllocationPropertiesFromHandle(&got, imp));
+    TAP_EQ_U64(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, "import: the exporter's properties");
+    OKC(cuMemUnmap(va, 4 * MiB));
+    OKC(cuMemRelease(imp));
+    TAP_EQ_U64(freemem(), base - 4 * MiB, "imported handle released: the exporter's memory stays");
+    OKC(cuMemRelease(h));
+    TAP_EQ_U64(freemem(), base, "exporter's handle released: freed");
+    int not_export = open("/dev/null", O_RDONLY);
+    RC(cuMemImportFromShareableHandle(&imp, (void *)(intptr_t)not_export, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+       CUDA_ERROR_INVALID_VALUE);
+    close(not_export);
+    close(fd);
+    prop.requestedHandleTypes = 0;
     OKC(cuMemAddressFree(va, 8 * MiB));
 
     /* Managed and pinned host memory. */
