@@ -269,6 +269,15 @@ static void describe_vmm_import(vt_event_t *ev, uint32_t r, CUmemGenericAllocati
     ev->aux = (uint64_t)type;
 }
 
+static void describe_multicast_create(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle *handle,
+                                      const CUmulticastObjectProp *prop)
+{
+    if (r == 0 && handle)
+        ev->ptr = *handle;
+    if (prop)
+        ev->aux = prop->size;   /* the most each device may bind: none of it allocated */
+}
+
 static void describe_vmm_release(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle handle)
 {
     (void)r;
@@ -699,7 +708,7 @@ static void *for_program(void *fn, const void *caller)
 #define VT_GEN_POOL_USAGE VT_GEN_EVENT
 #define VT_GEN_CTX_RESET VT_GEN_EVENT
 #define VT_GEN_VMM_RETAIN VT_GEN_EVENT
-#define VT_GEN_VMM_IMPORT VT_GEN_EVENT
+#define VT_GEN_VMM_EMPTY VT_GEN_EVENT
 #define VT_GEN_CAPTURE_BEGIN VT_GEN_EVENT
 #define VT_GEN_CAPTURE_END VT_GEN_EVENT
 #define VT_GEN_GRAPH_LAUNCH(ret, name, describe, params, args) \
@@ -765,7 +774,7 @@ static void *wrapper(unsigned api)
 #define VT_SLOT_ROW_POOL_USAGE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
-#define VT_SLOT_ROW_VMM_IMPORT VT_SLOT_ENTRY
+#define VT_SLOT_ROW_VMM_EMPTY VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_BEGIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_END VT_SLOT_ENTRY
 #define VT_SLOT_ROW_GRAPH_LAUNCH VT_SLOT_ENTRY

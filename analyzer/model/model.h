@@ -339,10 +339,11 @@ typedef struct vt_proc {
          * the last of them are recovered: the program launched again. */
         uint64_t graph_launches_after_failure, graph_launch_recovered;
         uint64_t graph_relaunch_time_ns;  /* the first of them, since trace start */
-        /* VMM handles imported from other processes' exports, and releases
-         * of their references: neither holds nor frees this process's
-         * memory, so neither is in allocs, frees or unmatched_frees. */
-        uint64_t imported_handles, imported_releases;
+        /* VMM handles with no memory of their own (VMM_EMPTY): imported
+         * from other processes' exports, and multicast objects; releases of
+         * their references. None holds or frees this process's memory, so
+         * none is in allocs, frees or unmatched_frees. */
+        uint64_t imported_handles, multicast_objects, empty_handle_releases;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

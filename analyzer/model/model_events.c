@@ -212,21 +212,24 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
 /* cuMemRetainAllocationHandle: one more reference to the handle mapped at
  * aux. A handle released while mapped (only its mappings keep it) is taken
  * back: it is the program's again, and lives past its last unmap. */
-/* A reference to an imported handle (VMM_IMPORT, or a retain of one's
- * mapping) that its own release will drop. */
-static int imported_ref(vt_model_t *m, uint64_t handle)
+/* A reference to a handle that holds no memory of its own (VMM_EMPTY, or
+ * a retain of one's mapping) that its own release will drop. */
+static int empty_handle_ref(vt_model_t *m, uint64_t handle)
 {
     uint32_t refs = 0;
-    vt_map_get(&m->imported, handle, &refs);
-    return vt_map_put(&m->imported, handle, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
+    vt_map_get(&m->empty_handles, handle, &refs);
+    return vt_map_put(&m->empty_handles, handle, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
 }
 
-static int do_import(vt_model_t *m, const vt_event_t *ev)
+static int do_empty_handle(vt_model_t *m, const vt_event_t *ev)
 {
     uint32_t hi;
     if (ev->result != 0 || !ev->ptr)
         return 0;
-    m->p.events.imported_handles++;
+    if (ev->api == VT_API_cuMulticastCreate)
+        m->p.events.multicast_objects++;
+    else
+        m->p.events.imported_handles++;
     /* The process's own export imported back can name a handle it created:
      * one more reference to that handle, as a retain is. */
     if (vt_map_get(&m->by_handle, ev->ptr, &hi)) {
@@ -234,28 +237,29 @@ static int do_import(vt_model_t *m, const vt_event_t *ev)
             m->live[hi].retains++;
         return 0;
     }
-    return imported_ref(m, ev->ptr);
+    return empty_handle_ref(m, ev->ptr);
 }
 
-/* The release of an imported handle's reference: 1 when ev was one. */
-static int imported_release(vt_model_t *m, const vt_event_t *ev)
+/* The release of a reference to a handle with no memory of its own: 1 when
+ * ev was one. */
+static int empty_handle_release(vt_model_t *m, const vt_event_t *ev)
 {
     uint32_t refs;
-    if (!m->imported.count || ev->result != 0 || !vt_map_get(&m->imported, ev->ptr, &refs))
+    if (!m->empty_handles.count || ev->result != 0 || !vt_map_get(&m->empty_handles, ev->ptr, &refs))
         return 0;
     if (refs > 1)
-        vt_map_put(&m->imported, ev->ptr, refs - 1);
+        vt_map_put(&m->empty_handles, ev->ptr, refs - 1);
     else
-        vt_map_del(&m->imported, ev->ptr, NULL);
-    m->p.events.imported_releases++;
+        vt_map_del(&m->empty_handles, ev->ptr, NULL);
+    m->p.events.empty_handle_releases++;
     return 1;
 }
 
 static int do_retain(vt_model_t *m, const vt_event_t *ev)
 {
     uint32_t mi, hi;
-    if (ev->result == 0 && m->imported.count && vt_map_get(&m->imported, ev->ptr, &mi))
-        return imported_ref(m, ev->ptr);
+    if (ev->result == 0 && m->empty_handles.count && vt_map_get(&m->empty_handles, ev->ptr, &mi))
+        return empty_handle_ref(m, ev->ptr);
     if (ev->result != 0 || !vt_map_get(&m->by_map, ev->aux, &mi) || (hi = m->live[mi].link) == UINT32_MAX)
         return 0;
     live_t *h = &m->live[hi];
@@ -514,11 +518,11 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     case VT_KIND_UNREGISTER:
         return do_release(m, ev, L_REGISTER);
     case VT_KIND_VMM_RELEASE:
-        if (imported_release(m, ev))
+        if (empty_handle_release(m, ev))
             return 0;
         return do_release(m, ev, L_HANDLE);
-    case VT_KIND_VMM_IMPORT:
-        return do_import(m, ev);
+    case VT_KIND_VMM_EMPTY:
+        return do_empty_handle(m, ev);
     case VT_KIND_VA_RESERVE:
         return do_va(m, ev, L_VA);
     case VT_KIND_VMM_MAP:

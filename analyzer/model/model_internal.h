@@ -128,10 +128,10 @@ struct vt_model {
      * VT_EF_CAPTURED) not yet freed in a capture: a free of one outside a
      * graph frees graph memory, no allocation the trace holds. */
     vt_map_t graph_ptrs;
-    /* VMM handles imported from another process's export (VMM_IMPORT), each
-     * with its references not yet released: the exporter's memory, so their
-     * releases free nothing of this process. */
-    vt_map_t imported;
+    /* VMM handles with no memory of their own (VMM_EMPTY: imported from
+     * another process's export, multicast objects), each with its
+     * references not yet released, which free nothing of this process. */
+    vt_map_t empty_handles;
     /* Allocations a coming teardown leaves alone (VT_EF_OTHER_CONTEXT
      * events: another context's), each with the thread whose CTX_RESET
      * event they precede. Every CTX_RESET event ends them all. */

@@ -927,6 +927,10 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
     if (p->events.imported_handles)
         fprintf(o, ", %" PRIu64 " VMM handle%s imported from other processes (their memory: not counted here)",
                 p->events.imported_handles, p->events.imported_handles == 1 ? "" : "s");
+    if (p->events.multicast_objects)
+        fprintf(o, ", %" PRIu64 " multicast object%s (holding no memory: what is bound to %s is counted where it was made)",
+                p->events.multicast_objects, p->events.multicast_objects == 1 ? "" : "s",
+                p->events.multicast_objects == 1 ? "it" : "them");
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

@@ -194,11 +194,12 @@
  *   VMM_RETAIN   ptr = handle, aux = the address it was retained from
  *                (cuMemRetainAllocationHandle): one more reference to a
  *                handle, which needs its own VMM_RELEASE
- *   VMM_IMPORT   ptr = handle, aux = CUmemAllocationHandleType
- *                (cuMemImportFromShareableHandle): a handle to memory
- *                another process created and exported; size = 0 (the
- *                import does not say). It needs its own VMM_RELEASE, which
- *                frees nothing of this process
+ *   VMM_EMPTY    ptr = handle, size = 0: a handle that holds no memory
+ *                of its own. cuMemImportFromShareableHandle: aux =
+ *                CUmemAllocationHandleType, memory another process created
+ *                and exported; cuMulticastCreate: aux = the most each
+ *                device may bind, memory other handles hold. It needs its
+ *                own VMM_RELEASE, which frees nothing of this process
  *   VMM_MAP      ptr = va, size = bytes, aux = handle
  *   VMM_UNMAP    ptr = va, size = bytes
  *   VA_RESERVE   ptr = va, size = bytes;  VA_FREE ptr = va, size = bytes

@@ -87,6 +87,10 @@
  *                     its address, unmaps it and releases both references.
  *                     The peer's memory is 1 MiB; the 2 GiB is the
  *                     exporter's
+ *   multicast         cudaMalloc 1 MiB, a multicast object of 2 GiB for one
+ *                     device (NCCL's NVLS buffers), a 2 GiB handle bound to
+ *                     it, the object mapped, unmapped, unbound and
+ *                     released, then the handle: 2 GiB + 1 MiB held
  */
 #include <cuda.h>
 #include <fcntl.h>
@@ -573,6 +577,37 @@ static int exported(void)
     return 0;
 }
 
+static int multicast(void)
+{
+    CUmemAllocationProp prop = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmulticastObjectProp mc_prop;
+    CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemGenericAllocationHandle mc, mem;
+    CUdeviceptr va;
+    size_t gran = 0;
+    void *p;
+    memset(&mc_prop, 0, sizeof mc_prop);
+    mc_prop.numDevices = 1;
+    mc_prop.size = 2 * GiB;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 1 << 20));
+    printf("granularity=%d\n", (int)cuMulticastGetGranularity(&gran, &mc_prop, CU_MULTICAST_GRANULARITY_RECOMMENDED));
+    printf("mc-create=%d\n", (int)cuMulticastCreate(&mc, &mc_prop));
+    printf("mc-add=%d\n", (int)cuMulticastAddDevice(mc, 0));
+    printf("create=%d\n", (int)cuMemCreate(&mem, 2 * GiB, &prop, 0));
+    printf("mc-bind=%d\n", (int)cuMulticastBindMem(mc, 0, mem, 0, 2 * GiB, 0));
+    printf("reserve=%d\n", (int)cuMemAddressReserve(&va, 2 * GiB, 0, 0, 0));
+    printf("mc-map=%d\n", (int)cuMemMap(va, 2 * GiB, 0, mc, 0));
+    printf("mc-access=%d\n", (int)cuMemSetAccess(va, 2 * GiB, &access, 1));
+    printf("mc-unmap=%d\n", (int)cuMemUnmap(va, 2 * GiB));
+    printf("mc-unbind=%d\n", (int)cuMulticastUnbind(mc, 0, 0, 2 * GiB));
+    printf("mc-release=%d\n", (int)cuMemRelease(mc));
+    printf("release=%d\n", (int)cuMemRelease(mem));
+    printf("vafree=%d\n", (int)cuMemAddressFree(va, 2 * GiB));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -615,6 +650,8 @@ int main(int argc, char **argv)
         return graph_oom();
     if (!strcmp(mode, "graph-relaunch"))
         return graph_relaunch();
+    if (!strcmp(mode, "multicast"))
+        return multicast();
     if (!strcmp(mode, "import"))
         return exported();
     if (!strcmp(mode, "import-peer"))

@@ -114,6 +114,23 @@ static void driver_calls(void)
     CHECK(cuMemRelease(shared));
     close(fd);
     prop.requestedHandleTypes = 0;
+    /* A multicast object: a card without NVSwitch multicast refuses it
+     * (CUDA_ERROR_NOT_SUPPORTED), and the failed call is recorded too. */
+    int multicast = 0;
+    CHECK(cuDeviceGetAttribute(&multicast, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0));
+    CUmulticastObjectProp mc_prop;
+    memset(&mc_prop, 0, sizeof mc_prop);
+    mc_prop.numDevices = 1;
+    size_t mc_gran = 2 * gran;
+    if (multicast)
+        CHECK(cuMulticastGetGranularity(&mc_gran, &mc_prop, CU_MULTICAST_GRANULARITY_MINIMUM));
+    mc_prop.size = mc_gran;
+    CUmemGenericAllocationHandle mc;
+    CUresult mc_rc = cuMulticastCreate(&mc, &mc_prop);
+    if (multicast) {
+        CHECK(mc_rc);
+        CHECK(cuMemRelease(mc));
+    }
     CHECK(cuMemAddressFree(va, 4 * gran));
 
     CHECK(cuMemAllocManaged(&d, 1 * MiB, CU_MEM_ATTACH_GLOBAL));

@@ -117,7 +117,12 @@ typedef struct sim_handle {
     int released;         /* refs reached 0 */
     unsigned refs;        /* cuMemCreate and each cuMemRetainAllocationHandle */
     unsigned nmaps;
-    int imported;         /* made by cuMemImportFromShareableHandle: the exporter's memory */
+    int holds_nothing;    /* imported (the exporter's memory) or multicast: charges nothing */
+    /* A multicast object (cuMulticastCreate): its team's size, the devices
+     * added so far, and the handles bound to it, each kept alive as a
+     * mapping keeps it. */
+    unsigned mc_devices, mc_added;
+    struct { struct sim_handle *mem; uint64_t offset, size; } mc_bound[4];
     uint64_t size;
     CUmemAllocationProp prop;
     struct sim_handle *next;

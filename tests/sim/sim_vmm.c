@@ -25,6 +25,10 @@
  *    nothing: the exporter's handle holds the memory (a real driver keeps
  *    it while any handle is open; this one frees it at the exporter's
  *    release). A descriptor that is not an export is INVALID_VALUE.
+ *  - cuMulticastCreate returns a handle that charges nothing, mappable once
+ *    its numDevices devices are added (cuMulticastAddDevice). Binding a
+ *    handle to it (cuMulticastBindMem, at most 4) keeps that handle's
+ *    memory as a mapping does, until cuMulticastUnbind of its range.
  */
 #include "sim.h"
 
@@ -44,8 +48,17 @@ static void handle_maybe_destroy(sim_handle_t *h)
 {
     if (!h->released || h->nmaps)
         return;
-    if (h->dev >= 0 && !h->imported)
+    if (h->dev >= 0 && !h->holds_nothing)
         sim_charge_locked(h->dev, -(int64_t)h->size);
+    /* A multicast object's end unbinds what is bound to it. */
+    for (unsigned i = 0; i < sizeof h->mc_bound / sizeof h->mc_bound[0]; i++) {
+        sim_handle_t *mem = h->mc_bound[i].mem;
+        if (mem) {
+            h->mc_bound[i].mem = NULL;
+            mem->nmaps--;
+            handle_maybe_destroy(mem);
+        }
+    }
     for (sim_handle_t **pp = &sim.handles; *pp; pp = &(*pp)->next)
         if (*pp == h) {
             *pp = h->next;
@@ -173,10 +186,98 @@ SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
     sim_handle_t *h = calloc(1, sizeof *h);
     if (!h)
         SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = x.dev, .refs = 1, .imported = 1, .size = x.size,
+    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = x.dev, .refs = 1, .holds_nothing = 1, .size = x.size,
                         .prop = x.prop, .next = sim.handles};
     sim.handles = h;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop,
+                                              CUmulticastGranularity_flags option)
+{
+    SIM_ENTER();
+    if (!granularity || !prop || prop->numDevices == 0 || prop->numDevices > (unsigned)sim.ndev ||
+        (option != CU_MULTICAST_GRANULARITY_MINIMUM && option != CU_MULTICAST_GRANULARITY_RECOMMENDED))
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    *granularity = sim.gran;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop)
+{
+    SIM_ENTER();
+    if (!mcHandle || !prop || prop->numDevices == 0 || prop->numDevices > (unsigned)sim.ndev || prop->size == 0 ||
+        prop->size % sim.gran)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    sim_handle_t *h = calloc(1, sizeof *h);
+    if (!h)
+        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+    *h = (sim_handle_t){.magic = SIM_MAGIC_HANDLE, .dev = -1, .refs = 1, .holds_nothing = 1, .size = prop->size,
+                        .mc_devices = prop->numDevices, .next = sim.handles};
+    h->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    h->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    sim.handles = h;
+    *mcHandle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+/* The multicast object a handle names, or NULL. */
+static sim_handle_t *multicast_lookup(CUmemGenericAllocationHandle handle)
+{
+    sim_handle_t *h = handle_lookup(handle);
+    return h && h->mc_devices && !h->released ? h : NULL;
+}
+
+SIM_EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev)
+{
+    SIM_ENTER();
+    sim_handle_t *mc = multicast_lookup(mcHandle);
+    if (!mc || mc->mc_added == mc->mc_devices)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    if (mc->mc_added++ == 0)
+        mc->dev = mc->prop.location.id = dev;
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                                       CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
+                                       unsigned long long flags)
+{
+    SIM_ENTER();
+    sim_handle_t *mc = multicast_lookup(mcHandle), *mem = handle_lookup(memHandle);
+    if (!mc || !mem || mem->released || mem->mc_devices || mem->holds_nothing || mc->mc_added != mc->mc_devices ||
+        flags || size == 0 || size % sim.gran || mcOffset % sim.gran || memOffset % sim.gran ||
+        mcOffset > mc->size || size > mc->size - mcOffset || memOffset > mem->size || size > mem->size - memOffset)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    for (unsigned i = 0; i < sizeof mc->mc_bound / sizeof mc->mc_bound[0]; i++)
+        if (!mc->mc_bound[i].mem) {
+            mc->mc_bound[i].mem = mem;
+            mc->mc_bound[i].offset = mcOffset;
+            mc->mc_bound[i].size = size;
+            mem->nmaps++;
+            SIM_LEAVE(CUDA_SUCCESS);
+        }
+    SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+SIM_EXPORT CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
+                                      size_t size)
+{
+    SIM_ENTER();
+    sim_handle_t *mc = multicast_lookup(mcHandle);
+    if (!mc || dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    for (unsigned i = 0; i < sizeof mc->mc_bound / sizeof mc->mc_bound[0]; i++) {
+        sim_handle_t *mem = mc->mc_bound[i].mem;
+        if (mem && mc->mc_bound[i].offset >= mcOffset && mc->mc_bound[i].offset - mcOffset < size) {
+            mc->mc_bound[i].mem = NULL;
+            mem->nmaps--;
+            handle_maybe_destroy(mem);
+        }
+    }
     SIM_LEAVE(CUDA_SUCCESS);
 }
 
@@ -236,7 +337,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
     sim_handle_t *h = handle_lookup(handle);
     if (!h || h->released)
         SIM_LEAVE(CUDA_ERROR_INVALID_HANDLE);
-    if (flags || size % sim.gran || offset % sim.gran || ptr % sim.gran || offset > h->size ||
+    if (flags || h->mc_added != h->mc_devices || size % sim.gran || offset % sim.gran || ptr % sim.gran || offset > h->size ||
         size > h->size - offset || !reserved(ptr, size))
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_ext_t e = {.start = ptr, .size = size, .req = size, .kind = SK_MAPPING, .dev = h->dev, .owner = h};

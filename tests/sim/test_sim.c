@@ -90,7 +90,8 @@ static const char *exported[] = {
     "cuMemPoolSetAttribute", "cuMemPoolGetAttribute", "cuMemGetAllocationGranularity", "cuMemCreate",
     "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap", "cuMemUnmap",
     "cuMemSetAccess", "cuMemGetAllocationPropertiesFromHandle", "cuMemExportToShareableHandle",
-    "cuMemImportFromShareableHandle", "cuMemAllocManaged",
+    "cuMemImportFromShareableHandle", "cuMulticastGetGranularity", "cuMulticastCreate", "cuMulticastAddDevice",
+    "cuMulticastBindMem", "cuMulticastUnbind", "cuMemAllocManaged",
     "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemHostGetDevicePointer_v2", "cuGetProcAddress", "cuGetProcAddress_v2",
 };
@@ -333,6 +334,24 @@ static void mode_driver(void)
     close(not_export);
     close(fd);
     prop.requestedHandleTypes = 0;
+    /* A multicast object charges nothing; what is bound to it stays until
+     * unbound. */
+    CUmulticastObjectProp mcp = {.numDevices = 1, .size = 4 * MiB};
+    CUmemGenericAllocationHandle mc;
+    OKC(cuMulticastCreate(&mc, &mcp));
+    TAP_EQ_U64(freemem(), base, "multicast object charges nothing");
+    OKC(cuMemCreate(&h, 4 * MiB, &prop, 0));
+    RC(cuMulticastBindMem(mc, 0, h, 0, 4 * MiB, 0), CUDA_ERROR_INVALID_VALUE);
+    RC(cuMemMap(va, 4 * MiB, 0, mc, 0), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuMulticastAddDevice(mc, 0));
+    OKC(cuMulticastBindMem(mc, 0, h, 0, 4 * MiB, 0));
+    OKC(cuMemRelease(h));
+    TAP_EQ_U64(freemem(), base - 4 * MiB, "bound handle released: still charged");
+    OKC(cuMemMap(va, 4 * MiB, 0, mc, 0));
+    OKC(cuMemUnmap(va, 4 * MiB));
+    OKC(cuMulticastUnbind(mc, 0, 0, 4 * MiB));
+    TAP_EQ_U64(freemem(), base, "unbound: freed");
+    OKC(cuMemRelease(mc));
     OKC(cuMemAddressFree(va, 8 * MiB));
 
     /* Managed and pinned host memory. */

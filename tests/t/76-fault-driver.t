@@ -177,13 +177,24 @@ jproc() {
 }
 is "$(jproc $TMP/import.json import 'd[0]["peak"]["tracked_bytes"]')" $((2 * GiB + 1048576)) "import: the exporter's peak is its 2 GiB handle and 1 MiB"
 is "$(jproc $TMP/import.json import-peer 'd[0]["peak"]["tracked_bytes"]')" 1048576 "import: the importer's peak is its own 1 MiB"
-is "$(jproc $TMP/import.json import-peer 'p["events"]["imported_handles"], p["events"]["imported_releases"], p["events"]["unmatched_frees"]')" \
+is "$(jproc $TMP/import.json import-peer 'p["events"]["imported_handles"], p["events"]["empty_handle_releases"], p["events"]["unmatched_frees"]')" \
     "(1, 2, 0)" "import: 1 handle imported, its 2 references released, no free of an unknown pointer"
 is "$(jproc $TMP/import.json import-peer 'd[0]["live_bytes"]')" 0 "import: nothing live at the importer's end"
 tr '\n' ' ' <$TMP/import.txt | tr -s ' ' | grep -q '1 VMM handle imported from other processes (their memory: not counted here)'
 is "$?" 0 "import: the text report says what the import was"
 grep -q 'frees of unknown pointers' $TMP/import.txt
 is "$?" 1 "import: no frees of unknown pointers in the text"
+
+# ---- a multicast object (NCCL's NVLS buffers): no memory of its own; the
+# handle bound to it holds the 2 GiB ----
+run multicast multicast
+is "$(grep -c '=0$' $TMP/multicast.out)" "$(wc -l <$TMP/multicast.out)" "multicast: every call succeeded"
+is "$(json $TMP/multicast.json 'd[0]["peak"]["tracked_bytes"]')" $((2 * GiB + 1048576)) "multicast: peak 2 GiB + 1 MiB: the bound handle, not the object too"
+is "$(json $TMP/multicast.json 'p["events"]["multicast_objects"], p["events"]["empty_handle_releases"], p["events"]["unmatched_frees"]')" \
+    "(1, 1, 0)" "multicast: 1 object, its release frees nothing, no free of an unknown pointer"
+is "$(json $TMP/multicast.json 'd[0]["live_bytes"]')" 0 "multicast: nothing live at the end"
+tr '\n' ' ' <$TMP/multicast.txt | tr -s ' ' | grep -q '1 multicast object (holding no memory: what is bound to it is counted where it was made)'
+is "$?" 0 "multicast: the text report says what the object was"
 
 # ---- requests refused for another reason than memory: no spill, no OOM ----
 # A sticky error (every request after a kernel's illegal memory access
