@@ -27,6 +27,14 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 #undef cuMemFree
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
+/* cuda.h maps cuGraphAddNode to CUDA 12.3's _v2; CUDA 12.2's, without
+ * edge data, is declared only for the driver's own build. */
+#undef cuGraphAddNode
+#undef cuStreamBeginCapture
+CUresult cuStreamBeginCapture(CUstream hStream);
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
+CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                        size_t numDependencies, CUgraphNodeParams *nodeParams);
 
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
@@ -123,6 +131,11 @@ static void describe_capture_begin(vt_event_t *ev, uint32_t r, CUstream stream, 
     }
 }
 
+static void describe_capture_begin_10000(vt_event_t *ev, uint32_t r, CUstream stream)
+{
+    describe_capture_begin(ev, r, stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
 static void describe_capture_to_graph(vt_event_t *ev, uint32_t r, CUstream stream, CUgraph graph,
                                       const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t ndeps,
                                       CUstreamCaptureMode mode)
@@ -172,6 +185,55 @@ static void describe_graph_free_node(vt_event_t *ev, uint32_t r, CUgraphNode *no
     ev->flags |= VT_EF_CAPTURED;
     ev->aux = (uint64_t)(uintptr_t)graph;
     ev->ptr = dptr;
+}
+
+/* The generic node add (GRAPH_NODE): its memory nodes alone are events. */
+_Static_assert(VT_GRAPH_NODE_MEM_ALLOC == CU_GRAPH_NODE_TYPE_MEM_ALLOC &&
+                   VT_GRAPH_NODE_MEM_FREE == CU_GRAPH_NODE_TYPE_MEM_FREE,
+               "trace_format.h's graph node types are cuda.h's");
+static int is_memory_node(const CUgraphNodeParams *params)
+{
+    return params && (params->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || params->type == CU_GRAPH_NODE_TYPE_MEM_FREE);
+}
+
+static int describe_graph_node_wanted(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                      CUgraphNodeParams *params)
+{
+    (void)node, (void)graph, (void)deps, (void)ndeps;
+    return is_memory_node(params);
+}
+
+static int describe_graph_node_v2_wanted(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                         const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *params)
+{
+    (void)node, (void)graph, (void)deps, (void)edges, (void)ndeps;
+    return is_memory_node(params);
+}
+
+static void describe_graph_node(vt_event_t *ev, uint32_t r, CUgraphNode *node, CUgraph graph,
+                                const CUgraphNode *deps, size_t ndeps, CUgraphNodeParams *params)
+{
+    if (!is_memory_node(params))
+        return;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        describe_graph_free_node(ev, r, node, graph, deps, ndeps, params->free.dptr);
+    } else {
+        /* _v1 and _v2 have the same fields (cuda.h); the call has returned,
+         * so the copy holds the address it gave. */
+        _Static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == sizeof params->alloc, "one layout");
+        CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+        memcpy(&alloc, &params->alloc, sizeof alloc);
+        describe_graph_alloc_node(ev, r, node, graph, deps, ndeps, &alloc);
+    }
+    ev->aux = (uint64_t)params->type;
+}
+
+static void describe_graph_node_v2(vt_event_t *ev, uint32_t r, CUgraphNode *node, CUgraph graph,
+                                   const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t ndeps,
+                                   CUgraphNodeParams *params)
+{
+    (void)edges;
+    describe_graph_node(ev, r, node, graph, deps, ndeps, params);
 }
 
 /* The graph pool (trace_format.h, POOL_USAGE): every attribute is a
@@ -536,11 +598,22 @@ static void describe_free_mipmapped_array(vt_event_t *ev, uint32_t r, CUmipmappe
  * taking the real pointer beside the arguments: every way in has the same
  * frames for the stack's skip count, and an entry point without arguments
  * (cudaDeviceReset's (void)) needs no parameter list joined to another. */
-#define VT_BODY(ret, name, describe, params, args, real_expr, linked)      \
+#define VT_BODY(ret, name, describe, params, args, real_expr, linked) \
+    VT_BODY_WHEN(1, ret, name, describe, params, args, real_expr, linked)
+
+/* An entry point of which only some calls are events (the generic graph
+ * node add, of which only memory nodes are): describe##_wanted picks them
+ * from the arguments before the call; the others go straight through. */
+#define VT_BODY_IF_WANTED(ret, name, describe, params, args, real_expr, linked) \
+    VT_BODY_WHEN(describe##_wanted args, ret, name, describe, params, args, real_expr, linked)
+
+#define VT_BODY_WHEN(wanted, ret, name, describe, params, args, real_expr, linked) \
     typedef ret(*vt_real_t) params;                                        \
     vt_real_t real = (vt_real_t)(real_expr);                               \
     if (!real)                                                             \
         return VT_MISSING_##ret;                                           \
+    if (!(wanted))                                                         \
+        return real args;                                                  \
     vt_call_t call;                                                        \
     if (!vt_call_begin(&call, VT_API_##name, linked))                      \
         return real args;                                                  \
@@ -709,6 +782,8 @@ static void *for_program(void *fn, const void *caller)
 #define VT_GEN_CTX_RESET VT_GEN_EVENT
 #define VT_GEN_VMM_RETAIN VT_GEN_EVENT
 #define VT_GEN_VMM_EMPTY VT_GEN_EVENT
+#define VT_GEN_GRAPH_NODE(ret, name, describe, params, args) \
+    VT_GEN_WRAPPERS(VT_BODY_IF_WANTED, ret, name, describe, params, args)
 #define VT_GEN_CAPTURE_BEGIN VT_GEN_EVENT
 #define VT_GEN_CAPTURE_END VT_GEN_EVENT
 #define VT_GEN_GRAPH_LAUNCH(ret, name, describe, params, args) \
@@ -775,6 +850,7 @@ static void *wrapper(unsigned api)
 #define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_EMPTY VT_SLOT_ENTRY
+#define VT_SLOT_ROW_GRAPH_NODE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_BEGIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_END VT_SLOT_ENTRY
 #define VT_SLOT_ROW_GRAPH_LAUNCH VT_SLOT_ENTRY

@@ -496,10 +496,11 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             p->events.failed++;
         }
     }
+    unsigned kind = vt_event_kind(info, ev->aux);
     if (__builtin_expect((ev->flags & VT_EF_CAPTURED) != 0, 0) && ev->result == 0 && ev->ptr &&
-        (info->kind == VT_KIND_ALLOC || info->kind == VT_KIND_FREE))
-        return do_captured(m, ev, info->kind);
-    switch (info->kind) {
+        (kind == VT_KIND_ALLOC || kind == VT_KIND_FREE))
+        return do_captured(m, ev, kind);
+    switch (kind) {
     case VT_KIND_ALLOC:
         if (vt_api_allocates_from_pool(ev->api))
             p->pool_allocs += ev->result == 0;

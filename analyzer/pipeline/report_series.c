@@ -198,7 +198,8 @@ void vt_series_on_event(vt_series_set_t *set, vt_report_t *r, int input, const v
         if (di >= 0)
             free_sample(set, &ps->dev[di], t, ev->size, &p->devs[di].mem);
     }
-    int is_alloc = info->kind == VT_KIND_ALLOC || info->kind == VT_KIND_VMM_CREATE;
+    unsigned kind = vt_event_kind(info, ev->aux);
+    int is_alloc = kind == VT_KIND_ALLOC || kind == VT_KIND_VMM_CREATE;
     if (is_alloc && ev->result != 0 && (info->kind == VT_KIND_VMM_CREATE || info->space == VT_SPACE_DEVICE)) {
         vt_instant_t in = { .time_ns = t, .bytes = ev->size, .stack = ev->stack, .result = ev->result,
                             .tid = ev->tid, .api = ev->api, .kind = VT_INSTANT_FAILURE, .spill = -1,

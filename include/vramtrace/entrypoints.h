@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace_format.h"
+
 enum vt_kind {
     VT_KIND_ROUTE,
     VT_KIND_ALLOC,
@@ -32,6 +34,7 @@ enum vt_kind {
     VT_KIND_CAPTURE_END,
     VT_KIND_GRAPH_LAUNCH,
     VT_KIND_VMM_EMPTY,
+    VT_KIND_GRAPH_NODE,
     VT_KIND_COUNT   /* not a kind: the length of vt_kind_name's table */
 };
 
@@ -75,6 +78,17 @@ static inline int vt_api_allocates_from_pool(unsigned id)
            id == VT_API_cudaMallocFromPoolAsync || id == VT_API_cudaMallocFromPoolAsync_ptsz;
 }
 
+/* What an event does, for readers of the trace: its entry point's kind,
+ * except the generic graph node add's (GRAPH_NODE), whose memory nodes
+ * allocate or free as their node type says (trace_format.h), as
+ * cuGraphAddMemAllocNode's and cuGraphAddMemFreeNode's events do. */
+static inline unsigned vt_event_kind(const vt_api_info_t *info, uint64_t aux)
+{
+    if (info->kind != VT_KIND_GRAPH_NODE)
+        return info->kind;
+    return aux == VT_GRAPH_NODE_MEM_FREE ? VT_KIND_FREE : VT_KIND_ALLOC;
+}
+
 static inline const char *vt_kind_name(unsigned kind)
 {
     /* Designated, so an enum reordered cannot shift the names; sized by its
@@ -91,6 +105,7 @@ static inline const char *vt_kind_name(unsigned kind)
         [VT_KIND_CTX_RESET] = "ctx_reset",   [VT_KIND_VMM_RETAIN] = "vmm_retain",
         [VT_KIND_CAPTURE_BEGIN] = "capture_begin", [VT_KIND_CAPTURE_END] = "capture_end",
         [VT_KIND_GRAPH_LAUNCH] = "graph_launch", [VT_KIND_VMM_EMPTY] = "vmm_empty",
+        [VT_KIND_GRAPH_NODE] = "graph_node",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_KIND_COUNT, "one name per enum vt_kind");
     return kind < VT_KIND_COUNT ? names[kind] : "?";

@@ -230,6 +230,13 @@
  *                before it by the same thread's VT_EF_OTHER_CONTEXT events.
  *                A new kind: readers that predate it skip the entry point's
  *                id.
+ *   GRAPH_NODE   a memory node added to a graph through the generic
+ *                cuGraphAddNode or cuGraphAddNode_v2 (no other node type
+ *                is written): flag VT_EF_CAPTURED, aux = the node type,
+ *                VT_GRAPH_NODE_MEM_ALLOC (then as ALLOC: ptr = the address
+ *                the graph's allocation will have, size = its bytes,
+ *                device = its pool's) or VT_GRAPH_NODE_MEM_FREE (then as
+ *                FREE: ptr = the address freed)
  *   GRAPH_LAUNCH a launch of a CUDA graph (cuGraphLaunch, _ptsz) that
  *                failed, or the first to succeed after a failed one the
  *                shim wrote (no other successful launch is written):
@@ -324,6 +331,10 @@ enum vt_event_present {
 #define VT_GRAPH_ATTR_USED_HIGH 1u
 #define VT_GRAPH_ATTR_RESERVED_CURRENT 2u
 #define VT_GRAPH_ATTR_RESERVED_HIGH 3u
+
+/* GRAPH_NODE's aux: CUgraphNodeType's memory nodes. */
+#define VT_GRAPH_NODE_MEM_ALLOC 10u
+#define VT_GRAPH_NODE_MEM_FREE 11u
 
 typedef struct vt_file_prelude {
     char magic[8];

@@ -64,6 +64,15 @@
  *                     allocation node, a 256 MiB one and its free node;
  *                     launched, then the 512 MiB freed outside the graph
  *                     (cuMemFreeAsync)
+ *   graph-generic     graph-nodes through the generic node add: the 512 MiB
+ *                     node by CUDA 12.2's cuGraphAddNode, the 256 MiB one
+ *                     and its free by the runtime's cudaGraphAddNode
+ *                     (cuGraphAddNode_v2), and an empty node
+ *   graph-10000       cudaMalloc 1 GiB; two streams captured, begun by
+ *                     CUDA 10.0's cuStreamBeginCapture (linked) and its
+ *                     _ptsz flavour (from cuGetProcAddress at 10000), each
+ *                     capturing a cuMemAllocAsync (2 GiB, 512 MiB) and its
+ *                     free
  *   graph-global      cudaMalloc 1 GiB; a stream captures in global mode
  *                     (the default of cudaStreamBeginCapture and of
  *                     torch.cuda.graph) four cuMemAllocAsync of 256 MiB
@@ -94,6 +103,14 @@
  */
 #include <cuda.h>
 #include <fcntl.h>
+/* cuda.h maps cuGraphAddNode to CUDA 12.3's _v2; a program built against
+ * 12.2 calls this one. */
+#undef cuGraphAddNode
+CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                        size_t numDependencies, CUgraphNodeParams *nodeParams);
+/* CUDA 10.0's capture begin, without a mode. */
+#undef cuStreamBeginCapture
+CUresult cuStreamBeginCapture(CUstream hStream);
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -453,6 +470,64 @@ static int graph_nodes(void)
     return 0;
 }
 
+static int graph_generic(void)
+{
+    void *weights;
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    CUgraphNode kept, temp, freed, empty;
+    CUgraphNodeParams a, b, f, e;
+    CUDA_MEM_ALLOC_NODE_PARAMS pa = node_params(GiB / 2), pb = node_params(GiB / 4);
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&f, 0, sizeof f);
+    memset(&e, 0, sizeof e);
+    a.type = b.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    memcpy(&a.alloc, &pa, sizeof pa);
+    memcpy(&b.alloc, &pb, sizeof pb);
+    f.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    e.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("graph=%d\n", (int)cuGraphCreate(&g, 0));
+    printf("alloc-node=%d\n", (int)cuGraphAddNode(&kept, g, NULL, 0, &a));
+    printf("alloc-node=%d\n", (int)cudaGraphAddNode((cudaGraphNode_t *)&temp, (cudaGraph_t)g, NULL, NULL, 0,
+                                                    (struct cudaGraphNodeParams *)&b));
+    f.free.dptr = b.alloc.dptr;
+    printf("free-node=%d\n", (int)cudaGraphAddNode((cudaGraphNode_t *)&freed, (cudaGraph_t)g,
+                                                   (cudaGraphNode_t *)&temp, NULL, 1, (struct cudaGraphNodeParams *)&f));
+    printf("empty-node=%d\n", (int)cuGraphAddNode(&empty, g, NULL, 0, &e));
+    printf("instantiate=%d\n", (int)cuGraphInstantiateWithFlags(&x, g, 0));
+    printf("launch=%d\n", (int)cuGraphLaunch(x, s));
+    printf("free-outside=%d\n", (int)cuMemFreeAsync(a.alloc.dptr, s));
+    printf("sync=%d\n", (int)cuCtxSynchronize());
+    return 0;
+}
+
+static int graph_10000(void)
+{
+    void *weights;
+    CUstream s, t;
+    CUgraph g;
+    CUdeviceptr d;
+    CUresult (*begin_ptsz)(CUstream) = NULL;
+    printf("malloc=%d\n", (int)cudaMalloc(&weights, GiB));
+    printf("stream=%d\n", (int)cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    printf("stream=%d\n", (int)cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+    printf("begin=%d\n", (int)cuStreamBeginCapture(s));
+    printf("captured-alloc=%d\n", (int)cuMemAllocAsync(&d, 2 * GiB, s));
+    printf("captured-free=%d\n", (int)cuMemFreeAsync(d, s));
+    printf("end=%d\n", (int)cuStreamEndCapture(s, &g));
+    printf("lookup=%d\n", (int)cuGetProcAddress("cuStreamBeginCapture", (void **)&begin_ptsz, 10000,
+                                                 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    printf("begin-ptsz=%d\n", begin_ptsz ? (int)begin_ptsz(t) : -1);
+    printf("captured-alloc=%d\n", (int)cuMemAllocAsync(&d, GiB / 2, t));
+    printf("captured-free=%d\n", (int)cuMemFreeAsync(d, t));
+    printf("end=%d\n", (int)cuStreamEndCapture(t, &g));
+    return 0;
+}
+
 static int graph_global(void)
 {
     void *weights;
@@ -642,6 +717,10 @@ int main(int argc, char **argv)
         return no_context(argc > 2 ? argv[2] : NULL);
     if (!strcmp(mode, "graph"))
         return graphs();
+    if (!strcmp(mode, "graph-10000"))
+        return graph_10000();
+    if (!strcmp(mode, "graph-generic"))
+        return graph_generic();
     if (!strcmp(mode, "graph-global"))
         return graph_global();
     if (!strcmp(mode, "graph-nodes"))

@@ -240,9 +240,12 @@ static CUDA_MEM_ALLOC_NODE_PARAMS device_node(size_t bytes)
 
 /* Each way to begin and end a stream capture, with a stream-ordered
  * allocation and its free captured in each, then the runtime's capture,
- * then graph memory nodes added by hand, and the one of launch_calls (the
- * suite counts them flagged `captured`: CAPTURED_CALLS, 7 allocations). */
-#define CAPTURED_CALLS 13
+ * then graph memory nodes added by hand, by their own calls and by the
+ * generic node add, and the one of launch_calls (the suite counts them
+ * flagged `captured`: CAPTURED_CALLS, 11 allocations). CUDA 10.0's begin,
+ * without a mode, is looked up as a program built against 10.0 would
+ * link it. */
+#define CAPTURED_CALLS 20
 static void capture_one(CUstream s, int how)
 {
     CUgraph g = NULL, into = NULL;
@@ -251,7 +254,15 @@ static void capture_one(CUstream s, int how)
         CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     else if (how == 1)
         CHECK(cuStreamBeginCapture_v2_ptsz(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-    else {
+    else if (how >= 4) {
+        CUresult (*begin_10000)(CUstream) = NULL;
+        CHECK(cuGetProcAddress_v2("cuStreamBeginCapture", (void **)&begin_10000, 10000,
+                                  how == 5 ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT,
+                                  NULL));
+        if (!begin_10000)
+            return;
+        CHECK(begin_10000(s));
+    } else {
         CHECK(cuGraphCreate(&into, 0));
         if (how == 2)
             CHECK(cuStreamBeginCaptureToGraph(s, into, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -269,7 +280,7 @@ static void capture_calls(void)
 {
     CUstream s;
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int how = 0; how < 4; how++)
+    for (int how = 0; how < 6; how++)
         capture_one(s, how);
     cudaStream_t rs;
     cudaGraph_t rg = NULL;
@@ -290,6 +301,30 @@ static void capture_calls(void)
     CHECK(cuGraphCreate(&g, 0));
     CHECK(cuGraphAddMemAllocNode(&alloc_node, g, NULL, 0, &params));
     CHECK(cuGraphAddMemFreeNode(&free_node, g, &alloc_node, 1, params.dptr));
+    /* The generic node add: CUDA 12.2's (what a program built against
+     * 12.2 links), then the runtime's cudaGraphAddNode (12.3's _v2). */
+    CUgraphNodeParams generic;
+    CUgraphNode generic_alloc, generic_free;
+    memset(&generic, 0, sizeof generic);
+    generic.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    CUDA_MEM_ALLOC_NODE_PARAMS node = device_node(1 * MiB);
+    memcpy(&generic.alloc, &node, sizeof node);
+    typedef CUresult (*add_node_12020_t)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *);
+    void *fn = NULL;
+    CHECK(cuGetProcAddress_v2("cuGraphAddNode", &fn, 12020, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    if (fn)
+        CHECK(((add_node_12020_t)fn)(&generic_alloc, g, NULL, 0, &generic));
+    struct cudaGraphNodeParams rt_node;
+    memset(&rt_node, 0, sizeof rt_node);
+    rt_node.type = cudaGraphNodeTypeMemAlloc;
+    memcpy(&rt_node.alloc, &node, sizeof node);
+    CHECK(cudaGraphAddNode((cudaGraphNode_t *)&generic_alloc, (cudaGraph_t)g, NULL, NULL, 0, &rt_node));
+    CUdeviceptr generic_ptr = (CUdeviceptr)(uintptr_t)rt_node.alloc.dptr;
+    memset(&rt_node, 0, sizeof rt_node);
+    rt_node.type = cudaGraphNodeTypeMemFree;
+    rt_node.free.dptr = (void *)(uintptr_t)generic_ptr;
+    CHECK(cudaGraphAddNode((cudaGraphNode_t *)&generic_free, (cudaGraph_t)g, (cudaGraphNode_t *)&generic_alloc, NULL, 1,
+                           &rt_node));
     CHECK(cuGraphDestroy(g));
 }
 

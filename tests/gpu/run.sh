@@ -177,10 +177,10 @@ fi
 n=$(grep -c '^event .* flags=[^ ]*captured' "$W/ep.dump")
 peak=$("$VT" report --json "$(trace_of "$W/ep")" 2>/dev/null |
     "$PY" -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["events"]["captured_allocs"])' 2>&1)
-if [ "$n" -eq 13 ] && [ "$peak" = 7 ]; then
-    ok "stream capture into CUDA graphs" "13 captured calls flagged, 7 captured allocations counted apart"
+if [ "$n" -eq 20 ] && [ "$peak" = 11 ]; then
+    ok "stream capture into CUDA graphs" "20 captured calls flagged, 11 captured allocations counted apart"
 else
-    bad "stream capture into CUDA graphs" "$n captured calls flagged (want 13), captured_allocs $peak (want 7)"
+    bad "stream capture into CUDA graphs" "$n captured calls flagged (want 20), captured_allocs $peak (want 11)"
 fi
 if [ -x "$W/entrypoints_static" ] 2>/dev/null && [ -z "$SIMDIR" ]; then
     under_shim "$W/eps" "$W/entrypoints_static" all >"$W/eps.out" 2>&1

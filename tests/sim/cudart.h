@@ -77,6 +77,7 @@ struct rt_driver {
     PFN_cuGraphExecUpdate_v12000 graphExecUpdate;
     PFN_cuGraphExecDestroy_v10000 graphExecDestroy;
     PFN_cuGraphDestroy_v10000 graphDestroy;
+    PFN_cuGraphAddNode_v12030 graphAddNode;
 };
 extern struct rt_driver rt_drv;
 extern int rt_ndev;

@@ -726,6 +726,16 @@ RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
     RT_GRAPH_CALL(graphDestroy, (CUgraph)graph);
 }
+/* The runtime's node parameters have the driver's layout (cudaGraphNodeType
+ * is CUgraphNodeType, value for value). */
+_Static_assert(sizeof(struct cudaGraphNodeParams) == sizeof(CUgraphNodeParams), "one layout");
+RT_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                       const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData,
+                                       size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
+{
+    RT_GRAPH_CALL(graphAddNode, (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies,
+                  (const CUgraphEdgeData *)dependencyData, numDependencies, (CUgraphNodeParams *)nodeParams);
+}
 
 /* Events carry no time on a GPU that runs nothing: one static handle. */
 static char event_handle;

@@ -117,6 +117,7 @@ static void load(void)
         {"cuGraphExecUpdate", &rt_drv.graphExecUpdate},
         {"cuGraphExecDestroy", &rt_drv.graphExecDestroy},
         {"cuGraphDestroy", &rt_drv.graphDestroy},
+        {"cuGraphAddNode", &rt_drv.graphAddNode},
     };
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         fetch(optional[i].name, optional[i].slot, D);

@@ -36,7 +36,10 @@
  *    INVALIDATED, and cuStreamEndCapture ends the capture with that error
  *    and no graph.
  *  - cuGraphAddMemAllocNode and cuGraphAddMemFreeNode add the same nodes to
- *    a graph of cuGraphCreate by hand.
+ *    a graph of cuGraphCreate by hand, and so do cuGraphAddNode and
+ *    cuGraphAddNode_v2 for CU_GRAPH_NODE_TYPE_MEM_ALLOC and _MEM_FREE; an
+ *    empty node (CU_GRAPH_NODE_TYPE_EMPTY) is accepted and does nothing;
+ *    other node types are CUDA_ERROR_NOT_SUPPORTED.
  *  - cuGraphExecUpdate_v2 gives an executable graph the graph's nodes.
  *  - cuDeviceGraphMemTrim returns the pool's unused bytes to the device;
  *    cuDeviceGetGraphMemAttribute reports its used and reserved bytes,
@@ -314,6 +317,37 @@ SIM_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, cons
     if (rc == CUDA_SUCCESS)
         *node = (CUgraphNode)(uintptr_t)g->n;
     SIM_LEAVE(rc);
+}
+
+SIM_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *params)
+{
+    (void)edges;
+    if (!params)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (params->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+        memcpy(&alloc, &params->alloc, sizeof alloc);
+        CUresult rc = cuGraphAddMemAllocNode(node, graph, deps, ndeps, &alloc);
+        params->alloc.dptr = alloc.dptr;
+        return rc;
+    }
+    if (params->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        return cuGraphAddMemFreeNode(node, graph, deps, ndeps, params->free.dptr);
+    if (params->type != CU_GRAPH_NODE_TYPE_EMPTY)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    SIM_ENTER();
+    sim_graph_t *g = graph_of(graph);
+    if (!node || !g)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    *node = (CUgraphNode)(uintptr_t)(g->n + 1);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+SIM_EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                   CUgraphNodeParams *params)
+{
+    return cuGraphAddNode_v2(node, graph, deps, NULL, ndeps, params);
 }
 
 SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)

@@ -95,6 +95,8 @@ static const struct row table[] = {
     R("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000),
     R("cuMemExportToShareableHandle", cuMemExportToShareableHandle, 10020),
     R("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle, 10020),
+    R("cuGraphAddNode", cuGraphAddNode, 12020),
+    R("cuGraphAddNode", cuGraphAddNode_v2, 12030),
     R("cuMulticastGetGranularity", cuMulticastGetGranularity, 12010),
     R("cuMulticastCreate", cuMulticastCreate, 12010),
     R("cuMulticastAddDevice", cuMulticastAddDevice, 12010),

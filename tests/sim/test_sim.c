@@ -91,7 +91,8 @@ static const char *exported[] = {
     "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree", "cuMemMap", "cuMemUnmap",
     "cuMemSetAccess", "cuMemGetAllocationPropertiesFromHandle", "cuMemExportToShareableHandle",
     "cuMemImportFromShareableHandle", "cuMulticastGetGranularity", "cuMulticastCreate", "cuMulticastAddDevice",
-    "cuMulticastBindMem", "cuMulticastUnbind", "cuMemAllocManaged",
+    "cuMulticastBindMem", "cuMulticastUnbind", "cuGraphAddNode", "cuGraphAddNode_v2", "cuStreamBeginCapture",
+    "cuStreamBeginCapture_ptsz", "cuMemAllocManaged",
     "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemHostGetDevicePointer_v2", "cuGetProcAddress", "cuGetProcAddress_v2",
 };
@@ -100,7 +101,7 @@ static const char *exported[] = {
  * name at some version and flavour. */
 static void check_all_reachable(PFN_cuGetProcAddress_v11030 gpa)
 {
-    static const int versions[] = {13000, 12050, 12000, 11040, 11030, 3020, 2000};
+    static const int versions[] = {13000, 12050, 12020, 12000, 11040, 11030, 10000, 3020, 2000};
     int missing = 0, seen = 0;
     for (size_t i = 0; i < sizeof exported / sizeof exported[0]; i++) {
         void *want = sym(exported[i]);

@@ -253,6 +253,27 @@ is "$(json $TMP/graph-nodes.json 'p["events"]["captured_allocs"], p["events"]["c
 is "$(json $TMP/graph-nodes.json 'p["events"]["graph_frees"], p["events"]["unmatched_frees"], d[0]["peak"]["tracked_bytes"]')" \
     "(1, 0, $GiB)" "graph-nodes: the free outside the graph is graph memory, no unknown pointer; a peak of the 1 GiB held"
 
+# ---- the same nodes through the generic node add (CUDA 12.2's
+# cuGraphAddNode, the runtime's cudaGraphAddNode: cuGraphAddNode_v2) were
+# unseen: the free outside the graph was a free of an unknown pointer, the
+# 512 MiB node a live allocation ----
+run graph-generic graph-generic
+is "$(grep -c '=0$' $TMP/graph-generic.out)" 11 "graph-generic: every call succeeded"
+is "$(json $TMP/graph-generic.json 'p["events"]["captured_allocs"], p["events"]["captured_bytes"], p["events"]["captured_frees"]')" \
+    "(2, $((GiB / 2 + GiB / 4)), 1)" "graph-generic: 2 allocation nodes of 768 MiB and a free node, counted apart"
+is "$(json $TMP/graph-generic.json 'p["events"]["graph_frees"], p["events"]["unmatched_frees"], d[0]["peak"]["tracked_bytes"]')" \
+    "(1, 0, $GiB)" "graph-generic: the free outside the graph is graph memory, no unknown pointer; a peak of the 1 GiB held"
+is "$(json $TMP/graph-generic.json 'p["apis"].get("cuGraphAddNode", {}).get("calls"), p["apis"].get("cuGraphAddNode_v2", {}).get("calls")')" \
+    "(1, 2)" "graph-generic: memory nodes alone are events (the empty node is not)"
+
+# ---- a capture begun by CUDA 10.0's cuStreamBeginCapture (no mode), linked
+# and looked up: unseen, so its captured calls counted as real: a peak of
+# 3 GiB ----
+run graph-10000 graph-10000
+is "$(grep -c '=0$' $TMP/graph-10000.out)" 12 "graph-10000: every call succeeded (the shim's own queries invalidated the global-mode capture it did not see begin: 901)"
+is "$(json $TMP/graph-10000.json 'p["events"]["graph_captures"], p["events"]["captured_allocs"], p["events"]["captured_bytes"], d[0]["peak"]["tracked_bytes"]')" \
+    "(2, 2, $((2 * GiB + GiB / 2)), $GiB)" "graph-10000: 2 captures seen, their 2 allocations counted apart, a peak of the 1 GiB held"
+
 # ---- A capture in global mode (cudaStreamBeginCapture's default, and
 # torch.cuda.graph's): a call the driver deems unsafe, from any thread,
 # invalidates it. The shim's own query of each captured allocation's device
