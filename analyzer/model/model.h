@@ -270,6 +270,18 @@ typedef struct vt_placement {
      * embeddings alone are not an offload: llama.cpp keeps them there). */
     int offloaded;
     uint64_t layer_weights_host, layer_weights;   /* blocks + output layer */
+    /* Models loaded at once (model_placement.c: a block's tensors named
+     * again while the buffer of the same names before is live on a GPU or
+     * in pinned memory: llama.cpp's draft model beside its target, two
+     * models in one process). The figures above are then of one of them,
+     * the one with most layers in host memory (else the largest); the
+     * others are summed up here. 1 for one model. */
+    uint32_t models_at_once;
+#define VT_MAX_OTHER_MODELS 7
+    struct vt_other_model {
+        uint32_t layers_total, layers_gpu;
+        uint64_t layer_weights, layer_weights_host;
+    } other_models[VT_MAX_OTHER_MODELS];
     vt_place_bytes_t layer_weights_at;            /* the same, by place */
     /* The offload arithmetic (docs/report.md, "Offload estimate"): on the
      * GPU holding the most weights, the room above the margin at the

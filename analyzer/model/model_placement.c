@@ -31,6 +31,18 @@
  * as the buffer taking its place begins. Else every reload would be
  * summed with the loads before it (seen: a full load, then a partial one,
  * reported as 8 blocks with half their weights in host memory).
+ *
+ * Two models live at once (llama.cpp's draft model beside the target of
+ * speculative decoding; node-llama-cpp and llama.node load several in one
+ * process) name their tensors alike. A name placed again while the buffer
+ * of its run before lives on a GPU or in pinned memory (whose end the
+ * trace would hold) is another model's, not a reload: its parts get the
+ * next model number, and the run before stays. Seen on real llama.cpp: a
+ * 4-block model on the GPU and a 6-block one with 5 of 7 layers in host
+ * memory were summed into one of 6 blocks with 1 layer in host memory.
+ * KV caches are numbered the same way, by the order their contexts were
+ * made; a cache whose block count matches one model's alone is that
+ * model's. The picture is then of one model (vt_m_placement_finish).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +55,7 @@
 #define MAX_BUFFERS 65536u
 #define MAX_PARTS (1u << 20)
 #define MAX_BLOCK 4095
+#define MAX_MODELS (VT_MAX_OTHER_MODELS + 1)
 
 enum content { C_OTHER, C_WEIGHTS, C_KV, C_COMPUTE };
 
@@ -54,6 +67,7 @@ typedef struct part {
     uint8_t content;   /* C_WEIGHTS or C_KV */
     uint8_t input;     /* token embeddings: llama.cpp keeps them in host memory */
     uint8_t output;    /* the output layer's */
+    uint8_t model;     /* weights: the model's number; KV: its cache's (module comment) */
     uint64_t bytes;
 } part_t;
 
@@ -62,6 +76,9 @@ typedef struct gbuf {
     uint8_t usage, host, place, named_kv, named_weights;
     uint8_t replaced;                         /* t_end set by a reload (supersede) */
     int16_t gpu;                              /* ordinal for VT_PLACE_GPU */
+    int8_t model;                             /* of its first named part, -1 before */
+    uint8_t model_kv;                         /* that part was KV cache: model is a cache's number */
+    uint8_t gen;                              /* which load of that model (each reload is the next) */
     uint64_t last_data;                       /* dedupe a tensor and its views */
     char name[32];
 } gbuf_t;
@@ -80,6 +97,14 @@ struct vt_placement_state {
     struct run_key { uint64_t name; uint32_t buffer; } *runs;
     size_t runs_cap;
     vt_map_t live_by_base;     /* a device or pinned buffer's base -> its index */
+    uint8_t loading[2];        /* the model (0) and KV cache (1) numbers the latest parts had */
+    /* Per model (and per KV cache) number: its first buffers on a GPU or
+     * in pinned memory, whose ends the trace holds. A model with one live
+     * at a moment was loaded then. */
+#define MAX_RESIDENT 16
+    uint32_t resident[2][MAX_MODELS][MAX_RESIDENT];
+    uint8_t nresident[2][MAX_MODELS];
+    uint8_t gen[2][MAX_MODELS];   /* the latest load of each */
     uint64_t dropped;       /* records over the bounds */
 };
 
@@ -166,6 +191,7 @@ int vt_m_placement_buffer(vt_model_t *m, const vt_rec_ggml_buffer_t *g)
         b = &s->buf[idx];
         memset(b, 0, sizeof *b);
         b->id = g->buffer;
+        b->model = -1;
         b->t_start = rel_time(m, g->time_ns);
         b->t_end = UINT64_MAX;
         if (vt_map_put(&s->live_by_id, g->buffer, idx))
@@ -255,7 +281,27 @@ static size_t run_slot(int block, int kv, int input)
     return block < 0 ? (input ? 0 : 1) : 2 + 2 * (size_t)block + (size_t)kv;
 }
 
-static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name, size_t len, uint64_t t)
+/* The load of a model (or KV cache) a buffer holds was still loaded at
+ * moment t: one of that load's buffers whose end the trace holds lived
+ * then (module comment). By time, not by what was read so far: ggml's
+ * records and the events are queued apart, so a buffer's end may be read
+ * before a later tensor. */
+static int loaded_at(const vt_placement_state_t *s, const gbuf_t *b, uint64_t t)
+{
+    if (b->model < 0)
+        return 0;
+    for (unsigned i = 0; i < s->nresident[b->model_kv][b->model]; i++) {
+        const gbuf_t *x = &s->buf[s->resident[b->model_kv][b->model][i]];
+        if (x->gen == b->gen && x->t_start <= t && (x->t_end == UINT64_MAX || x->t_end > t))
+            return 1;
+    }
+    return 0;
+}
+
+/* *model: the number of the model (or KV cache) the part begins: the run
+ * before's, for a reload; the next one's, where that run lives on. */
+static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name, size_t len, uint64_t t, int kv,
+                     uint8_t *model)
 {
     vt_placement_state_t *s = m->placement;
     if (slot >= s->runs_cap) {
@@ -270,12 +316,26 @@ static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name,
     int again = r->name == key;
     r->name = key;
     r->buffer = idx;
+    *model = s->loading[kv];
     if (!again)
         return 0;   /* the first run of this slot, or another one beside it (CPU_REPACK) */
     gbuf_t *b = &s->buf[old];
+    uint64_t end = s->buf[idx].t_start < t ? s->buf[idx].t_start : t;
+    if (old != idx && loaded_at(s, b, end)) {
+        /* Another model's (or cache's), loaded while this one lives. */
+        *model = (uint8_t)(b->model + 1 < MAX_MODELS ? b->model + 1 : MAX_MODELS - 1);
+        return 0;
+    }
+    if (b->model >= 0 && old != idx) {
+        /* The same model loaded again: its next load, which this part
+         * begins unless an earlier part of it did. */
+        *model = (uint8_t)b->model;
+        uint8_t *g = &s->gen[kv][b->model];
+        if (*g == b->gen && *g < UINT8_MAX)
+            ++*g;
+    }
     /* It ended when the buffer that takes its place began, at the latest:
      * at no moment are both in the picture. */
-    uint64_t end = s->buf[idx].t_start < t ? s->buf[idx].t_start : t;
     if (old == idx || b->t_start > end)
         return 0;
     if (b->t_end != UINT64_MAX) {
@@ -340,15 +400,25 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     /* A part's first tensor names it for a reload: the same block placed
      * again begins with the same name, and one name per part keeps the
      * map small (a 70B model: about 170 names). */
-    if (supersede(m, idx, run_slot(block, kv, input), name, len, rel_time(m, t->time_ns)))
+    uint8_t model = 0;
+    if (supersede(m, idx, run_slot(block, kv, input), name, len, rel_time(m, t->time_ns), kv, &model))
         return VT_E_NOMEM;
+    s->loading[kv] = model;
+    if (b->model < 0) {
+        b->model = (int8_t)model;
+        b->model_kv = (uint8_t)kv;
+        b->gen = s->gen[kv][model];
+        uint8_t *n = &s->nresident[kv][model];
+        if ((b->place == VT_PLACE_GPU || b->place == VT_PLACE_PINNED) && *n < MAX_RESIDENT)
+            s->resident[kv][model][(*n)++] = idx;
+    }
     if (s->npart >= MAX_PARTS) {
         s->dropped++;
         return 0;
     }
     if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
         return VT_E_NOMEM;
-    s->part[s->npart++] = (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, t->nbytes };
+    s->part[s->npart++] = (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, model, t->nbytes };
     return 0;
 }
 
@@ -507,7 +577,23 @@ typedef struct block_acc {
     uint64_t dev_bytes;
 } block_acc_t;
 
-static int picture(vt_model_t *m, const uint8_t *live);
+/* Which model a part or a buffer belongs to, at a picture: a weights
+ * model's number, or the model its KV cache goes with (kv_model); -1 for
+ * a buffer no named part spoke for. */
+typedef struct model_filter {
+    int want;                    /* -1: every model */
+    uint8_t kv_model[MAX_MODELS];
+} model_filter_t;
+
+static int of_model(const model_filter_t *f, int model, int kv)
+{
+    if (f->want < 0 || model < 0)
+        return 1;
+    return (kv ? f->kv_model[model] : model) == f->want;
+}
+
+static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f);
+static int picture_at(vt_model_t *m, const uint8_t *live);
 
 /* The picture: the latest load whose layers or KV cache were partly in
  * host memory (a later full load does not hide an earlier partial one's
@@ -536,7 +622,7 @@ int vt_m_placement_finish(vt_model_t *m)
     for (int k = mo.nloads - 1; !rc && k >= 0 && mo.nloads > 1; k--) {
         pl->at_ns = mo.load[k];
         live_at(s, pl->at_ns, live);
-        rc = picture(m, live);
+        rc = picture_at(m, live);
         /* A load is one whose moment holds the model's layers. */
         if (rc || (pl->offloaded && pl->layers_known))
             break;
@@ -548,7 +634,7 @@ int vt_m_placement_finish(vt_model_t *m)
             live_at(s, pl->at_ns, live);
         else
             memset(live, 0, s->nbuf);
-        rc = picture(m, live);
+        rc = picture_at(m, live);
     }
     free(live);
     if (rc)
@@ -557,9 +643,80 @@ int vt_m_placement_finish(vt_model_t *m)
     return 0;
 }
 
+/* The picture at a moment of models loaded at once: of the one with most
+ * layers in host memory (then most layer weights there), else of the one
+ * with most layer weights; the others summed up beside it. A KV cache
+ * goes with the model of its block count where only one has that count,
+ * else with the model of its own number (the order their contexts were
+ * made in). */
+static int picture_at(vt_model_t *m, const uint8_t *live)
+{
+    vt_placement_state_t *s = m->placement;
+    vt_placement_t *pl = &m->p.placement;
+    model_filter_t f = { .want = -1 };
+    int blocks[2][MAX_MODELS], present[2][MAX_MODELS] = { { 0 } }, models = 0;
+    for (int k = 0; k < MAX_MODELS; k++)
+        blocks[0][k] = blocks[1][k] = -1, f.kv_model[k] = (uint8_t)k;
+    for (size_t i = 0; i < s->npart; i++) {
+        const part_t *pt = &s->part[i];
+        int kv = pt->content == C_KV;
+        if (!live[pt->buffer] || (!kv && pt->input))
+            continue;
+        present[kv][pt->model] = 1;
+        if (pt->block > blocks[kv][pt->model])
+            blocks[kv][pt->model] = pt->block;
+    }
+    for (int k = 0; k < MAX_MODELS; k++)
+        models += present[0][k];
+    if (models <= 1) {
+        pl->models_at_once = (uint32_t)models;
+        return picture(m, live, &f);
+    }
+    for (int c = 0; c < MAX_MODELS; c++) {
+        int match = -1, matches = 0;
+        for (int w = 0; w < MAX_MODELS && present[1][c]; w++)
+            if (present[0][w] && blocks[0][w] == blocks[1][c])
+                match = w, matches++;
+        if (matches == 1)
+            f.kv_model[c] = (uint8_t)match;
+    }
+    const vt_placement_t base = *pl;
+    struct vt_other_model sum[MAX_MODELS];
+    int chosen = -1;
+    for (int k = 0; k < MAX_MODELS; k++) {
+        if (!present[0][k])
+            continue;
+        *pl = base;
+        f.want = k;
+        int rc = picture(m, live, &f);
+        if (rc)
+            return rc;
+        sum[k] = (struct vt_other_model){ pl->layers_total, pl->layers_gpu, pl->layer_weights, pl->layer_weights_host };
+        if (chosen < 0) {
+            chosen = k;
+            continue;
+        }
+        const struct vt_other_model *c = &sum[chosen], *n = &sum[k];
+        uint32_t host_c = c->layers_total - c->layers_gpu, host_n = n->layers_total - n->layers_gpu;
+        int better = host_c || host_n || c->layer_weights_host || n->layer_weights_host
+                         ? host_n > host_c || (host_n == host_c && n->layer_weights_host > c->layer_weights_host)
+                         : n->layer_weights > c->layer_weights;
+        if (better)
+            chosen = k;
+    }
+    *pl = base;
+    f.want = chosen;
+    int rc = picture(m, live, &f);
+    pl->models_at_once = (uint32_t)models;
+    for (int k = 0, o = 0; k < MAX_MODELS && o < VT_MAX_OTHER_MODELS; k++)
+        if (present[0][k] && k != chosen)
+            pl->other_models[o++] = sum[k];
+    return rc;
+}
+
 /* Fills the placement from the buffers live[] says were live at its
- * moment (pl->at_ns). */
-static int picture(vt_model_t *m, const uint8_t *live)
+ * moment (pl->at_ns), of the models f names. */
+static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
 {
     vt_placement_state_t *s = m->placement;
     vt_placement_t *pl = &m->p.placement;
@@ -569,6 +726,8 @@ static int picture(vt_model_t *m, const uint8_t *live)
     for (size_t i = 0; i < s->nbuf; i++) {
         const gbuf_t *b = &s->buf[i];
         int c = content_of(b);
+        if (!of_model(f, b->model, b->model_kv))
+            continue;   /* another model's */
         if (c == C_COMPUTE) {
             if (b->t_end == UINT64_MAX || b->t_end > pl->at_ns)
                 add_place(&pl->compute, b, b->size);
@@ -586,7 +745,8 @@ static int picture(vt_model_t *m, const uint8_t *live)
     /* Blocks: weight and KV bytes per block, by the place of their buffer. */
     int maxblock = -1;
     for (size_t i = 0; i < s->npart; i++)
-        if (live[s->part[i].buffer] && s->part[i].block > maxblock)
+        if (live[s->part[i].buffer] && of_model(f, s->part[i].model, s->part[i].content == C_KV) &&
+            s->part[i].block > maxblock)
             maxblock = s->part[i].block;
     block_acc_t *acc = calloc((size_t)maxblock + 2, sizeof *acc);
     if (!acc)
@@ -595,7 +755,7 @@ static int picture(vt_model_t *m, const uint8_t *live)
     int have_output = 0;
     for (size_t i = 0; i < s->npart; i++) {
         const part_t *pt = &s->part[i];
-        if (!live[pt->buffer])
+        if (!live[pt->buffer] || !of_model(f, pt->model, pt->content == C_KV))
             continue;
         const gbuf_t *b = &s->buf[pt->buffer];
         int on_gpu = b->place == VT_PLACE_GPU;

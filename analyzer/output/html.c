@@ -238,6 +238,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     if (pl->input_host)
         fprintf(f, "<p>%s of token embeddings are in host memory (llama.cpp keeps them there by design).</p>\n",
                 vt_fmt_bytes(a, pl->input_host));
+    char models[1024];
+    vt_other_models_sentence(models, sizeof models, pl);
+    if (models[0])
+        fprintf(f, "<p>%s</p>\n", models);   /* numbers and fixed words only */
     /* The estimate where the run left layers in host memory or failed, as
      * the text report gives it. */
     const typeof(pl->advice) *ad = &pl->advice;

@@ -475,6 +475,17 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
     place_bytes(j, "compute", &pl->compute);
     place_bytes(j, "other", &pl->other);
     vt_json_u64(j, "token_embeddings_host_bytes", pl->input_host);
+    vt_json_u64(j, "models_at_once", pl->models_at_once);
+    vt_json_arr(j, "other_models");
+    for (uint32_t i = 0; i + 1 < pl->models_at_once && i < VT_MAX_OTHER_MODELS; i++) {
+        vt_json_obj(j, NULL);
+        vt_json_u64(j, "layers_total", pl->other_models[i].layers_total);
+        vt_json_u64(j, "layers_gpu", pl->other_models[i].layers_gpu);
+        vt_json_u64(j, "layer_weight_bytes", pl->other_models[i].layer_weights);
+        vt_json_u64(j, "layer_weight_host_bytes", pl->other_models[i].layer_weights_host);
+        vt_json_obj_end(j);
+    }
+    vt_json_arr_end(j);
     if (pl->layers_known) {
         vt_json_obj(j, "layers");
         vt_json_u64(j, "gpu", pl->layers_gpu);

@@ -265,6 +265,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     if (pl->input_host)
         fprintf(o, "  (%s of token embeddings are in host memory too: llama.cpp keeps them there by design.)\n",
                 vt_fmt_bytes(a, pl->input_host));
+    char models[1024];
+    vt_other_models_sentence(models, sizeof models, pl);
+    if (models[0])
+        fprintf(o, "  %s\n", models);
     picture_moment(o, pl);
     const char *args[16];
     size_t nargs = vt_proc_layer_args(p, args, 16);

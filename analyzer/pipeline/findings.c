@@ -137,3 +137,30 @@ void vt_more_vram(const vt_model_t *m, vt_more_vram_t *out)
         out->why = VT_MORE_OVERSUB;
     }
 }
+
+void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl)
+{
+    char a[VT_SIZE_BUF];
+    size_t at = 0;
+    int n;
+    if (len)
+        buf[0] = 0;
+    if (!pl->known || pl->models_at_once < 2)
+        return;
+    unsigned others = pl->models_at_once - 1 < VT_MAX_OTHER_MODELS ? pl->models_at_once - 1 : VT_MAX_OTHER_MODELS;
+    n = snprintf(buf, len,
+                 "%u models were loaded at once: their tensors were named alike while the first one's GPU buffers "
+                 "lived (a draft model for speculative decoding, or models side by side in one process). The "
+                 "figures above are of the one with the most %s; the other%s: ",
+                 pl->models_at_once, pl->offloaded ? "layers in host memory" : "layer weights", others == 1 ? "" : "s");
+    for (unsigned i = 0; n > 0 && (size_t)n < len - at && i < others; i++) {
+        at += (size_t)n;
+        const struct vt_other_model *o = &pl->other_models[i];
+        n = snprintf(buf + at, len - at, "%s%u layers with %s of layer weights, %u on the GPU", i ? "; " : "",
+                     o->layers_total, vt_fmt_bytes(a, o->layer_weights), o->layers_gpu);
+    }
+    if (n > 0 && (size_t)n < len - at) {
+        at += (size_t)n;
+        snprintf(buf + at, len - at, ".");
+    }
+}

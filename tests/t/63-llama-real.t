@@ -53,7 +53,7 @@ run_llama() {
     # a layer count whose log lacks the load's summary is made again (at
     # most twice), since every check compares with those lines.
     for attempt in 1 2 3; do
-        rm -rf "$rd" && traced_run "$rd" "$rcard" "$SIM" tests/llama/run.mjs "$@"
+        rm -rf "$rd" && traced_run "$rd" "$rcard" "$SIM" ${RUNNER:-tests/llama/run.mjs} "$@"
         case $1 in *[!0-9]*) break ;; esac
         grep -q "load_tensors: offloaded" "$rd.log" "$rd.out" && break
     done
@@ -325,4 +325,32 @@ check_cpu_only() {
     check "$1 $name: the text says so" grep -q "RAN ON THE CPU. No GPU allocation: 0 of 5 layers" "$2.txt"
 }
 scenario cpu_only 2GiB cpu 512 1 1
+
+# Two models at once (node-llama-cpp loads several in one process, as
+# llama-server holds a draft model beside its target): the 4-block model
+# on the GPU, then a 3-block one with 2 of its 4 layers there (each with
+# KV cache on the GPU and, for the second, in host memory too, so that
+# llama.cpp's last lines of each kind are the second model's). Their
+# tensors are named alike, and both were summed into one model of 4
+# blocks, 1 layer in host memory, where llama.cpp said 2/4 of the second
+# model was offloaded and 5/5 of the first. The report pictures the
+# second model, the one in host memory, against llama.cpp's lines for it
+# (the last ones), and sums the first up beside it.
+python3 tests/llama/make_gguf.py "$TMP/three-blocks.gguf" 3
+check_two_models() {
+    is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads both models and evaluates each"
+    check_placement "$@"
+    is "$(json_of "$2.json" 'p["placement"]["models_at_once"]')" 2 "$1 $name: 2 models loaded at once"
+    first=$(awk '/offloaded [0-9]+\/[0-9]+ layers/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) { print $i; exit } }' "$2.log")
+    is "$(json_of "$2.json" '"%d/%d" % (p["placement"]["other_models"][0]["layers_gpu"], p["placement"]["other_models"][0]["layers_total"])')" \
+        "$first" "$1 $name: the other model's layers on the GPU = llama.cpp's first offloaded N/M"
+    near "$(json_of "$2.json" 'p["placement"]["other_models"][0]["layer_weight_bytes"]')" \
+        "$(awk '/CUDA0 model buffer size =/ { sub(/.*= */, ""); printf "%.0f\n", $1 * 1048576; exit }' "$2.log")" \
+        "$1 $name: the other model's layer weights = llama.cpp's first CUDA0 model buffer"
+    check "$1 $name: the text says two models were loaded at once" \
+        sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q '2 models were loaded at once'"
+}
+RUNNER=tests/llama/run-two.mjs
+scenario two_models 2GiB "$TMP/three-blocks.gguf" 99 2 512
+unset RUNNER
 done_testing
