@@ -219,4 +219,78 @@ host_kv                       -          0 B" "diff: - for the run without ggml 
 "$VT" diff --color never "$D/t/plain.vtrace" "$D/t/failed.vtrace" >"$D/d3.txt" 2>&1
 is "$(grep -c -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d3.txt") $(sed -n 2p "$D/d3.txt" | sed 's/.*), //')" "0 OUT OF MEMORY" \
     "diff: no placement rows when neither run has it; a failure heads as the report's verdict, OUT OF MEMORY"
+# ---- Two models loaded at once (a draft model beside its target): the
+# 4-block model A of the traces above all on CUDA0, then a 2-block model B
+# with blk.0 in pageable memory and blk.1 + its output layer on CUDA0.
+# Their tensors are named alike; B's context is made first (its KV: l0 in
+# pageable memory, l1 on CUDA0), then A's (l0-3 on CUDA0). Summed as one
+# model, the report said 4 blocks, 5 of 5 layers on the GPU. ----
+mkdir -p "$D/two"
+{
+    header 305 'llama-server,-m,a.gguf,-md,b.gguf,-ngl,99,-ngld,2'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
+    blocks 0x1 0 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=768MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=4100000 buffer=0x7 usage=WEIGHTS base=0x100a0000000 size=768MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=4200000 buffer=0x8 usage=WEIGHTS base=0x7f3000000000 size=512MiB name=CPU host=2'
+    blocks 0x8 0 0 $((0x7f3000000000)) | sed 's/t=1500000/t=4500000/'
+    blocks 0x7 1 1 $((0x100a0000000)) | sed 's/t=1500000/t=4500000/'
+    echo 'ggml_tensor t=4600000 buffer=0x7 data=0x100c0000000 nbytes=256MiB name=output.weight'
+    echo 'event t=5000000 api=cudaMalloc dev=0 ptr=0x100d0000000 size=64MiB stack=2 flags=runtime'
+    echo 'ggml_buffer t=5100000 buffer=0x9 usage=ANY base=0x7f4000000000 size=64MiB name=CPU host=2'
+    echo 'ggml_buffer t=5100000 buffer=0xa usage=ANY base=0x100d0000000 size=64MiB name=CUDA0 host=1'
+    echo 'ggml_tensor t=5200000 buffer=0x9 data=0x7f4000000000 nbytes=32MiB name=cache_k_l0'
+    echo 'ggml_tensor t=5200000 buffer=0x9 data=0x7f4002000000 nbytes=32MiB name=cache_v_l0'
+    echo 'ggml_tensor t=5200000 buffer=0xa data=0x100d0000000 nbytes=32MiB name=cache_k_l1'
+    echo 'ggml_tensor t=5200000 buffer=0xa data=0x100d2000000 nbytes=32MiB name=cache_v_l1'
+    echo 'event t=6000000 api=cudaMalloc dev=0 ptr=0x100e0000000 size=256MiB stack=2 flags=runtime'
+    echo 'ggml_buffer t=6100000 buffer=0xb usage=ANY base=0x100e0000000 size=256MiB name=CUDA0 host=1'
+    ggml_kv 0xb 0 3 $((0x100e0000000)) 32 | sed 's/t=2500000/t=6200000/'
+    echo 'end t=10000000 events=4 dropped=0'
+} >"$D/two.vt"
+"$GEN" "$D/two.vt" -o "$D/two/two.vtrace" || nok "vtgen two"
+"$VT" report --json "$D/two" >"$D/two.json"
+"$VT" report "$D/two" >"$D/two.txt"
+jp() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; pl=p["placement"]; print(eval(sys.argv[2]))' "$@"; }
+is "$(jp "$D/two.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], p["verdict"]')" \
+    "(2, 2, 3, 'partial_offload')" "two models: 2 at once; the pictured one, B, has 2 of its 3 layers on the GPU"
+is "$(jp "$D/two.json" 'pl["layer_weights"]["gpu_bytes"], pl["layer_weights"]["host_bytes"]')" \
+    "($((768 * MiB)), $((512 * MiB)))" "two models: B's layer weights: 768 MiB on the GPU, 512 MiB in host memory"
+is "$(jp "$D/two.json" 'pl["kv"]["gpu_bytes"], pl["kv"]["host_bytes"]')" \
+    "($((64 * MiB)), $((64 * MiB)))" "two models: B's KV cache (made first, told by its 2 blocks): 64 MiB on the GPU, 64 MiB in host memory"
+is "$(jp "$D/two.json" 'pl["other_models"]')" \
+    "[{'layers_total': 5, 'layers_gpu': 5, 'layer_weight_bytes': $((2304 * MiB)), 'layer_weight_host_bytes': 0}]" \
+    "two models: the other, A: 5 layers of 2.25 GiB, all on the GPU"
+tr '\n' ' ' <"$D/two.txt" | tr -s ' ' | grep -q 'VERDICT: PARTIAL OFFLOAD. 1 of 3 layers run from host memory.*2 models were loaded at once.*the other: 5 layers with 2.25 GiB of layer weights, 5 on the GPU\.'
+is "$?" 0 "two models: the text pictures B and sums A up"
+"$VT" report --html "$D/two.html" "$D/two" 2>/dev/null
+grep -q '2 models were loaded at once' "$D/two.html"
+is "$?" 0 "two models: the HTML page says so too"
+is "$(views_disagree "$D/two")" "" "two models: report, top, serve, the HTML page and the gate agree"
+
+# ---- The same model loaded, freed (its GPU buffer's allocation freed),
+# then loaded again with blk.0-2 mapped: a reload, one model, not two ----
+{
+    header 306 'llama-cli,-m,a.gguf'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
+    blocks 0x1 0 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    echo 'event t=3000000 api=cudaFree dev=0 ptr=0x10000000000 stack=1 flags=runtime'
+    echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=768MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=4100000 buffer=0x7 usage=WEIGHTS base=0x10000000000 size=768MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=4200000 buffer=0x8 usage=WEIGHTS base=0x7f0000000000 size=1536MiB name=CPU_Mapped host=2'
+    blocks 0x8 0 2 $((0x7f0000000000)) | sed 's/t=1500000/t=4500000/'
+    blocks 0x7 3 3 $((0x10000000000)) | sed 's/t=1500000/t=4500000/'
+    echo 'ggml_tensor t=4600000 buffer=0x7 data=0x10020000000 nbytes=256MiB name=output.weight'
+    echo 'end t=10000000 events=3 dropped=0'
+} >"$D/reload.vt"
+mkdir -p "$D/reload"
+"$GEN" "$D/reload.vt" -o "$D/reload/reload.vtrace" || nok "vtgen reload"
+"$VT" report --json "$D/reload" >"$D/reload.json"
+is "$(jp "$D/reload.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], pl["other_models"]')" \
+    "(1, 2, 5, [])" "reload: one model, the second load's 2 of 5 layers on the GPU"
+
 done_testing
