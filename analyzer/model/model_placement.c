@@ -34,10 +34,11 @@
  *
  * Two models live at once (llama.cpp's draft model beside the target of
  * speculative decoding; node-llama-cpp and llama.node load several in one
- * process) name their tensors alike. A name placed again while the buffer
- * of its run before lives on a GPU or in pinned memory (whose end the
- * trace would hold) is another model's, not a reload: its parts get the
- * next model number, and the run before stays. Seen on real llama.cpp: a
+ * process) name their tensors alike. A name placed again while a buffer
+ * on a GPU or in pinned memory (whose end the trace would hold) of the
+ * load that placed it before still lives is another model's, not a
+ * reload: its parts get a model number no loaded model has, and the run
+ * before stays; a reload keeps its model's number. Seen on real llama.cpp: a
  * 4-block model on the GPU and a 6-block one with 5 of 7 layers in host
  * memory were summed into one of 6 blocks with 1 layer in host memory.
  * KV caches are numbered the same way, by the order their contexts were
@@ -298,8 +299,26 @@ static int loaded_at(const vt_placement_state_t *s, const gbuf_t *b, uint64_t t)
     return 0;
 }
 
-/* *model: the number of the model (or KV cache) the part begins: the run
- * before's, for a reload; the next one's, where that run lives on. */
+/* A model (or KV cache) number none of whose buffers on a GPU or in
+ * pinned memory lives at moment t, other than except. */
+static uint8_t unused_number(const vt_placement_state_t *s, int kv, uint64_t t, int except)
+{
+    for (int k = 0; k < MAX_MODELS; k++) {
+        int live = k == except;
+        for (unsigned i = 0; !live && i < s->nresident[kv][k]; i++) {
+            const gbuf_t *x = &s->buf[s->resident[kv][k][i]];
+            live = x->t_start <= t && (x->t_end == UINT64_MAX || x->t_end > t);
+        }
+        if (!live)
+            return (uint8_t)k;
+    }
+    return MAX_MODELS - 1;
+}
+
+/* *model: the number of the model (or KV cache) the part belongs to: the
+ * run before's, for a reload; where that run's load lives on, the number
+ * of the model the parts before this one began (a model's tensors come in
+ * a row), or a number no loaded model has for the first of them. */
 static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name, size_t len, uint64_t t, int kv,
                      uint8_t *model)
 {
@@ -323,7 +342,11 @@ static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name,
     uint64_t end = s->buf[idx].t_start < t ? s->buf[idx].t_start : t;
     if (old != idx && loaded_at(s, b, end)) {
         /* Another model's (or cache's), loaded while this one lives. */
-        *model = (uint8_t)(b->model + 1 < MAX_MODELS ? b->model + 1 : MAX_MODELS - 1);
+        if (s->loading[kv] == b->model) {
+            *model = unused_number(s, kv, end, b->model);
+            if (s->gen[kv][*model] < UINT8_MAX)
+                s->gen[kv][*model]++;   /* a new model: none of that number's earlier buffers is its */
+        }
         return 0;
     }
     if (b->model >= 0 && old != idx) {
@@ -409,8 +432,18 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
         b->model_kv = (uint8_t)kv;
         b->gen = s->gen[kv][model];
         uint8_t *n = &s->nresident[kv][model];
-        if ((b->place == VT_PLACE_GPU || b->place == VT_PLACE_PINNED) && *n < MAX_RESIDENT)
-            s->resident[kv][model][(*n)++] = idx;
+        if (b->place == VT_PLACE_GPU || b->place == VT_PLACE_PINNED) {
+            /* Full: an earlier load's entry makes room (reloads add their
+             * buffers for ever). */
+            unsigned slot = *n;
+            for (unsigned i = 0; slot == MAX_RESIDENT && i < MAX_RESIDENT; i++)
+                if (s->buf[s->resident[kv][model][i]].gen != b->gen)
+                    slot = i;
+            if (slot < MAX_RESIDENT) {
+                s->resident[kv][model][slot] = idx;
+                *n += slot == *n;
+            }
+        }
     }
     if (s->npart >= MAX_PARTS) {
         s->dropped++;
