@@ -270,6 +270,22 @@ grep -q '2 models were loaded at once' "$D/two.html"
 is "$?" 0 "two models: the HTML page says so too"
 is "$(views_disagree "$D/two")" "" "two models: report, top, serve, the HTML page and the gate agree"
 
+# ---- A third model, C (3 blocks, all on CUDA0), loaded beside both: a
+# number of its own (it took B's, the number after the run before's) ----
+mkdir -p "$D/three"
+{
+    sed '/^end /d' "$D/two.vt" | sed 's/pid=305/pid=307/'
+    echo 'event t=7000000 api=cudaMalloc dev=0 ptr=0x10100000000 size=1792MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=7100000 buffer=0xc usage=WEIGHTS base=0x10100000000 size=1792MiB name=CUDA0 host=1'
+    blocks 0xc 0 2 $((0x10100000000)) | sed 's/t=1500000/t=7500000/'
+    echo 'ggml_tensor t=7600000 buffer=0xc data=0x10160000000 nbytes=256MiB name=output.weight'
+    echo 'end t=10000000 events=5 dropped=0'
+} >"$D/three.vt"
+"$GEN" "$D/three.vt" -o "$D/three/three.vtrace" || nok "vtgen three"
+"$VT" report --json "$D/three" >"$D/three.json"
+is "$(jp "$D/three.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], [(o["layers_gpu"], o["layers_total"]) for o in pl["other_models"]]')" \
+    "(3, 2, 3, [(5, 5), (4, 4)])" "three models: B pictured, A (5 layers) and C (4) beside it, all on the GPU"
+
 # ---- The same model loaded, freed (its GPU buffer's allocation freed),
 # then loaded again with blk.0-2 mapped: a reload, one model, not two ----
 {
