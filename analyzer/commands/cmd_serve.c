@@ -120,6 +120,7 @@ enum {
     F_VERDICT,
     F_MODEL_HOST,
     F_LAYERS,
+    F_MODELS,
     F_EVENTS,
     F_DROPPED,
     F_PARTIAL,
@@ -186,6 +187,9 @@ static const family_t families[F_COUNT] = {
     [F_LAYERS] = { "vramtrace_layers", "gauge",
                    "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in "
                    "total" },
+    [F_MODELS] = { "vramtrace_models_at_once", "gauge",
+                   "a ggml program's models loaded at once (a draft model beside its target: 2); the layer and "
+                   "host-memory figures are of the one with the most layers in host memory" },
     [F_EVENTS] = { "vramtrace_events", "counter", "events read from the trace" },
     [F_DROPPED] = { "vramtrace_dropped_events", "counter",
                     "events the shim counted as lost (ring full, signal handler, call not returned, not written)" },
@@ -299,6 +303,9 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
         fputs("vramtrace_layers{", f[F_LAYERS]);
         proc_labels(f[F_LAYERS], p);
         fprintf(f[F_LAYERS], ",where=\"total\"} %u\n", pl->layers_total);
+        fputs("vramtrace_models_at_once{", f[F_MODELS]);
+        proc_labels(f[F_MODELS], p);
+        fprintf(f[F_MODELS], "} %u\n", pl->models_at_once);
     }
     fputs("vramtrace_events_total{", f[F_EVENTS]);
     proc_labels(f[F_EVENTS], p);

@@ -269,6 +269,9 @@ is "$?" 0 "two models: the text pictures B and sums A up"
 grep -q '2 models were loaded at once' "$D/two.html"
 is "$?" 0 "two models: the HTML page says so too"
 is "$(views_disagree "$D/two")" "" "two models: report, top, serve, the HTML page and the gate agree"
+"$VT" serve --once "$D/two" >"$D/two.om" 2>/dev/null
+is "$(grep -c '^vramtrace_models_at_once{pid="305",process="llama-cli"} 2$' "$D/two.om") $(grep -c '^vramtrace_layers{pid="305",process="llama-cli",where="gpu"} 2$' "$D/two.om")" \
+    "1 1" "two models: serve says 2 models at once, and the pictured one's 2 layers on the GPU"
 
 # ---- A third model, C (3 blocks, all on CUDA0), loaded beside both: a
 # number of its own (it took B's, the number after the run before's) ----
