@@ -280,7 +280,7 @@ typedef struct vt_placement {
 #define VT_MAX_OTHER_MODELS 7
     struct vt_other_model {
         uint32_t layers_total, layers_gpu;
-        uint64_t layer_weights, layer_weights_host;
+        uint64_t layer_weights, layer_weights_host, kv_host;
     } other_models[VT_MAX_OTHER_MODELS];
     vt_place_bytes_t layer_weights_at;            /* the same, by place */
     /* The offload arithmetic (docs/report.md, "Offload estimate"): on the

@@ -299,20 +299,34 @@ static int loaded_at(const vt_placement_state_t *s, const gbuf_t *b, uint64_t t)
     return 0;
 }
 
-/* A model (or KV cache) number none of whose buffers on a GPU or in
- * pinned memory lives at moment t, other than except. */
+/* One of the buffers on a GPU or in pinned memory of model (or KV cache)
+ * number k lives at moment t. */
+static int number_live(const vt_placement_state_t *s, int kv, int k, uint64_t t)
+{
+    for (unsigned i = 0; i < s->nresident[kv][k]; i++) {
+        const gbuf_t *x = &s->buf[s->resident[kv][k][i]];
+        if (x->t_start <= t && (x->t_end == UINT64_MAX || x->t_end > t))
+            return 1;
+    }
+    return 0;
+}
+
+/* A number no model (or KV cache) other than except has at moment t. */
 static uint8_t unused_number(const vt_placement_state_t *s, int kv, uint64_t t, int except)
 {
-    for (int k = 0; k < MAX_MODELS; k++) {
-        int live = k == except;
-        for (unsigned i = 0; !live && i < s->nresident[kv][k]; i++) {
-            const gbuf_t *x = &s->buf[s->resident[kv][k][i]];
-            live = x->t_start <= t && (x->t_end == UINT64_MAX || x->t_end > t);
-        }
-        if (!live)
+    for (int k = 0; k < MAX_MODELS; k++)
+        if (k != except && !number_live(s, kv, k, t))
             return (uint8_t)k;
-    }
     return MAX_MODELS - 1;
+}
+
+/* Models whose weights have a buffer on a GPU or in pinned memory live at t. */
+static int models_loaded_at(const vt_placement_state_t *s, uint64_t t)
+{
+    int n = 0;
+    for (int k = 0; k < MAX_MODELS; k++)
+        n += number_live(s, 0, k, t);
+    return n;
 }
 
 /* *model: the number of the model (or KV cache) the part belongs to: the
@@ -340,7 +354,11 @@ static int supersede(vt_model_t *m, uint32_t idx, size_t slot, const char *name,
         return 0;   /* the first run of this slot, or another one beside it (CPU_REPACK) */
     gbuf_t *b = &s->buf[old];
     uint64_t end = s->buf[idx].t_start < t ? s->buf[idx].t_start : t;
-    if (old != idx && loaded_at(s, b, end)) {
+    /* A KV cache in host memory says nothing of its end; while models are
+     * loaded side by side, its names again are another model's context
+     * (a context made again beside one model is a reload). */
+    int beside = kv && b->place != VT_PLACE_GPU && b->place != VT_PLACE_PINNED && models_loaded_at(s, end) > 1;
+    if (old != idx && (loaded_at(s, b, end) || beside)) {
         /* Another model's (or cache's), loaded while this one lives. */
         if (s->loading[kv] == b->model) {
             *model = unused_number(s, kv, end, b->model);
@@ -724,16 +742,24 @@ static int picture_at(vt_model_t *m, const uint8_t *live)
         int rc = picture(m, live, &f);
         if (rc)
             return rc;
-        sum[k] = (struct vt_other_model){ pl->layers_total, pl->layers_gpu, pl->layer_weights, pl->layer_weights_host };
+        sum[k] = (struct vt_other_model){ pl->layers_total, pl->layers_gpu, pl->layer_weights, pl->layer_weights_host,
+                                          vt_place_host(&pl->kv) };
         if (chosen < 0) {
             chosen = k;
             continue;
         }
         const struct vt_other_model *c = &sum[chosen], *n = &sum[k];
-        uint32_t host_c = c->layers_total - c->layers_gpu, host_n = n->layers_total - n->layers_gpu;
-        int better = host_c || host_n || c->layer_weights_host || n->layer_weights_host
-                         ? host_n > host_c || (host_n == host_c && n->layer_weights_host > c->layer_weights_host)
-                         : n->layer_weights > c->layer_weights;
+        /* Most layers in host memory, then most layer weights there, then
+         * most KV cache there, then the most layer weights. */
+        uint64_t key_c[4] = { c->layers_total - c->layers_gpu, c->layer_weights_host, c->kv_host, c->layer_weights };
+        uint64_t key_n[4] = { n->layers_total - n->layers_gpu, n->layer_weights_host, n->kv_host, n->layer_weights };
+        int better = 0;
+        for (int i = 0; i < 4 && !better; i++) {
+            if (key_n[i] != key_c[i]) {
+                better = key_n[i] > key_c[i];
+                break;
+            }
+        }
         if (better)
             chosen = k;
     }

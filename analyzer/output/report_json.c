@@ -483,6 +483,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "layers_gpu", pl->other_models[i].layers_gpu);
         vt_json_u64(j, "layer_weight_bytes", pl->other_models[i].layer_weights);
         vt_json_u64(j, "layer_weight_host_bytes", pl->other_models[i].layer_weights_host);
+        vt_json_u64(j, "kv_host_bytes", pl->other_models[i].kv_host);
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);

@@ -152,12 +152,17 @@ void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl)
                  "%u models were loaded at once: their tensors were named alike while the first one's GPU buffers "
                  "lived (a draft model for speculative decoding, or models side by side in one process). The "
                  "figures above are of the one with the most %s; the other%s: ",
-                 pl->models_at_once, pl->offloaded ? "layers in host memory" : "layer weights", others == 1 ? "" : "s");
+                 pl->models_at_once,
+                 pl->offloaded ? "in host memory (layers, then layer weights, then KV cache)" : "layer weights",
+                 others == 1 ? "" : "s");
     for (unsigned i = 0; n > 0 && (size_t)n < len - at && i < others; i++) {
         at += (size_t)n;
         const struct vt_other_model *o = &pl->other_models[i];
-        n = snprintf(buf + at, len - at, "%s%u layers with %s of layer weights, %u on the GPU", i ? "; " : "",
-                     o->layers_total, vt_fmt_bytes(a, o->layer_weights), o->layers_gpu);
+        char k[VT_SIZE_BUF];
+        n = snprintf(buf + at, len - at, "%s%u layers with %s of layer weights, %u on the GPU%s%s%s", i ? "; " : "",
+                     o->layers_total, vt_fmt_bytes(a, o->layer_weights), o->layers_gpu,
+                     o->kv_host ? ", its KV cache " : "", o->kv_host ? vt_fmt_bytes(k, o->kv_host) : "",
+                     o->kv_host ? " in host memory" : "");
     }
     if (n > 0 && (size_t)n < len - at) {
         at += (size_t)n;

@@ -261,7 +261,7 @@ is "$(jp "$D/two.json" 'pl["layer_weights"]["gpu_bytes"], pl["layer_weights"]["h
 is "$(jp "$D/two.json" 'pl["kv"]["gpu_bytes"], pl["kv"]["host_bytes"]')" \
     "($((64 * MiB)), $((64 * MiB)))" "two models: B's KV cache (made first, told by its 2 blocks): 64 MiB on the GPU, 64 MiB in host memory"
 is "$(jp "$D/two.json" 'pl["other_models"]')" \
-    "[{'layers_total': 5, 'layers_gpu': 5, 'layer_weight_bytes': $((2304 * MiB)), 'layer_weight_host_bytes': 0}]" \
+    "[{'layers_total': 5, 'layers_gpu': 5, 'layer_weight_bytes': $((2304 * MiB)), 'layer_weight_host_bytes': 0, 'kv_host_bytes': 0}]" \
     "two models: the other, A: 5 layers of 2.25 GiB, all on the GPU"
 tr '\n' ' ' <"$D/two.txt" | tr -s ' ' | grep -q 'VERDICT: PARTIAL OFFLOAD. 1 of 3 layers run from host memory.*2 models were loaded at once.*the other: 5 layers with 2.25 GiB of layer weights, 5 on the GPU\.'
 is "$?" 0 "two models: the text pictures B and sums A up"
@@ -288,6 +288,33 @@ mkdir -p "$D/three"
 "$VT" report --json "$D/three" >"$D/three.json"
 is "$(jp "$D/three.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], [(o["layers_gpu"], o["layers_total"]) for o in pl["other_models"]]')" \
     "(3, 2, 3, [(5, 5), (4, 4)])" "three models: B pictured, A (5 layers) and C (4) beside it, all on the GPU"
+
+# ---- A target and its draft model all on CUDA0, each context's KV cache
+# in pageable memory (--no-kv-offload): the draft's cache names again are
+# its own context, not the target's made again (which ended the target's
+# cache: its 256 MiB left the picture) ----
+mkdir -p "$D/nokv"
+{
+    header 308 'llama-server,-m,t.gguf,-md,d.gguf,--no-kv-offload'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
+    blocks 0x1 0 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    echo 'ggml_buffer t=2100000 buffer=0x2 usage=ANY base=0x7f4000000000 size=256MiB name=CPU host=2'
+    kv 0x2 0 3 $((0x7f4000000000))
+    echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=1280MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=4100000 buffer=0x7 usage=WEIGHTS base=0x100a0000000 size=1280MiB name=CUDA0 host=1'
+    blocks 0x7 0 1 $((0x100a0000000)) | sed 's/t=1500000/t=4500000/'
+    echo 'ggml_tensor t=4600000 buffer=0x7 data=0x100e0000000 nbytes=256MiB name=output.weight'
+    echo 'ggml_buffer t=5100000 buffer=0x9 usage=ANY base=0x7f5000000000 size=128MiB name=CPU host=2'
+    kv 0x9 0 1 $((0x7f5000000000)) | sed 's/t=2500000/t=5200000/'
+    echo 'end t=10000000 events=2 dropped=0'
+} >"$D/nokv.vt"
+"$GEN" "$D/nokv.vt" -o "$D/nokv/nokv.vtrace" || nok "vtgen nokv"
+"$VT" report --json "$D/nokv" >"$D/nokv.json"
+is "$(jp "$D/nokv.json" 'p["verdict"], pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], pl["kv"]["host_bytes"], pl["other_models"][0]["kv_host_bytes"]')" \
+    "('partial_offload', 2, 5, 5, $((256 * MiB)), $((128 * MiB)))" \
+    "no KV offload: the target pictured with its 256 MiB of KV cache in host memory, the draft's 128 MiB beside it"
 
 # ---- The same model loaded, freed (its GPU buffer's allocation freed),
 # then loaded again with blk.0-2 mapped: a reload, one model, not two ----
