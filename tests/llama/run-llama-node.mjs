@@ -4,7 +4,9 @@
 // fails prints "failed: ..." and exits 3.
 // usage: node run-llama-node.mjs NODE_MODULES MODEL GPU_LAYERS CONTEXT MMAP(0|1)
 // GPU_LAYERS may list several counts ("99,2"): the model is loaded and
-// released with each in turn, in one process (an app switching models).
+// released with each in turn, in one process (an app switching models);
+// counts joined by "+" ("99+2") load it that many times side by side
+// (an app holding two models), then release them all.
 // Flash attention is off: its kernel launch divides by a device property
 // the simulated GPU does not model.
 import path from "node:path";
@@ -17,12 +19,15 @@ await toggleNativeLog(true);
 addNativeLogListener((level, text) => process.stderr.write(text));
 let rc = 0;
 try {
-    for (const n of layers.split(",")) {
-        const ctx = await loadModel({
-            model: modelPath, n_ctx: Number(context), n_gpu_layers: Number(n), use_mmap: mmap === "1",
-            lib_variant: "cuda", flash_attn_type: "off",
-        });
-        await ctx.release();
+    for (const group of layers.split(",")) {
+        const held = [];
+        for (const n of group.split("+"))
+            held.push(await loadModel({
+                model: modelPath, n_ctx: Number(context), n_gpu_layers: Number(n), use_mmap: mmap === "1",
+                lib_variant: "cuda", flash_attn_type: "off",
+            }));
+        for (const ctx of held)
+            await ctx.release();
     }
     console.log("done");
 } catch (e) {

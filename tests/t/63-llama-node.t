@@ -106,4 +106,16 @@ check_partial_then_full() {
     is "$(val "$2.bytes" place.layer_weights.mapped_host)" "$((3 * BLOCK))" "$1 $name: its 3 blocks mapped from the file"
 }
 scenario partial_then_full 2GiB 2,99 512 1
+# The model loaded twice side by side (an app holding two models; ggml's
+# frees unseen here, as above): -ngl 99, then -ngl 2 while the first is
+# held. Summed, the KV cache was both contexts' (5 MiB on the GPU where the
+# second's had 1). The picture is the second's, against llama.cpp's last
+# lines, and the first is summed up beside it.
+check_side_by_side() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 99 and -ngl 2 side by side: PARTIAL OFFLOAD"
+    check_placement "$@"
+    is "$(json_of "$2.json" '(p["placement"]["models_at_once"], p["placement"]["other_models"][0]["layers_gpu"], p["placement"]["other_models"][0]["layers_total"])')" \
+        "(2, 5, 5)" "$1 $name: 2 models at once, the other with its 5 of 5 layers on the GPU"
+}
+scenario side_by_side 2GiB 99+2 512 1
 done_testing
