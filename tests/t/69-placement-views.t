@@ -225,13 +225,18 @@ is "$(grep -c -E '^(layers_on_gpu|host_weights|host_kv) ' "$D/d3.txt") $(sed -n 
 # Their tensors are named alike; B's context is made first (its KV: l0 in
 # pageable memory, l1 on CUDA0), then A's (l0-3 on CUDA0). Summed as one
 # model, the report said 4 blocks, 5 of 5 layers on the GPU. ----
-mkdir -p "$D/two"
-{
-    header 305 'llama-server,-m,a.gguf,-md,b.gguf,-ngl,99,-ngld,2'
+# model_a: the 4-block model A of the traces above, every layer on CUDA0
+# (blk.0-3 and its output layer in one 2.25 GiB buffer, from t=1 ms).
+model_a() {
     echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
     echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
     blocks 0x1 0 3 $((0x10000000000))
     echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+}
+mkdir -p "$D/two"
+{
+    header 305 'llama-server,-m,a.gguf,-md,b.gguf,-ngl,99,-ngld,2'
+    model_a
     echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=768MiB stack=1 flags=runtime'
     echo 'ggml_buffer t=4100000 buffer=0x7 usage=WEIGHTS base=0x100a0000000 size=768MiB name=CUDA0 host=1'
     echo 'ggml_buffer t=4200000 buffer=0x8 usage=WEIGHTS base=0x7f3000000000 size=512MiB name=CPU host=2'
@@ -296,10 +301,7 @@ is "$(jp "$D/three.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"
 mkdir -p "$D/nokv"
 {
     header 308 'llama-server,-m,t.gguf,-md,d.gguf,--no-kv-offload'
-    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
-    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
-    blocks 0x1 0 3 $((0x10000000000))
-    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    model_a
     echo 'ggml_buffer t=2100000 buffer=0x2 usage=ANY base=0x7f4000000000 size=256MiB name=CPU host=2'
     kv 0x2 0 3 $((0x7f4000000000))
     echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=1280MiB stack=1 flags=runtime'
@@ -320,10 +322,7 @@ is "$(jp "$D/nokv.json" 'p["verdict"], pl["models_at_once"], pl["layers"]["gpu"]
 # then loaded again with blk.0-2 mapped: a reload, one model, not two ----
 {
     header 306 'llama-cli,-m,a.gguf'
-    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
-    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
-    blocks 0x1 0 3 $((0x10000000000))
-    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    model_a
     echo 'event t=3000000 api=cudaFree dev=0 ptr=0x10000000000 stack=1 flags=runtime'
     echo 'event t=4000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=768MiB stack=1 flags=runtime'
     echo 'ggml_buffer t=4100000 buffer=0x7 usage=WEIGHTS base=0x10000000000 size=768MiB name=CUDA0 host=1'
