@@ -27,8 +27,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 #undef cuMemFree
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
-/* cuda.h maps cuGraphAddNode to CUDA 12.3's _v2; CUDA 12.2's, without
- * edge data, is declared only for the driver's own build. */
+/* The same for CUDA 10.0's cuStreamBeginCapture (no mode) and CUDA 12.2's
+ * cuGraphAddNode (no edge data): cuda.h maps the names to their _v2. */
 #undef cuGraphAddNode
 #undef cuStreamBeginCapture
 CUresult cuStreamBeginCapture(CUstream hStream);

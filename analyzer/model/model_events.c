@@ -209,9 +209,6 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     return 0;
 }
 
-/* cuMemRetainAllocationHandle: one more reference to the handle mapped at
- * aux. A handle released while mapped (only its mappings keep it) is taken
- * back: it is the program's again, and lives past its last unmap. */
 /* A reference to a handle that holds no memory of its own (VMM_EMPTY, or
  * a retain of one's mapping) that its own release will drop. */
 static int empty_handle_ref(vt_model_t *m, uint64_t handle)
@@ -255,6 +252,10 @@ static int empty_handle_release(vt_model_t *m, const vt_event_t *ev)
     return 1;
 }
 
+/* cuMemRetainAllocationHandle: one more reference to the handle mapped at
+ * aux (or to a handle with no memory of its own). A handle released while
+ * mapped (only its mappings keep it) is taken back: it is the program's
+ * again, and lives past its last unmap. */
 static int do_retain(vt_model_t *m, const vt_event_t *ev)
 {
     uint32_t mi, hi;
