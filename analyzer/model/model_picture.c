@@ -241,7 +241,9 @@ static int picture_at(vt_model_t *m, const uint8_t *live)
         if (matches == 1)
             f.kv_model[c] = (uint8_t)match;
     }
+    /* Each model pictured once; the chosen one's picture is kept. */
     const vt_placement_t base = *pl;
+    vt_placement_t kept = base;
     struct vt_other_model sum[MAX_MODELS];
     int chosen = -1;
     for (int k = 0; k < MAX_MODELS; k++) {
@@ -254,33 +256,29 @@ static int picture_at(vt_model_t *m, const uint8_t *live)
             return rc;
         sum[k] = (struct vt_other_model){ pl->layers_total, pl->layers_gpu, pl->layer_weights, pl->layer_weights_host,
                                           vt_place_host(&pl->kv) };
-        if (chosen < 0) {
-            chosen = k;
-            continue;
+        int better = chosen < 0;
+        if (!better) {
+            const struct vt_other_model *c = &sum[chosen], *n = &sum[k];
+            /* Most layers in host memory, then most layer weights there,
+             * then most KV cache there, then the most layer weights. */
+            uint64_t key_c[4] = { c->layers_total - c->layers_gpu, c->layer_weights_host, c->kv_host, c->layer_weights };
+            uint64_t key_n[4] = { n->layers_total - n->layers_gpu, n->layer_weights_host, n->kv_host, n->layer_weights };
+            int i = 0;
+            while (i < 3 && key_n[i] == key_c[i])
+                i++;
+            better = key_n[i] > key_c[i];
         }
-        const struct vt_other_model *c = &sum[chosen], *n = &sum[k];
-        /* Most layers in host memory, then most layer weights there, then
-         * most KV cache there, then the most layer weights. */
-        uint64_t key_c[4] = { c->layers_total - c->layers_gpu, c->layer_weights_host, c->kv_host, c->layer_weights };
-        uint64_t key_n[4] = { n->layers_total - n->layers_gpu, n->layer_weights_host, n->kv_host, n->layer_weights };
-        int better = 0;
-        for (int i = 0; i < 4 && !better; i++) {
-            if (key_n[i] != key_c[i]) {
-                better = key_n[i] > key_c[i];
-                break;
-            }
-        }
-        if (better)
+        if (better) {
             chosen = k;
+            kept = *pl;
+        }
     }
-    *pl = base;
-    f.want = chosen;
-    int rc = picture(m, live, &f);
+    *pl = kept;
     pl->models_at_once = (uint32_t)models;
     for (int k = 0, o = 0; k < MAX_MODELS && o < VT_MAX_OTHER_MODELS; k++)
         if (present[0][k] && k != chosen)
             pl->other_models[o++] = sum[k];
-    return rc;
+    return 0;
 }
 
 /* Fills the placement from the buffers live[] says were live at its
