@@ -50,12 +50,17 @@ run_llama() {
     rd=$1 rcard=$2; shift 2
     # node-llama-cpp hands llama.cpp's log to JavaScript asynchronously and
     # on a loaded machine a load's lines sometimes never arrive: a run with
-    # a layer count whose log lacks the load's summary is made again (at
+    # a layer count whose log lacks the load's summary, or the buffer sizes
+    # llama.cpp prints right after it (once every buffer is allocated, so
+    # a load that logged "offloaded" always logs them; with any layer on the
+    # GPU, CUDA0's among them), is made again (at
     # most twice), since every check compares with those lines.
     for attempt in 1 2 3; do
         rm -rf "$rd" && traced_run "$rd" "$rcard" "$SIM" ${RUNNER:-tests/llama/run.mjs} "$@"
         case $1 in *[!0-9]*) break ;; esac
-        grep -q "load_tensors: offloaded" "$rd.log" "$rd.out" && break
+        buffer="model buffer size ="; [ "$1" -gt 0 ] && buffer="CUDA0 $buffer"
+        cat "$rd.log" "$rd.out" 2>/dev/null | grep -q "load_tensors: offloaded" &&
+            cat "$rd.log" "$rd.out" 2>/dev/null | grep -q "$buffer" && break
     done
 }
 run_once() { run_llama "$@"; }
