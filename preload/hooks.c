@@ -27,14 +27,17 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 #undef cuMemFree
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
-/* The same for CUDA 10.0's cuStreamBeginCapture (no mode) and CUDA 12.2's
- * cuGraphAddNode (no edge data): cuda.h maps the names to their _v2. */
+/* The same for CUDA 10.0's cuStreamBeginCapture (no mode), CUDA 12.2's
+ * cuGraphAddNode (no edge data) and CUDA 4.1's cuIpcOpenMemHandle (the
+ * same call as 11.0's): cuda.h maps the names to their _v2. */
 #undef cuGraphAddNode
 #undef cuStreamBeginCapture
+#undef cuIpcOpenMemHandle
 CUresult cuStreamBeginCapture(CUstream hStream);
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
 CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                         size_t numDependencies, CUgraphNodeParams *nodeParams);
+CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
 
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
@@ -338,6 +341,26 @@ static void describe_multicast_create(vt_event_t *ev, uint32_t r, CUmemGenericAl
         ev->ptr = *handle;
     if (prop)
         ev->aux = prop->size;   /* the most each device may bind: none of it allocated */
+}
+
+/* Another process's memory mapped here (PTR_IMPORT): its size is in no
+ * argument, and none of it is this process's. */
+static void describe_pool_import_pointer(vt_event_t *ev, uint32_t r, CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                         CUmemPoolPtrExportData *share)
+{
+    (void)share;
+    if (r == 0 && ptr_out)
+        ev->ptr = *ptr_out;
+    ev->aux = (uint64_t)(uintptr_t)pool;
+}
+
+static void describe_ipc_open(vt_event_t *ev, uint32_t r, CUdeviceptr *pdptr, CUipcMemHandle handle,
+                              unsigned int flags)
+{
+    (void)handle;
+    if (r == 0 && pdptr)
+        ev->ptr = *pdptr;
+    ev->aux = flags;
 }
 
 static void describe_vmm_release(vt_event_t *ev, uint32_t r, CUmemGenericAllocationHandle handle)
@@ -782,6 +805,7 @@ static void *for_program(void *fn, const void *caller)
 #define VT_GEN_CTX_RESET VT_GEN_EVENT
 #define VT_GEN_VMM_RETAIN VT_GEN_EVENT
 #define VT_GEN_VMM_EMPTY VT_GEN_EVENT
+#define VT_GEN_PTR_IMPORT VT_GEN_EVENT
 #define VT_GEN_GRAPH_NODE(ret, name, describe, params, args) \
     VT_GEN_WRAPPERS(VT_BODY_IF_WANTED, ret, name, describe, params, args)
 #define VT_GEN_CAPTURE_BEGIN VT_GEN_EVENT
@@ -850,6 +874,7 @@ static void *wrapper(unsigned api)
 #define VT_SLOT_ROW_CTX_RESET VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_RETAIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_VMM_EMPTY VT_SLOT_ENTRY
+#define VT_SLOT_ROW_PTR_IMPORT VT_SLOT_ENTRY
 #define VT_SLOT_ROW_GRAPH_NODE VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_BEGIN VT_SLOT_ENTRY
 #define VT_SLOT_ROW_CAPTURE_END VT_SLOT_ENTRY

@@ -37,6 +37,7 @@ vt_model_t *vt_model_new(const vt_rules_t *rules, double margin_pct)
     vt_map_init(&m->host_pools);
     vt_map_init(&m->graph_ptrs);
     vt_map_init(&m->empty_handles);
+    vt_map_init(&m->imported_ptrs);
     vt_map_init(&m->other_context);
     vt_map_init(&m->superseded);
     vt_map_init(&m->site_by_key);
@@ -67,6 +68,7 @@ void vt_model_free(vt_model_t *m)
     vt_map_free(&m->host_pools);
     vt_map_free(&m->graph_ptrs);
     vt_map_free(&m->empty_handles);
+    vt_map_free(&m->imported_ptrs);
     vt_map_free(&m->other_context);
     vt_m_live_dev_keys_free(m);
     vt_map_free(&m->superseded);

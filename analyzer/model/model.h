@@ -356,6 +356,11 @@ typedef struct vt_proc {
          * their references. None holds or frees this process's memory, so
          * none is in allocs, frees or unmatched_frees. */
         uint64_t imported_handles, multicast_objects, empty_handle_releases;
+        /* Device pointers mapped from other processes' memory (PTR_IMPORT),
+         * and the releases of those references (cuMemFree, cuMemFreeAsync,
+         * cuIpcCloseMemHandle naming one): none is in allocs, frees or
+         * unmatched_frees. */
+        uint64_t imported_pointers, imported_pointer_frees;
         /* dropped by reason, from the same record as dropped; reasons 0
          * when the trace does not say (older shims) */
         vt_lost_t by_reason;

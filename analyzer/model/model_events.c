@@ -252,6 +252,32 @@ static int empty_handle_release(vt_model_t *m, const vt_event_t *ev)
     return 1;
 }
 
+/* Another process's memory mapped at ev->ptr (PTR_IMPORT): one more
+ * reference to that address, which holds nothing of this process. */
+static int do_ptr_import(vt_model_t *m, const vt_event_t *ev)
+{
+    uint32_t refs = 0;
+    if (ev->result != 0 || !ev->ptr)
+        return 0;
+    m->p.events.imported_pointers++;
+    vt_map_get(&m->imported_ptrs, ev->ptr, &refs);
+    return vt_map_put(&m->imported_ptrs, ev->ptr, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
+}
+
+/* The release of an imported pointer's reference: 1 when ev was one. */
+static int imported_ptr_release(vt_model_t *m, const vt_event_t *ev)
+{
+    uint32_t refs;
+    if (!m->imported_ptrs.count || ev->result != 0 || !vt_map_get(&m->imported_ptrs, ev->ptr, &refs))
+        return 0;
+    if (refs > 1)
+        vt_map_put(&m->imported_ptrs, ev->ptr, refs - 1);
+    else
+        vt_map_del(&m->imported_ptrs, ev->ptr, NULL);
+    m->p.events.imported_pointer_frees++;
+    return 1;
+}
+
 /* cuMemRetainAllocationHandle: one more reference to the handle mapped at
  * aux (or to a handle with no memory of its own). A handle released while
  * mapped (only its mappings keep it) is taken back: it is the program's
@@ -505,6 +531,10 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
     case VT_KIND_ALLOC:
         if (vt_api_allocates_from_pool(ev->api))
             p->pool_allocs += ev->result == 0;
+        /* This process's memory at an imported address: the import was
+         * unmapped unseen (a context teardown), so it is gone. */
+        if (__builtin_expect(m->imported_ptrs.count != 0, 0) && ev->result == 0)
+            vt_map_del(&m->imported_ptrs, ev->ptr, NULL);
         return do_alloc(m, ev, info, L_ALLOC);
     case VT_KIND_VMM_CREATE:
         return do_alloc(m, ev, info, L_HANDLE);
@@ -516,6 +546,8 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
             p->events.graph_frees++;
             return 0;
         }
+        if (imported_ptr_release(m, ev))
+            return 0;
         return do_release(m, ev, L_ALLOC);
     case VT_KIND_UNREGISTER:
         return do_release(m, ev, L_REGISTER);
@@ -525,6 +557,8 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         return do_release(m, ev, L_HANDLE);
     case VT_KIND_VMM_EMPTY:
         return do_empty_handle(m, ev);
+    case VT_KIND_PTR_IMPORT:
+        return do_ptr_import(m, ev);
     case VT_KIND_VA_RESERVE:
         return do_va(m, ev, L_VA);
     case VT_KIND_VMM_MAP:

@@ -132,6 +132,13 @@ struct vt_model {
      * another process's export, multicast objects), each with its
      * references not yet released, which free nothing of this process. */
     vt_map_t empty_handles;
+    /* Device pointers mapped from other processes' memory (PTR_IMPORT: a
+     * shared pool's pointer, an IPC mapping), each with its references not
+     * yet released (an IPC handle opened again returns the same address).
+     * A release frees nothing of this process. A context teardown unmaps
+     * them without an event: an entry it leaves is dropped when an
+     * allocation of this process gets its address back. */
+    vt_map_t imported_ptrs;
     /* Allocations a coming teardown leaves alone (VT_EF_OTHER_CONTEXT
      * events: another context's), each with the thread whose CTX_RESET
      * event they precede. Every CTX_RESET event ends them all. */

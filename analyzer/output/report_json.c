@@ -631,6 +631,8 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     vt_json_u64(j, "imported_handles", p->events.imported_handles);
     vt_json_u64(j, "multicast_objects", p->events.multicast_objects);
     vt_json_u64(j, "empty_handle_releases", p->events.empty_handle_releases);
+    vt_json_u64(j, "imported_pointers", p->events.imported_pointers);
+    vt_json_u64(j, "imported_pointer_frees", p->events.imported_pointer_frees);
     vt_json_obj_end(j);
     vt_json_obj(j, "ggml_marks");
     vt_json_u64(j, "read", p->ggml.marks);

@@ -935,6 +935,9 @@ static void process_section(FILE *o, const vt_report_t *r, const vt_report_input
         fprintf(o, ", %" PRIu64 " multicast object%s (holding no memory: what is bound to %s is counted where it was made)",
                 p->events.multicast_objects, p->events.multicast_objects == 1 ? "" : "s",
                 p->events.multicast_objects == 1 ? "it" : "them");
+    if (p->events.imported_pointers)
+        fprintf(o, ", %" PRIu64 " device pointer%s mapped from other processes' memory (IPC; not counted here)",
+                p->events.imported_pointers, p->events.imported_pointers == 1 ? "" : "s");
     fprintf(o, "\n");
     if (p->ggml.marks) {
         /* Unmatched marks are mostly ggml's CPU buffers: memory no CUDA

@@ -35,6 +35,7 @@ enum vt_kind {
     VT_KIND_GRAPH_LAUNCH,
     VT_KIND_VMM_EMPTY,
     VT_KIND_GRAPH_NODE,
+    VT_KIND_PTR_IMPORT,
     VT_KIND_COUNT   /* not a kind: the length of vt_kind_name's table */
 };
 
@@ -105,7 +106,7 @@ static inline const char *vt_kind_name(unsigned kind)
         [VT_KIND_CTX_RESET] = "ctx_reset",   [VT_KIND_VMM_RETAIN] = "vmm_retain",
         [VT_KIND_CAPTURE_BEGIN] = "capture_begin", [VT_KIND_CAPTURE_END] = "capture_end",
         [VT_KIND_GRAPH_LAUNCH] = "graph_launch", [VT_KIND_VMM_EMPTY] = "vmm_empty",
-        [VT_KIND_GRAPH_NODE] = "graph_node",
+        [VT_KIND_GRAPH_NODE] = "graph_node", [VT_KIND_PTR_IMPORT] = "ptr_import",
     };
     _Static_assert(sizeof names / sizeof names[0] == VT_KIND_COUNT, "one name per enum vt_kind");
     return kind < VT_KIND_COUNT ? names[kind] : "?";

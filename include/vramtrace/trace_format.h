@@ -245,6 +245,15 @@
  *                CUDA_ERROR_OUT_OF_MEMORY means the graph pool could not
  *                grow for the graph's allocations, whose size the event
  *                does not hold.
+ *   PTR_IMPORT   another process's allocation mapped here: ptr = the
+ *                address (0 on failure), size = 0 (no argument holds it);
+ *                aux = the imported pool (cuMemPoolImportPointer) or the
+ *                flags (cuIpcOpenMemHandle, _v2). An IPC handle opened
+ *                again returns the same address: one more reference. A
+ *                FREE that names the address (cuIpcCloseMemHandle, or
+ *                cuMemFree / cuMemFreeAsync of a pool pointer) releases a
+ *                reference and frees nothing of this process. A new kind:
+ *                readers that predate it skip the entry point's id.
  *
  * An ALLOC's device is the one current at the call, except for
  * stream-ordered allocations on a non-default stream or from a named pool:

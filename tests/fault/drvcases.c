@@ -96,6 +96,18 @@
  *                     its address, unmaps it and releases both references.
  *                     The peer's memory is 1 MiB; the 2 GiB is the
  *                     exporter's
+ *   ipc               cudaMalloc 2 GiB exported as an IPC handle
+ *                     (cuIpcGetMemHandle: PyTorch's shared tensors), a
+ *                     pool made shareable, 1 GiB from it exported
+ *                     (cuMemPoolExportPointer), and a peer process (mode
+ *                     ipc-peer) given the pool's descriptor, the handle
+ *                     and the pointer's data across exec: it allocates
+ *                     1 MiB, imports the pool and the pointer, opens the
+ *                     handle three times (the linked call, CUDA 4.1's ABI
+ *                     through cuGetProcAddress, cudaIpcOpenMemHandle: one
+ *                     address), closes it three times, frees the pointer
+ *                     (cuMemFreeAsync) and its 1 MiB. The peer's memory
+ *                     is 1 MiB; the 3 GiB are the exporter's
  *   multicast         cudaMalloc 1 MiB, a multicast object of 2 GiB for one
  *                     device (NCCL's NVLS buffers), a 2 GiB handle bound to
  *                     it, the object mapped, unmapped, unbound and
@@ -652,6 +664,92 @@ static int exported(void)
     return 0;
 }
 
+/* 64 opaque bytes as hex in argv, and back: how the peer gets an IPC
+ * handle and a pool pointer's export data across exec. */
+static void to_hex(const void *bytes, char out[129])
+{
+    for (int i = 0; i < 64; i++)
+        sprintf(out + 2 * i, "%02x", ((const unsigned char *)bytes)[i]);
+}
+
+static int from_hex(const char *text, void *bytes)
+{
+    for (int i = 0; i < 64; i++) {
+        unsigned v;
+        if (!text || sscanf(text + 2 * i, "%2x", &v) != 1)
+            return -1;
+        ((unsigned char *)bytes)[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+static int ipc_peer(char **argv)
+{
+    CUipcMemHandle handle;
+    CUmemPoolPtrExportData data;
+    CUmemoryPool pool;
+    CUdeviceptr shared, a, b;
+    void *own, *c;
+    CUresult (*open_4010)(CUdeviceptr *, CUipcMemHandle, unsigned int) = NULL;
+    if (!argv[0] || from_hex(argv[1], &handle) || from_hex(argv[2], &data))
+        return 2;
+    printf("peer-malloc=%d\n", (int)cudaMalloc(&own, 1 << 20));
+    printf("peer-pool-import=%d\n", (int)cuMemPoolImportFromShareableHandle(
+                                         &pool, (void *)(intptr_t)atoi(argv[0]), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    printf("peer-ptr-import=%d\n", (int)cuMemPoolImportPointer(&shared, pool, &data));
+    printf("peer-ipc-open=%d\n", (int)cuIpcOpenMemHandle(&a, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    /* CUDA 4.1's ABI, as a program built then finds it. */
+    printf("peer-lookup=%d\n", (int)cuGetProcAddress("cuIpcOpenMemHandle", (void **)&open_4010, 4010, 0, NULL));
+    printf("peer-ipc-open=%d\n", open_4010 ? (int)open_4010(&b, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) : -1);
+    printf("peer-rt-ipc-open=%d\n", (int)cudaIpcOpenMemHandle(&c, *(cudaIpcMemHandle_t *)&handle,
+                                                              cudaIpcMemLazyEnablePeerAccess));
+    printf("same=%d\n", a == b && (void *)(uintptr_t)a == c);
+    printf("peer-rt-ipc-close=%d\n", (int)cudaIpcCloseMemHandle(c));
+    printf("peer-ipc-close=%d\n", (int)cuIpcCloseMemHandle(b));
+    printf("peer-ipc-close=%d\n", (int)cuIpcCloseMemHandle(a));
+    printf("peer-ptr-free=%d\n", (int)cuMemFreeAsync(shared, 0));
+    printf("peer-pool-destroy=%d\n", (int)cuMemPoolDestroy(pool));
+    printf("peer-free=%d\n", (int)cudaFree(own));
+    return 0;
+}
+
+static int ipc(void)
+{
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUipcMemHandle handle;
+    CUmemPoolPtrExportData data;
+    CUmemoryPool pool;
+    CUdeviceptr from_pool;
+    void *p;
+    int fd = -1, status = 0;
+    printf("malloc=%d\n", (int)cudaMalloc(&p, 2 * GiB));
+    printf("ipc-handle=%d\n", (int)cuIpcGetMemHandle(&handle, (CUdeviceptr)(uintptr_t)p));
+    printf("pool=%d\n", (int)cuMemPoolCreate(&pool, &props));
+    printf("pool-alloc=%d\n", (int)cuMemAllocFromPoolAsync(&from_pool, GiB, pool, 0));
+    printf("pool-export=%d\n", (int)cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    printf("ptr-export=%d\n", (int)cuMemPoolExportPointer(&data, from_pool));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char fd_text[16], handle_hex[129], data_hex[129];
+        snprintf(fd_text, sizeof fd_text, "%d", fd);
+        to_hex(&handle, handle_hex);
+        to_hex(&data, data_hex);
+        fcntl(fd, F_SETFD, 0);
+        execl("/proc/self/exe", "drvcases", "ipc-peer", fd_text, handle_hex, data_hex, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("peer-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    close(fd);
+    printf("pool-free=%d\n", (int)cuMemFreeAsync(from_pool, 0));
+    printf("pool-destroy=%d\n", (int)cuMemPoolDestroy(pool));
+    printf("free=%d\n", (int)cudaFree(p));
+    return 0;
+}
+
 static int multicast(void)
 {
     CUmemAllocationProp prop = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE);
@@ -735,6 +833,10 @@ int main(int argc, char **argv)
         return exported();
     if (!strcmp(mode, "import-peer"))
         return import_peer(argc > 2 ? argv[2] : NULL);
+    if (!strcmp(mode, "ipc"))
+        return ipc();
+    if (!strcmp(mode, "ipc-peer"))
+        return argc > 4 ? ipc_peer(argv + 2) : 2;
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);
     return 2;
 }

@@ -53,6 +53,55 @@ static int failures;
         }                                                                     \
     } while (0)
 
+/* Another process's memory mapped here: a legacy IPC handle opened (the
+ * linked call, then CUDA 4.1's ABI through cuGetProcAddress) and closed,
+ * and a shared pool's pointer imported. The driver refuses an IPC handle
+ * opened in the process that made it, and may refuse to import its own
+ * pool: every call is recorded all the same (tests/gpu/run.sh), and a
+ * refusal is said on stderr. */
+static void ipc_calls(void)
+{
+    CUdeviceptr d, opened = 0, pooled = 0;
+    CUipcMemHandle handle;
+    CHECK(cuMemAlloc_v2(&d, 2 * MiB));
+    CHECK(cuIpcGetMemHandle(&handle, d));
+    CUresult rc = cuIpcOpenMemHandle(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    fprintf(stderr, "entrypoints: cuIpcOpenMemHandle_v2 of this process's handle: %d\n", (int)rc);
+    rc = rc == CUDA_SUCCESS ? cuIpcCloseMemHandle(opened) : cuIpcCloseMemHandle(d);
+    fprintf(stderr, "entrypoints: cuIpcCloseMemHandle: %d\n", (int)rc);
+    CUresult (*open_4010)(CUdeviceptr *, CUipcMemHandle, unsigned) = NULL;
+    CHECK(cuGetProcAddress("cuIpcOpenMemHandle", (void **)&open_4010, 4010, 0, NULL));
+    if (open_4010 && open_4010(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == CUDA_SUCCESS)
+        CHECK(cuIpcCloseMemHandle(opened));
+    CHECK(cuMemFree_v2(d));
+
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool pool, imported;
+    CUmemPoolPtrExportData data;
+    int fd = -1;
+    CHECK(cuMemPoolCreate(&pool, &props));
+    CHECK(cuMemAllocFromPoolAsync(&d, 2 * MiB, pool, 0));
+    CHECK(cuStreamSynchronize(0));
+    CHECK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemPoolExportPointer(&data, d));
+    rc = cuMemPoolImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                            0);
+    fprintf(stderr, "entrypoints: cuMemPoolImportFromShareableHandle of this process's pool: %d\n", (int)rc);
+    rc = cuMemPoolImportPointer(&pooled, rc == CUDA_SUCCESS ? imported : pool, &data);
+    fprintf(stderr, "entrypoints: cuMemPoolImportPointer: %d\n", (int)rc);
+    if (rc == CUDA_SUCCESS)
+        CHECK(cuMemFreeAsync(pooled, 0));
+    CHECK(cuMemFreeAsync(d, 0));
+    CHECK(cuStreamSynchronize(0));
+    CHECK(cuMemPoolDestroy(pool));
+    if (fd >= 0)
+        close(fd);
+}
+
 static void driver_calls(void)
 {
     CUdeviceptr d;
@@ -143,6 +192,7 @@ static void driver_calls(void)
         CHECK(cuMemRelease(mc));
     }
     CHECK(cuMemAddressFree(va, 4 * gran));
+    ipc_calls();
 
     CHECK(cuMemAllocManaged(&d, 1 * MiB, CU_MEM_ATTACH_GLOBAL));
     CHECK(cuMemFree_v2(d));

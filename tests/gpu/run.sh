@@ -150,10 +150,12 @@ for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\), *\([A-Z_]*\),.
     total=$((total + 1))
     # The 32-bit legacy pair may be refused by a driver, a multicast
     # object by a card without NVSwitch multicast, and the import of the
-    # process's own export (entrypoints.c): recorded is enough.
+    # process's own export, IPC handle or pool (entrypoints.c, ipc_calls):
+    # recorded is enough.
     # A graph launch is an event only when it fails (entrypoints.c makes
     # each fail once).
-    case $name in cuMemAlloc|cuMemFree|cuMulticastCreate|cuMemImportFromShareableHandle)
+    case $name in cuMemAlloc|cuMemFree|cuMulticastCreate|cuMemImportFromShareableHandle|\
+                  cuMemPoolImportPointer|cuIpcOpenMemHandle|cuIpcOpenMemHandle_v2|cuIpcCloseMemHandle)
         grep -q "^event .* api=$name " "$W/ep.dump" || missing="$missing $name"
         continue ;;
     cuGraphLaunch|cuGraphLaunch_ptsz)

@@ -78,6 +78,9 @@ struct rt_driver {
     PFN_cuGraphExecDestroy_v10000 graphExecDestroy;
     PFN_cuGraphDestroy_v10000 graphDestroy;
     PFN_cuGraphAddNode_v12030 graphAddNode;
+    PFN_cuIpcGetMemHandle_v4010 ipcGetMemHandle;
+    PFN_cuIpcOpenMemHandle_v11000 ipcOpenMemHandle;
+    PFN_cuIpcCloseMemHandle_v4010 ipcCloseMemHandle;
 };
 extern struct rt_driver rt_drv;
 extern int rt_ndev;

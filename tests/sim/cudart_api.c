@@ -679,9 +679,10 @@ RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
     (void)stream, (void)event, (void)flags;
     return cudaSuccess;
 }
-/* Stream capture and graphs go to the driver, as the real runtime's do
- * (the driver's cuStreamBeginCapture_v2 and kin, through cuGetProcAddress). */
-#define RT_GRAPH_CALL(fn, ...)                                                   \
+/* Stream capture, graphs and IPC go to the driver, as the real runtime's do
+ * (the driver's cuStreamBeginCapture_v2 and kin, through cuGetProcAddress);
+ * a driver without them leaves them cudaErrorNotSupported. */
+#define RT_OPTIONAL_CALL(fn, ...)                                                   \
     do {                                                                         \
         cudaError_t e_ = rt_init();                                              \
         if (e_)                                                                  \
@@ -695,36 +696,36 @@ RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStream
 {
     if (!status)
         return ret(cudaErrorInvalidValue);
-    RT_GRAPH_CALL(streamIsCapturing, (CUstream)stream, (CUstreamCaptureStatus *)status);
+    RT_OPTIONAL_CALL(streamIsCapturing, (CUstream)stream, (CUstreamCaptureStatus *)status);
 }
 RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    RT_GRAPH_CALL(streamBeginCapture, (CUstream)stream, (CUstreamCaptureMode)mode);
+    RT_OPTIONAL_CALL(streamBeginCapture, (CUstream)stream, (CUstreamCaptureMode)mode);
 }
 RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
-    RT_GRAPH_CALL(streamEndCapture, (CUstream)stream, (CUgraph *)graph);
+    RT_OPTIONAL_CALL(streamEndCapture, (CUstream)stream, (CUgraph *)graph);
 }
 RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
 {
-    RT_GRAPH_CALL(graphInstantiateWithFlags, (CUgraphExec *)exec, (CUgraph)graph, flags);
+    RT_OPTIONAL_CALL(graphInstantiateWithFlags, (CUgraphExec *)exec, (CUgraph)graph, flags);
 }
 RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                           cudaGraphExecUpdateResultInfo *info)
 {
-    RT_GRAPH_CALL(graphExecUpdate, (CUgraphExec)exec, (CUgraph)graph, (CUgraphExecUpdateResultInfo *)info);
+    RT_OPTIONAL_CALL(graphExecUpdate, (CUgraphExec)exec, (CUgraph)graph, (CUgraphExecUpdateResultInfo *)info);
 }
 RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
-    RT_GRAPH_CALL(graphLaunch, (CUgraphExec)exec, (CUstream)stream);
+    RT_OPTIONAL_CALL(graphLaunch, (CUgraphExec)exec, (CUstream)stream);
 }
 RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 {
-    RT_GRAPH_CALL(graphExecDestroy, (CUgraphExec)exec);
+    RT_OPTIONAL_CALL(graphExecDestroy, (CUgraphExec)exec);
 }
 RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
-    RT_GRAPH_CALL(graphDestroy, (CUgraph)graph);
+    RT_OPTIONAL_CALL(graphDestroy, (CUgraph)graph);
 }
 /* The runtime's node parameters have the driver's layout (cudaGraphNodeType
  * is CUgraphNodeType, value for value). */
@@ -733,8 +734,36 @@ RT_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData,
                                        size_t numDependencies, struct cudaGraphNodeParams *nodeParams)
 {
-    RT_GRAPH_CALL(graphAddNode, (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies,
+    RT_OPTIONAL_CALL(graphAddNode, (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies,
                   (const CUgraphEdgeData *)dependencyData, numDependencies, (CUgraphNodeParams *)nodeParams);
+}
+
+/* Legacy IPC (PyTorch's shared CUDA tensors): the handle's 64 bytes are
+ * the driver's, passed through. */
+RT_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+    RT_OPTIONAL_CALL(ipcGetMemHandle, (CUipcMemHandle *)handle, (CUdeviceptr)(uintptr_t)devPtr);
+}
+RT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+    CUipcMemHandle h;
+    CUdeviceptr d = 0;
+    if (!devPtr)
+        return ret(cudaErrorInvalidValue);
+    memcpy(&h, &handle, sizeof h);
+    cudaError_t e = rt_ctx();
+    if (e)
+        return ret(e);
+    if (!rt_drv.ipcOpenMemHandle)
+        return ret(cudaErrorNotSupported);
+    e = drv(rt_drv.ipcOpenMemHandle(&d, h, flags));
+    if (e == cudaSuccess)
+        *devPtr = (void *)(uintptr_t)d;
+    return e;
+}
+RT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr)
+{
+    RT_OPTIONAL_CALL(ipcCloseMemHandle, (CUdeviceptr)(uintptr_t)devPtr);
 }
 
 /* Events carry no time on a GPU that runs nothing: one static handle. */

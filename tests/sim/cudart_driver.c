@@ -118,6 +118,9 @@ static void load(void)
         {"cuGraphExecDestroy", &rt_drv.graphExecDestroy},
         {"cuGraphDestroy", &rt_drv.graphDestroy},
         {"cuGraphAddNode", &rt_drv.graphAddNode},
+        {"cuIpcGetMemHandle", &rt_drv.ipcGetMemHandle},
+        {"cuIpcOpenMemHandle", &rt_drv.ipcOpenMemHandle},
+        {"cuIpcCloseMemHandle", &rt_drv.ipcCloseMemHandle},
     };
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
         fetch(optional[i].name, optional[i].slot, D);

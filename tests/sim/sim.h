@@ -108,6 +108,8 @@ typedef struct sim_pool {
     int destroyed;
     uint64_t threshold, max_size;
     uint64_t used, reserved, used_high, reserved_high;
+    CUmemAllocationHandleType handle_types; /* exportable when not NONE */
+    int imported;         /* cuMemPoolImportFromShareableHandle: allocates nothing */
     struct sim_pool *next;
 } sim_pool_t;
 
@@ -174,6 +176,8 @@ struct sim_state {
     sim_pool_t *pools;
     sim_stream_t *streams;
     sim_ctx_t *ctxs;
+    struct sim_import *imports;
+    uint64_t import_next;  /* the next imported mapping's address (sim_ipc.c) */
 };
 extern struct sim_state sim;
 
@@ -219,6 +223,14 @@ void sim_pools_sync_locked(int dev);
 void sim_pool_release_locked(sim_pool_t *p, uint64_t keep);
 void sim_pool_block_freed_locked(sim_map_t *map, sim_ext_t *e);
 CUresult sim_free_async_locked(CUdeviceptr dptr); /* cuMemFreeAsync's free, stream checked */
+sim_pool_t *sim_pool_lookup_locked(CUmemoryPool h); /* a live pool, or NULL */
+
+/* sim_ipc.c: another process's memory mapped here. ipc 0: a pool pointer's
+ * import, freed by cuMemFree / cuMemFreeAsync; 1: a cuIpcOpenMemHandle
+ * mapping, closed by cuIpcCloseMemHandle. 1 when addr was one (a reference
+ * dropped). */
+int sim_import_free_locked(uint64_t addr, int ipc);
+void sim_imports_teardown_locked(sim_ctx_t *ctx);
 
 /* sim_graph.c */
 sim_graph_t *sim_graph_capturing_locked(CUstream h);

@@ -14,7 +14,8 @@
 # CFLAGS_COMMON, LDFLAGS_COMMON and SANITIZE.
 
 SIM_DRV_SRCS := $(addprefix tests/sim/,sim_config.c sim_map.c sim_shared.c sim_core.c \
-	sim_device.c sim_ctx.c sim_mem.c sim_pool.c sim_vmm.c sim_host.c sim_procaddr.c sim_array.c sim_graph.c)
+	sim_device.c sim_ctx.c sim_mem.c sim_pool.c sim_vmm.c sim_host.c sim_procaddr.c sim_array.c sim_graph.c \
+	sim_ipc.c)
 SIM_RT_SRCS := $(addprefix tests/sim/,cudart_driver.c cudart_api.c)
 SIM_DRV_OBJS := $(SIM_DRV_SRCS:tests/sim/%.c=$(B)/obj/sim/%.o)
 SIM_NOV2_OBJS := $(SIM_DRV_SRCS:tests/sim/%.c=$(B)/obj/sim/nov2/%.o)

@@ -74,6 +74,7 @@ void sim_ctx_teardown_locked(sim_ctx_t *ctx)
                 sim_block_free_locked(maps[i], e);
         }
     }
+    sim_imports_teardown_locked(ctx);
     if (ctx->primary)
         for (sim_pool_t *p = sim.pools; p; p = p->next)
             if (p->dev == ctx->dev)

@@ -85,7 +85,7 @@ static CUresult free_locked(CUdeviceptr dptr)
         }
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!e && sim_graph_free_locked(dptr))
+    if (!e && (sim_graph_free_locked(dptr) || sim_import_free_locked(dptr, 0)))
         return CUDA_SUCCESS;
     return sim_managed_free_locked(dptr);
 }

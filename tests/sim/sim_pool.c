@@ -17,6 +17,10 @@
  *  - cuMemFree on a pool block is a free followed by that pool's sync.
  *  - A destroyed pool drops its cache at once, and each block still in use
  *    is released when freed.
+ *  - An imported pool (cuMemPoolImportFromShareableHandle, sim_ipc.c) is
+ *    no source of allocations: cuMemAllocFromPoolAsync and
+ *    cuDeviceSetMemPool refuse it (INVALID_VALUE), as the driver's
+ *    documentation says.
  *  - A pool located in host memory (CU_MEM_LOCATION_TYPE_HOST, HOST_NUMA,
  *    HOST_NUMA_CURRENT) has dev -1: its blocks are host mappings like pinned
  *    memory (charged to no device), not cached: freeing one unmaps it.
@@ -95,7 +99,7 @@ CUresult sim_pools_init_locked(int d)
     return CUDA_SUCCESS;
 }
 
-static sim_pool_t *pool_lookup(CUmemoryPool h)
+sim_pool_t *sim_pool_lookup_locked(CUmemoryPool h)
 {
     for (sim_pool_t *p = sim.pools; p; p = p->next)
         if (p == (sim_pool_t *)h && !p->destroyed)
@@ -238,8 +242,8 @@ SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUs
 static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
     SIM_ENTER();
-    sim_pool_t *p = pool_lookup(pool);
-    if (!p)
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
+    if (!p || p->imported)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_graph_t *g = p->dev >= 0 ? sim_graph_capturing_locked(hStream) : NULL;
     if (g)
@@ -265,7 +269,7 @@ CUresult sim_free_async_locked(CUdeviceptr dptr)
 {
     sim_map_t *map;
     sim_ext_t *e = sim_dev_find_locked(dptr, &map);
-    if (!e && (host_pool_free_locked(dptr) || sim_graph_free_locked(dptr)))
+    if (!e && (host_pool_free_locked(dptr) || sim_graph_free_locked(dptr) || sim_import_free_locked(dptr, 0)))
         return CUDA_SUCCESS;
     if (!e || e->start != dptr)
         return CUDA_ERROR_INVALID_VALUE;
@@ -319,8 +323,8 @@ SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     SIM_ENTER();
     if (dev < 0 || dev >= sim.ndev)
         SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
-    sim_pool_t *p = pool_lookup(pool);
-    if (!p || p->dev != dev)
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
+    if (!p || p->dev != dev || p->imported)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim.dev[dev].current_pool = p;
     SIM_LEAVE(CUDA_SUCCESS);
@@ -341,6 +345,7 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *po
     if (!p)
         SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
     p->max_size = poolProps->maxSize;
+    p->handle_types = poolProps->handleTypes;
     *pool = (CUmemoryPool)p;
     SIM_LEAVE(CUDA_SUCCESS);
 }
@@ -348,7 +353,7 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *po
 SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     SIM_ENTER();
-    sim_pool_t *p = pool_lookup(pool);
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
     if (!p || p->is_default)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_pool_release_locked(p, 0);
@@ -361,7 +366,7 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     SIM_ENTER();
-    sim_pool_t *p = pool_lookup(pool);
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
     if (!p)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_pool_release_locked(p, minBytesToKeep);
@@ -371,7 +376,7 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     SIM_ENTER();
-    sim_pool_t *p = pool_lookup(pool);
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
     if (!p || !value)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     switch (attr) {
@@ -403,7 +408,7 @@ SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute
     SIM_ENTER();
     if (sim_capture_forbids_locked())
         SIM_LEAVE(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    sim_pool_t *p = pool_lookup(pool);
+    sim_pool_t *p = sim_pool_lookup_locked(pool);
     if (!p || !value)
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     cuuint64_t *v = value;

@@ -95,6 +95,9 @@ static const char *exported[] = {
     "cuStreamBeginCapture_ptsz", "cuMemAllocManaged",
     "cuMemAllocHost_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemHostGetDevicePointer_v2", "cuGetProcAddress", "cuGetProcAddress_v2",
+    "cuIpcGetMemHandle", "cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
+    "cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer",
+    "cuMemPoolImportPointer",
 };
 
 /* Every exported symbol must be what cuGetProcAddress returns for its base
@@ -122,6 +125,75 @@ static void check_all_reachable(PFN_cuGetProcAddress_v11030 gpa)
         }
     }
     TAP_OK(seen > 60 && missing == 0, "all %d exported entry points reachable via cuGetProcAddress", seen);
+}
+
+/* Legacy and pool IPC (sim_ipc.c): refused in the exporting process; in a
+ * forked child (another pid), imports that charge nothing, one address per
+ * IPC handle with a reference per open. The child's findings come back as
+ * its exit status: the number of the first check that failed, else 0;
+ * the checks after a failed one are not made. */
+#define CHILD_CHECK(n, failed) \
+    do {                       \
+        if (!bad && (failed))  \
+            bad = (n);         \
+    } while (0)
+static int ipc_child(CUipcMemHandle handle, int pool_fd, CUmemPoolPtrExportData *data, size_t base)
+{
+    int bad = 0; /* the first check that failed, counted from 1 */
+    CUdeviceptr a = 0, b = 0, shared = 0, own;
+    CUmemoryPool pool;
+    CHILD_CHECK(1, cuIpcOpenMemHandle_v2(&a, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    CHILD_CHECK(2, cuIpcOpenMemHandle_v2(&b, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) || a != b);
+    CHILD_CHECK(3, freemem() != base);
+    CHILD_CHECK(4, cuIpcCloseMemHandle(a) || cuIpcCloseMemHandle(b));
+    CHILD_CHECK(5, cuIpcCloseMemHandle(a) != CUDA_ERROR_INVALID_VALUE);
+    CHILD_CHECK(6, cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)pool_fd,
+                                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHILD_CHECK(7, cuMemAllocFromPoolAsync(&own, MiB, pool, 0) != CUDA_ERROR_INVALID_VALUE);
+    CHILD_CHECK(8, cuMemPoolImportPointer(&shared, pool, data) || freemem() != base);
+    CHILD_CHECK(9, cuIpcCloseMemHandle(shared) != CUDA_ERROR_INVALID_VALUE || cuMemFreeAsync(shared, 0));
+    CHILD_CHECK(10, cuMemFree_v2(shared) != CUDA_ERROR_INVALID_VALUE);
+    return bad;
+}
+
+static void ipc_checks(size_t base)
+{
+    CUdeviceptr d, from_pool, opened;
+    CUipcMemHandle handle;
+    CUmemPoolPtrExportData data;
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemoryPool pool, imported;
+    int fd = -1;
+    OKC(cuMemAlloc_v2(&d, 8 * MiB));
+    OKC(cuIpcGetMemHandle(&handle, d));
+    RC(cuIpcOpenMemHandle_v2(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuMemPoolCreate(&pool, &props));
+    OKC(cuMemAllocFromPoolAsync(&from_pool, 4 * MiB, pool, 0));
+    RC(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_ERROR_INVALID_VALUE);
+    RC(cuMemPoolExportPointer(&data, from_pool), CUDA_ERROR_INVALID_VALUE);
+    OKC(cuMemFreeAsync(from_pool, 0));
+    OKC(cuMemPoolDestroy(pool));
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    OKC(cuMemPoolCreate(&pool, &props));
+    OKC(cuMemAllocFromPoolAsync(&from_pool, 4 * MiB, pool, 0));
+    OKC(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    OKC(cuMemPoolExportPointer(&data, from_pool));
+    RC(cuMemPoolImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+       CUDA_ERROR_INVALID_VALUE);
+    size_t held = freemem();
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(ipc_child(handle, fd, &data, held));
+    int status = -1;
+    waitpid(pid, &status, 0);
+    TAP_EQ_U64(WIFEXITED(status) ? WEXITSTATUS(status) : 999, 0,
+               "ipc in another process: one address per handle, nothing charged, the right release for each");
+    OKC(cuMemFreeAsync(from_pool, 0));
+    OKC(cuMemPoolDestroy(pool));
+    OKC(cuMemFree_v2(d));
+    TAP_EQ_U64(freemem(), base, "ipc: the exporter's memory freed");
+    close(fd);
 }
 
 /* VTSIM_DEVICES="24GiB,12GiB" VTSIM_NAMES=",Second Sim", defaults otherwise. */
@@ -335,6 +407,7 @@ static void mode_driver(void)
     close(not_export);
     close(fd);
     prop.requestedHandleTypes = 0;
+    ipc_checks(base);
     /* A multicast object charges nothing; what is bound to it stays until
      * unbound. */
     CUmulticastObjectProp mcp = {.numDevices = 1, .size = 4 * MiB};

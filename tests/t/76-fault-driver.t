@@ -196,6 +196,28 @@ is "$(json $TMP/multicast.json 'd[0]["live_bytes"]')" 0 "multicast: nothing live
 tr '\n' ' ' <$TMP/multicast.txt | tr -s ' ' | grep -q '1 multicast object (holding no memory: what is bound to it is counted where it was made)'
 is "$?" 0 "multicast: the text report says what the object was"
 
+# ---- another process's memory mapped here: a shared pool's pointer
+# (cuMemPoolImportPointer), freed by cuMemFreeAsync, was a "free of an
+# unknown pointer"; an IPC handle opened three times (one address, three
+# references) and closed three times was not seen at all ----
+run ipc ipc
+is "$(grep -c '=0$' $TMP/ipc.out)" "$(($(wc -l <$TMP/ipc.out) - 1))" "ipc: every call succeeded, in both processes"
+grep -q '^same=1$' $TMP/ipc.out
+is "$?" 0 "ipc: the three opens of one handle gave one address"
+is "$(ls $TMP/ipc/*.vtrace | wc -l)" 2 "ipc: one trace per process"
+is "$(jproc $TMP/ipc.json ipc 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB)) "ipc: the exporter's peak is its 2 GiB and 1 GiB"
+is "$(jproc $TMP/ipc.json ipc-peer 'd[0]["peak"]["tracked_bytes"]')" 1048576 "ipc: the importer's peak is its own 1 MiB"
+is "$(jproc $TMP/ipc.json ipc-peer 'p["events"]["imported_pointers"], p["events"]["imported_pointer_frees"], p["events"]["unmatched_frees"], p["events"]["frees"]')" \
+    "(4, 4, 0, 1)" "ipc: 4 pointers imported (1 pool pointer, 3 opens), 4 released, no free of an unknown pointer, 1 free of its own"
+is "$(jproc $TMP/ipc.json ipc-peer '[(a, c["calls"]) for a, c in p["apis"].items() if a.startswith("cuIpc") or a == "cuMemPoolImportPointer"]')" \
+    "[('cuMemPoolImportPointer', 1), ('cuIpcOpenMemHandle', 1), ('cuIpcOpenMemHandle_v2', 2), ('cuIpcCloseMemHandle', 3)]" \
+    "ipc: each import named by its entry point (the runtime's open reaches _v2)"
+is "$(jproc $TMP/ipc.json ipc-peer 'd[0]["live_bytes"]')" 0 "ipc: nothing live at the importer's end"
+tr '\n' ' ' <$TMP/ipc.txt | tr -s ' ' | grep -q "4 device pointers mapped from other processes' memory (IPC; not counted here)"
+is "$?" 0 "ipc: the text report says what the imports were"
+grep -q 'frees of unknown pointers' $TMP/ipc.txt
+is "$?" 1 "ipc: no frees of unknown pointers in the text"
+
 # ---- requests refused for another reason than memory: no spill, no OOM ----
 # A sticky error (every request after a kernel's illegal memory access
 # fails with CUDA_ERROR_ILLEGAL_ADDRESS, whatever is free) and a thread
