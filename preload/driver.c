@@ -69,6 +69,18 @@ int vt_driver_pointer_device(uint64_t ptr)
     return dev;
 }
 
+int vt_driver_primary_active(int dev)
+{
+    typedef CUresult (*primary_state_fn)(CUdevice, unsigned *, int *);
+    static _Atomic(void *) fn;
+    primary_state_fn f = (primary_state_fn)cached_driver_sym(&fn, "cuDevicePrimaryCtxGetState");
+    unsigned flags;
+    int active = 0;
+    if (!f || f(dev, &flags, &active) != CUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
 _Atomic unsigned vt_captures_open; /* shim.h */
 _Atomic unsigned vt_graphs_seen;   /* shim.h */
 

@@ -28,16 +28,21 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
 CUresult cuMemFree(unsigned int dptr);
 /* The same for CUDA 10.0's cuStreamBeginCapture (no mode), CUDA 12.2's
- * cuGraphAddNode (no edge data) and CUDA 4.1's cuIpcOpenMemHandle (the
- * same call as 11.0's): cuda.h maps the names to their _v2. */
+ * cuGraphAddNode (no edge data), and CUDA 4.1's cuIpcOpenMemHandle and
+ * 7.0's cuDevicePrimaryCtxRelease and cuDevicePrimaryCtxReset (the same
+ * calls as 11.0's): cuda.h maps the names to their _v2. */
 #undef cuGraphAddNode
 #undef cuStreamBeginCapture
 #undef cuIpcOpenMemHandle
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
 CUresult cuStreamBeginCapture(CUstream hStream);
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
 CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                         size_t numDependencies, CUgraphNodeParams *nodeParams);
 CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
 
 #define VT_MISSING_CUresult CUDA_ERROR_NOT_FOUND
 #define VT_MISSING_cudaError_t cudaErrorNotSupported
@@ -554,6 +559,29 @@ static void describe_ctx_reset(vt_event_t *ev, uint32_t r, CUdevice dev)
     if (dev >= 0 && dev < VT_MAX_DEVICES)
         ev->device = (int16_t)dev;
     vt_call_teardown(ev, r);
+}
+
+/* A primary context's release resets it (frees all it made, as
+ * cuDevicePrimaryCtxReset does) when it drops the last reference (cuda.h):
+ * numba's cuda.close(), cuda.core's thread cleanup. Whether it did is
+ * asked of the driver after the call: a context still active freed
+ * nothing (aux VT_CTX_RELEASE_KEPT), and the teardown's per-pointer
+ * queries are not made. Where the driver cannot say, the teardown's own
+ * queries find what survived. */
+static void describe_ctx_release(vt_event_t *ev, uint32_t r, CUdevice dev)
+{
+    if (dev >= 0 && dev < VT_MAX_DEVICES)
+        ev->device = (int16_t)dev;
+    int active = -1;
+    if (r == 0) {
+        int relaxed = vt_driver_relax();
+        active = vt_driver_primary_active(dev);
+        vt_driver_unrelax(relaxed);
+    }
+    if (active == 1)
+        ev->aux = VT_CTX_RELEASE_KEPT;
+    else
+        vt_call_teardown(ev, r);
 }
 
 static void describe_rt_device_reset(vt_event_t *ev, uint32_t r)

@@ -472,6 +472,8 @@ void *vt_hand_out(unsigned api, void *real, const void *caller);
 int vt_driver_current_device(void);
 /* The device the driver placed ptr on, -1 unknown. */
 int vt_driver_pointer_device(uint64_t ptr);
+/* Whether device dev's primary context is active (1) or not (0). */
+int vt_driver_primary_active(int dev);
 /* Whether stream is capturing into a CUDA graph (0 on any error). */
 int vt_driver_stream_capturing(void *stream, int per_thread);
 void vt_driver_capture_began(void);

@@ -592,7 +592,10 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         if (ev->flags & VT_EF_OTHER_CONTEXT)
             return vt_map_put(&m->other_context, ev->ptr, ev->tid);
         int rc = 0, di;
-        if (ev->result == 0 && (di = vt_m_dev_for(m, ev->device)) >= 0)
+        /* A primary context's release that left it active tore nothing down. */
+        int kept = ev->aux == VT_CTX_RELEASE_KEPT &&
+                   (ev->api == VT_API_cuDevicePrimaryCtxRelease_v2 || ev->api == VT_API_cuDevicePrimaryCtxRelease);
+        if (ev->result == 0 && !kept && (di = vt_m_dev_for(m, ev->device)) >= 0)
             rc = ctx_teardown(m, di, ev);
         if (m->other_context.count) {
             /* Freed, not emptied: the map's size is then bounded by the

@@ -220,11 +220,15 @@
  *                Once the process has begun a capture or added a graph
  *                memory node, the shim samples 2 and 0 of the sample's
  *                device right after each MEMINFO sample.
- *   CTX_RESET    a context teardown (cuCtxDestroy_v2, cuDevicePrimaryCtxReset_v2,
- *                cudaDeviceReset): device = the device whose context went
- *                (the current one when the call began, or the argument of
- *                cuDevicePrimaryCtxReset_v2); ptr = the CUcontext for
- *                cuCtxDestroy_v2, else 0. On success the driver freed every
+ *   CTX_RESET    a context teardown (cuCtxDestroy_v2, cuDevicePrimaryCtxReset
+ *                and _v2, cudaDeviceReset, and cuDevicePrimaryCtxRelease
+ *                and _v2 that dropped the last reference): device = the
+ *                device whose context went (the current one when the call
+ *                began, or the argument of the primary context's calls);
+ *                ptr = the CUcontext for cuCtxDestroy_v2, else 0; aux =
+ *                VT_CTX_RELEASE_KEPT for a release after which the driver
+ *                said the context was still active (other references
+ *                remain): no teardown, nothing freed. On success the driver freed every
  *                allocation that context made (docs/report.md): every live
  *                device allocation on that device except those named just
  *                before it by the same thread's VT_EF_OTHER_CONTEXT events.
@@ -344,6 +348,10 @@ enum vt_event_present {
 /* GRAPH_NODE's aux: CUgraphNodeType's memory nodes. */
 #define VT_GRAPH_NODE_MEM_ALLOC 10u
 #define VT_GRAPH_NODE_MEM_FREE 11u
+
+/* CTX_RESET's aux on a primary context's release that left the context
+ * active: it freed nothing. */
+#define VT_CTX_RELEASE_KEPT 1u
 
 typedef struct vt_file_prelude {
     char magic[8];

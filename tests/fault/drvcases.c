@@ -9,6 +9,13 @@
  *                     and cuDevicePrimaryCtxReset_v2
  *   teardown-destroy  the same in contexts made by cuCtxCreate_v4 and
  *                     ended by cuCtxDestroy_v2
+ *   teardown-release  the primary context retained twice: 2 GiB, a
+ *                     release (one reference left: nothing freed), 1 GiB,
+ *                     the last release (both freed); retained again: 1 GiB
+ *                     and CUDA 7.0's cuDevicePrimaryCtxRelease (through
+ *                     cuGetProcAddress), then 512 MiB and 7.0's
+ *                     cuDevicePrimaryCtxReset: peak 3 GiB, nothing live at
+ *                     the end
  *   teardown-mixed    cudaMalloc 2 GiB (primary context), 1 GiB in a
  *                     cuCtxCreate'd context, cuCtxDestroy of it; 1 GiB in
  *                     a second created context, cudaDeviceReset: peak
@@ -162,6 +169,35 @@ static int primary_teardown(void)
         }
         printf("reset=%d\n", (int)cuDevicePrimaryCtxReset_v2(0));
     }
+    return 0;
+}
+
+/* A primary context's release: a teardown only when it drops the last
+ * reference. */
+static int release_teardown(void)
+{
+    CUcontext ctx;
+    CUdeviceptr a, b, c, d;
+    CUresult (*release_7000)(CUdevice) = NULL, (*reset_7000)(CUdevice) = NULL;
+    printf("init=%d\n", (int)cuInit(0));
+    printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+    printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+    printf("current=%d\n", (int)cuCtxSetCurrent(ctx));
+    printf("alloc=%d\n", (int)cuMemAlloc_v2(&a, 2 * GiB));
+    printf("release=%d\n", (int)cuDevicePrimaryCtxRelease_v2(0));
+    printf("alloc=%d\n", (int)cuMemAlloc_v2(&b, GiB));
+    printf("release=%d\n", (int)cuDevicePrimaryCtxRelease_v2(0));
+    /* CUDA 7.0's ABI, as a program built then finds it. */
+    printf("lookup=%d\n", (int)cuGetProcAddress("cuDevicePrimaryCtxRelease", (void **)&release_7000, 7000, 0, NULL));
+    printf("lookup=%d\n", (int)cuGetProcAddress("cuDevicePrimaryCtxReset", (void **)&reset_7000, 7000, 0, NULL));
+    printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+    printf("current=%d\n", (int)cuCtxSetCurrent(ctx));
+    printf("alloc=%d\n", (int)cuMemAlloc_v2(&c, GiB));
+    printf("release=%d\n", release_7000 ? (int)release_7000(0) : -1);
+    printf("retain=%d\n", (int)cuDevicePrimaryCtxRetain(&ctx, 0));
+    printf("current=%d\n", (int)cuCtxSetCurrent(ctx));
+    printf("alloc=%d\n", (int)cuMemAlloc_v2(&d, GiB / 2));
+    printf("reset=%d\n", reset_7000 ? (int)reset_7000(0) : -1);
     return 0;
 }
 
@@ -835,6 +871,8 @@ int main(int argc, char **argv)
         return import_peer(argc > 2 ? argv[2] : NULL);
     if (!strcmp(mode, "ipc"))
         return ipc();
+    if (!strcmp(mode, "teardown-release"))
+        return release_teardown();
     if (!strcmp(mode, "ipc-peer"))
         return argc > 4 ? ipc_peer(argv + 2) : 2;
     fprintf(stderr, "drvcases: unknown mode '%s'\n", mode);

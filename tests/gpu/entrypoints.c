@@ -251,7 +251,20 @@ static void teardown_calls(void)
     CHECK(cudaMalloc(&p, 1 * MiB));
     CHECK(cudaDeviceReset());
     CHECK(cudaMalloc(&p, 1 * MiB)); /* the runtime makes the primary context again */
+    /* A retain and release beside the runtime's reference (which keeps the
+     * context), by the _v2 call and CUDA 7.0's ABI through cuGetProcAddress. */
+    CUresult (*release_7000)(CUdevice) = NULL, (*reset_7000)(CUdevice) = NULL;
+    CHECK(cuGetProcAddress("cuDevicePrimaryCtxRelease", (void **)&release_7000, 7000, 0, NULL));
+    CHECK(cuGetProcAddress("cuDevicePrimaryCtxReset", (void **)&reset_7000, 7000, 0, NULL));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuDevicePrimaryCtxRelease_v2(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(release_7000 ? release_7000(0) : CUDA_ERROR_NOT_FOUND);
     CHECK(cuDevicePrimaryCtxReset_v2(0));
+    /* 7.0's reset of a context already reset: recorded whatever it returns
+     * (tests/gpu/run.sh). */
+    if (reset_7000)
+        fprintf(stderr, "entrypoints: cuDevicePrimaryCtxReset (7.0) after the reset: %d\n", (int)reset_7000(0));
 }
 
 static void runtime_calls(void)

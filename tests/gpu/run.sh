@@ -150,12 +150,13 @@ for name in $(sed -n 's/^VT_ENTRY([a-zA-Z_]*, *\([A-Za-z0-9_]*\), *\([A-Z_]*\),.
     total=$((total + 1))
     # The 32-bit legacy pair may be refused by a driver, a multicast
     # object by a card without NVSwitch multicast, and the import of the
-    # process's own export, IPC handle or pool (entrypoints.c, ipc_calls):
-    # recorded is enough.
+    # process's own export, IPC handle or pool (entrypoints.c, ipc_calls),
+    # and CUDA 7.0's reset of a context already reset: recorded is enough.
     # A graph launch is an event only when it fails (entrypoints.c makes
     # each fail once).
     case $name in cuMemAlloc|cuMemFree|cuMulticastCreate|cuMemImportFromShareableHandle|\
-                  cuMemPoolImportPointer|cuIpcOpenMemHandle|cuIpcOpenMemHandle_v2|cuIpcCloseMemHandle)
+                  cuMemPoolImportPointer|cuIpcOpenMemHandle|cuIpcOpenMemHandle_v2|cuIpcCloseMemHandle|\
+                  cuDevicePrimaryCtxReset)
         grep -q "^event .* api=$name " "$W/ep.dump" || missing="$missing $name"
         continue ;;
     cuGraphLaunch|cuGraphLaunch_ptsz)

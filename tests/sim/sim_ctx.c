@@ -117,7 +117,7 @@ static void primary_down_locked(sim_ctx_t *p)
     sim_ctx_detach_locked(p->dev);
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUdevice dev)
 {
     SIM_ENTER();
     if (dev < 0 || dev >= sim.ndev)
@@ -130,7 +130,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     SIM_LEAVE(CUDA_SUCCESS);
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+static CUresult primary_reset(CUdevice dev)
 {
     SIM_ENTER();
     if (dev < 0 || dev >= sim.ndev)
@@ -138,6 +138,24 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     sim_ctx_t *p = &sim.dev[dev].primary;
     if (p->refs > 0)
         primary_down_locked(p);
+    SIM_LEAVE(CUDA_SUCCESS);
+}
+
+/* CUDA 7.0's and 11.0's ABI of each: the same calls (cudaTypedefs.h). */
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return primary_release(dev); }
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return primary_release(dev); }
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return primary_reset(dev); }
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { return primary_reset(dev); }
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    SIM_ENTER();
+    if (dev < 0 || dev >= sim.ndev)
+        SIM_LEAVE(CUDA_ERROR_INVALID_DEVICE);
+    if (!flags || !active)
+        SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
+    *flags = 0;
+    *active = sim.dev[dev].primary.refs > 0;
     SIM_LEAVE(CUDA_SUCCESS);
 }
 

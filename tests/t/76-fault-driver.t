@@ -41,6 +41,19 @@ done
 grep -q '3 freed by context teardown' $TMP/teardown-rt.txt
 is "$?" 0 "teardown: the text report says what the teardowns freed"
 
+# ---- a primary context's last release resets it (numba's cuda.close(),
+# cuda.core's thread cleanup): its memory stayed live in the report ----
+run teardown-release teardown-release
+is "$(grep -c '=0$' $TMP/teardown-release.out)" "$(wc -l <$TMP/teardown-release.out)" "teardown-release: every call succeeded"
+is "$(json $TMP/teardown-release.json 'd[0]["peak"]["tracked_bytes"]')" $((3 * GiB)) "teardown-release: peak 3 GiB"
+is "$(json $TMP/teardown-release.json 'd[0]["live_bytes"]')" 0 "teardown-release: nothing live at the end"
+is "$(json $TMP/teardown-release.json 'p["events"]["teardown_frees"], p["events"]["implicit_frees"]')" "(4, 0)" \
+    "teardown-release: 4 allocations freed by the last releases and the reset, no address counted as reused while live"
+"$VT" dump $TMP/teardown-release/*.vtrace >$TMP/teardown-release.dump
+is "$(grep -c 'api=cuDevicePrimaryCtxRelease_v2 .*aux=0x1 ' $TMP/teardown-release.dump)" 1 \
+    "teardown-release: the release that left a reference is marked as freeing nothing"
+is "$(grep -c 'other_context' $TMP/teardown-release.dump)" 0 "teardown-release: no pointer asked about for that release"
+
 # ---- more marks than the event buffer holds: the teardown waits for the
 # writer rather than lose them (each lost mark was a live allocation
 # counted as freed, and uncounted) ----

@@ -9,7 +9,7 @@
 out=$(CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} VT_GPU_SIM=$SIM sh tests/gpu/run.sh 2>&1)
 rc=$?
 is "$rc" 0 "test-gpu dry run passes on the simulated driver"
-for want in "entry points, shared libcudart  *ok *all 74 recorded" "a pointer from cuGetProcAddress  *ok" \
+for want in "entry points, shared libcudart  *ok *all 77 recorded" "a pointer from cuGetProcAddress  *ok" \
             "stream capture into CUDA graphs  *ok *20 captured calls flagged" \
             "OOM, then a pinned-host fallback  *ok *oom=1 host_fallback=1 tag=weights" \
             "a graph launch out of memory  *ok *add-node=0 instantiate=0 launch=2; verdict=failed tip=graph_launch" \
