@@ -9,6 +9,8 @@
  *   entrypoints oom   a device request twice the card, then the pinned
  *                     host fallback a loader would take, both inside the
  *                     annotation tag "weights"
+ *   entrypoints leak  1 MiB by cudaMalloc and 1 MiB by cuMemAlloc_v2, left
+ *                     for the exit
  *   entrypoints graph-oom
  *                     a graph whose one memory node is 1 GiB more than the
  *                     card, launched: the launch must fail for lack of
@@ -505,6 +507,15 @@ int main(int argc, char **argv)
         oom_calls();
     } else if (!strcmp(mode, "graph-oom")) {
         graph_oom_calls();
+    } else if (!strcmp(mode, "leak")) {
+        /* Left for the process's exit: whatever libcudart does then with
+         * its primary context (a release that drops the last reference
+         * would be a teardown in the trace), the report must still name
+         * them as never freed (tests/gpu/run.sh). */
+        void *p;
+        CUdeviceptr d;
+        CHECK(cudaMalloc(&p, 1 * MiB));
+        CHECK(cuMemAlloc_v2(&d, 1 * MiB));
     } else {
         fprintf(stderr, "entrypoints: unknown mode %s\n", mode);
         return 2;

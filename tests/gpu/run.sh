@@ -218,6 +218,22 @@ else
     bad "OOM, then a pinned-host fallback" "rc=$rc: $got"
 fi
 
+# ---- 3b. memory left for the exit: still live when the trace ends, not
+# freed by a teardown (were libcudart to release its primary context at
+# exit, the release would read as one, and every leak as freed) ----
+under_shim "$W/leak" "$W/entrypoints_shared" leak >"$W/leak.out" 2>&1
+rc=$?
+got=$("$VT" report --json "$(trace_of "$W/leak")" 2>/dev/null | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)["processes"][0]
+print("live=%d teardown_frees=%d ended_by=%s" % (p["devices"][0]["live_bytes"], p["events"]["teardown_frees"],
+      p["trace"].get("ended_by", "-")))' 2>&1)
+if [ $rc -eq 0 ] && [ "$got" = "live=$((2 * MiB)) teardown_frees=0 ended_by=exit" ]; then
+    ok "memory left for the exit" "$got"
+else
+    bad "memory left for the exit" "rc=$rc: $got (want live=$((2 * MiB)) teardown_frees=0 ended_by=exit)"
+fi
+
 # ---- 3a. a graph launch the graph pool cannot grow for ----
 under_shim "$W/goom" "$W/entrypoints_shared" graph-oom >"$W/goom.out" 2>&1
 rc=$?

@@ -13,6 +13,7 @@ for want in "entry points, shared libcudart  *ok *all 77 recorded" "a pointer fr
             "stream capture into CUDA graphs  *ok *20 captured calls flagged" \
             "OOM, then a pinned-host fallback  *ok *oom=1 host_fallback=1 tag=weights" \
             "a graph launch out of memory  *ok *add-node=0 instantiate=0 launch=2; verdict=failed tip=graph_launch" \
+            "memory left for the exit  *ok *live=2097152 teardown_frees=0 ended_by=exit" \
             "cudaMalloc+cudaFree, 1 MiB  *ok" "PyTorch Llama, three allocators  *skip" \
             "unwind cache vs libunwind, entry points  *ok *[1-9][0-9]* stacks, .* 0 differences"; do
     if echo "$out" | grep -q "^$want"; then ok "table: $want"; else nok "table: $want"; fi

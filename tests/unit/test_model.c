@@ -509,6 +509,28 @@ int main(void)
     TAP_EQ_U64(d->mem.peak_bytes, 66 * MiB, "peak counts the released-but-mapped handle");
     vt_model_free(m);
 
+    /* -- another process's memory mapped here (PTR_IMPORT) -- */
+    setup(rules, 24 * GiB, 23 * GiB);
+    evx(1000, VT_API_cuIpcOpenMemHandle_v2, 0, 0x300000000000, 0, 0, 1, 0);
+    evx(1500, VT_API_cuIpcOpenMemHandle_v2, 0, 0x300000000000, 0, 0, 1, 0);   /* opened again: one address */
+    evx(2000, VT_API_cuIpcCloseMemHandle, 0, 0x300000000000, 0, 0, 0, 0);
+    p = vt_model_proc(m);
+    d = &p->devs[0];
+    TAP_EQ_U64(p->events.imported_pointers, 2, "two opens counted");
+    TAP_EQ_U64(p->events.imported_pointer_frees, 1, "a close drops one reference");
+    TAP_EQ_U64(d->mem.tracked, 0, "an import holds nothing here");
+    /* A teardown unmapped the rest unseen; this process's own memory then
+     * got the address: its free is its own. */
+    ev(3000, VT_API_cudaMalloc, 0, 0x300000000000, 1 * GiB, 0, 8);
+    ev(4000, VT_API_cudaFree, 0, 0x300000000000, 0, 0, 8);
+    TAP_EQ_U64(p->events.frees, 1, "the free of the allocation at that address is its own");
+    TAP_EQ_U64(p->events.imported_pointer_frees, 1, "and no import's release");
+    TAP_EQ_U64(d->mem.tracked, 0, "nothing live");
+    evx(5000, VT_API_cuMemPoolImportPointer, 0, 0x300000400000, 0, 0, 0xb1, 0);
+    ev(6000, VT_API_cuMemFreeAsync, 0, 0x300000400000, 0, 0, 0);
+    TAP_EQ_U64(p->events.unmatched_frees, 0, "a pool pointer's import freed: no unknown pointer");
+    vt_model_free(m);
+
     vt_rules_free(rules);
     test_time_grain();
     return tap_done();
