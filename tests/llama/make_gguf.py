@@ -2,12 +2,17 @@
 """Writes a llama-architecture GGUF (v3) whose weights are all zero, as a
 sparse file, for running the real llama.cpp on the simulated GPU.
 
-usage: make_gguf.py OUT [N_LAYER]
+usage: make_gguf.py OUT [N_LAYER [N_EXPERT]]
 
 Shapes (n_embd 2048, n_ff 5632, 16 heads, 4 KV heads, F16 weights) are those
 of a TinyLlama-1.1B block, so each layer is 82 MiB; the vocabulary is the 3
 SentencePiece specials and the 256 byte tokens, which is the least llama.cpp's
 SPM tokenizer accepts (it looks up <0x0A> for the newline).
+
+With N_EXPERT, each block's feed-forward is a mixture of experts, as
+Mixtral's (the llama architecture with llama.expert_count): a router
+(ffn_gate_inp) and the experts' gate, down and up stacked in one tensor each
+(ffn_*_exps, 88 MiB per expert per block), 2 experts used per token.
 """
 import struct
 import sys
@@ -47,6 +52,7 @@ def kv_array(key, etype, items, fmt=None):
 def main():
     out = sys.argv[1]
     n_layer = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    n_expert = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
     types = [2, 3, 3] + [6] * 256
     n_vocab = len(tokens)
@@ -71,6 +77,8 @@ def main():
         kv_u32("tokenizer.ggml.bos_token_id", 1),
         kv_u32("tokenizer.ggml.eos_token_id", 2),
     ]
+    if n_expert:
+        kvs += [kv_u32("llama.expert_count", n_expert), kv_u32("llama.expert_used_count", 2)]
     n_kv_embd = N_EMBD // N_HEAD * N_HEAD_KV
     tensors = [("token_embd.weight", F16, [N_EMBD, n_vocab])]
     for i in range(n_layer):
@@ -82,10 +90,20 @@ def main():
             (p + "attn_v.weight", F16, [N_EMBD, n_kv_embd]),
             (p + "attn_output.weight", F16, [N_EMBD, N_EMBD]),
             (p + "ffn_norm.weight", F32, [N_EMBD]),
-            (p + "ffn_gate.weight", F16, [N_EMBD, N_FF]),
-            (p + "ffn_down.weight", F16, [N_FF, N_EMBD]),
-            (p + "ffn_up.weight", F16, [N_EMBD, N_FF]),
         ]
+        if n_expert:
+            tensors += [
+                (p + "ffn_gate_inp.weight", F32, [N_EMBD, n_expert]),
+                (p + "ffn_gate_exps.weight", F16, [N_EMBD, N_FF, n_expert]),
+                (p + "ffn_down_exps.weight", F16, [N_FF, N_EMBD, n_expert]),
+                (p + "ffn_up_exps.weight", F16, [N_EMBD, N_FF, n_expert]),
+            ]
+        else:
+            tensors += [
+                (p + "ffn_gate.weight", F16, [N_EMBD, N_FF]),
+                (p + "ffn_down.weight", F16, [N_FF, N_EMBD]),
+                (p + "ffn_up.weight", F16, [N_EMBD, N_FF]),
+            ]
     tensors += [("output_norm.weight", F32, [N_EMBD]), ("output.weight", F16, [N_EMBD, n_vocab])]
 
     infos, offset = [], 0

@@ -1,0 +1,92 @@
+/* libllama_run: a model loaded the way llama-server loads one, through
+ * libllama's C API, with the tensor buffer overrides its --cpu-moe and
+ * --n-cpu-moe N make (common/common.h: the experts' tensors of every block,
+ * or of the first N, in the CPU's buffer type), which node-llama-cpp's
+ * addon cannot ask for. It runs node-llama-cpp's prebuilt libllama and
+ * ggml, unmodified, and is built against the headers of that release's own
+ * source (63-llama-real.t).
+ *
+ * usage: libllama_run BINS MODEL GPU_LAYERS CONTEXT CPU_MOE MMAP EVAL
+ *   BINS      the directory of the prebuilt libraries (its backends load
+ *             from there: ggml_backend_load_all_from_path)
+ *   CPU_MOE   -1 none, 0 every block's experts (--cpu-moe), N the first N
+ *             blocks' (--n-cpu-moe N)
+ * Loads, makes a context and, with EVAL 1, evaluates 32 tokens once
+ * (ggml's mixture-of-experts kernels need the card's opt-in shared memory
+ * per block, which the simulated GPU reports as 0: ggml asserts there);
+ * llama.cpp's log to stderr. Exit 0, or 3 when the load, the context or
+ * the evaluation fails.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+/* llama.cpp's LLM_FFN_EXPS_REGEX (common/common.h, v0.5.0). */
+#define EXPERTS "\\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+#define MAX_BLOCKS 64
+
+static void log_line(enum ggml_log_level level, const char *text, void *user)
+{
+    (void)level, (void)user;
+    fputs(text, stderr);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: libllama_run BINS MODEL GPU_LAYERS CONTEXT CPU_MOE MMAP EVAL\n");
+        return 2;
+    }
+    int cpu_moe = atoi(argv[5]);
+    llama_log_set(log_line, NULL);
+    ggml_backend_load_all_from_path(argv[1]);
+    llama_backend_init();
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (!cpu) {
+        fprintf(stderr, "libllama_run: no CPU backend in %s\n", argv[1]);
+        return 2;
+    }
+    static char patterns[MAX_BLOCKS][64];
+    struct llama_model_tensor_buft_override overrides[MAX_BLOCKS + 1] = { { 0 } };
+    int n = 0;
+    if (cpu_moe == 0) {
+        overrides[n++] = (struct llama_model_tensor_buft_override){ EXPERTS, ggml_backend_dev_buffer_type(cpu) };
+    } else {
+        for (; n < cpu_moe && n < MAX_BLOCKS; n++) {
+            snprintf(patterns[n], sizeof patterns[n], "blk\\.%d%s", n, EXPERTS);
+            overrides[n] = (struct llama_model_tensor_buft_override){ patterns[n], ggml_backend_dev_buffer_type(cpu) };
+        }
+    }
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = atoi(argv[3]);
+    mp.load_mode = atoi(argv[6]) ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    mp.tensor_buft_overrides = n ? overrides : NULL;
+    struct llama_model *model = llama_model_load_from_file(argv[2], mp);
+    if (!model) {
+        printf("failed: load\n");
+        return 3;
+    }
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)atoi(argv[4]);
+    cp.n_batch = cp.n_ubatch = 512;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx) {
+        printf("failed: context\n");
+        llama_model_free(model);
+        return 3;
+    }
+    int rc = 0;
+    if (atoi(argv[7])) {
+        llama_token prompt[32];
+        for (int i = 0; i < 32; i++)
+            prompt[i] = 3 + i;
+        rc = llama_decode(ctx, llama_batch_get_one(prompt, 32));
+        printf("decode %d\n", rc);
+    }
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    return rc ? 3 : 0;
+}
