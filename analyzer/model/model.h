@@ -270,6 +270,11 @@ typedef struct vt_placement {
      * embeddings alone are not an offload: llama.cpp keeps them there). */
     int offloaded;
     uint64_t layer_weights_host, layer_weights;   /* blocks + output layer */
+    /* Blocks on the GPU (among blocks_gpu) whose experts are in host
+     * memory (llama-server's --cpu-moe, --n-cpu-moe), and those experts'
+     * bytes (in layer_weights_host too). */
+    uint32_t expert_blocks_host;
+    uint64_t experts_host;
     /* Models loaded at once (model_placement.c: a block's tensors named
      * again while the buffer of the same names before is live on a GPU or
      * in pinned memory: llama.cpp's draft model beside its target, two
@@ -293,8 +298,12 @@ typedef struct vt_placement {
         uint64_t total, free_lowest, margin, unmet, per_layer, per_layer_kv;
         int64_t room;
         uint32_t gpu_layers;   /* advised, in llama.cpp's count */
-        uint64_t need_all;     /* what every layer on the GPU adds to now */
+        uint64_t need_all;     /* what every layer on the GPU (experts included) adds to now */
         int64_t short_all;     /* need_all - room: > 0, more VRAM for a full offload */
+        /* Every layer on the GPU, experts of some in host memory: how many
+         * blocks' experts would fit too (llama.cpp's --n-cpu-moe counts
+         * the others). */
+        uint32_t expert_blocks_fit;
     } advice;
 } vt_placement_t;
 

@@ -24,8 +24,16 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
     int out_host = pl->output_layer == 0;
     uint64_t output_cost = out_host ? pl->output_bytes : 0;
-    a->need_all = (uint64_t)host_blocks * a->per_layer + output_cost;
+    a->need_all = (uint64_t)host_blocks * a->per_layer + output_cost + pl->experts_host;
     a->short_all = (int64_t)a->need_all - a->room;
+    /* Blocks on the GPU with their experts in host memory, and nothing
+     * else there: the experts are what would move, block by block. */
+    a->expert_blocks_fit = 0;
+    if (pl->expert_blocks_host && !host_blocks && !out_host && a->room > 0) {
+        uint64_t per_block = pl->experts_host / pl->expert_blocks_host;
+        uint64_t fit = per_block ? (uint64_t)a->room / per_block : 0;
+        a->expert_blocks_fit = fit < pl->expert_blocks_host ? (uint32_t)fit : pl->expert_blocks_host;
+    }
     int64_t layers = (int64_t)pl->layers_gpu;
     if (a->room >= 0) {
         int64_t room = a->room;
@@ -82,7 +90,7 @@ void vt_m_placement_advise(vt_model_t *m)
         return;
     if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
         pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
-        pl->output_bytes > MAX_CARD_BYTES)
+        pl->output_bytes > MAX_CARD_BYTES || pl->experts_host > MAX_CARD_BYTES)
         return;   /* sizes no card has: no estimate */
     estimate(pl, m->margin_frac, (int64_t)d->min_free, a);
     a->known = 1;

@@ -134,6 +134,7 @@ static void live_at(const vt_placement_state_t *s, uint64_t at, uint8_t *live)
 
 typedef struct block_acc {
     uint64_t gpu, host, kv_gpu, kv_host;
+    uint64_t experts_gpu, experts_host;   /* of gpu and host: its experts' */
     int16_t dev;   /* GPU of most of its weights, -1 none */
     uint64_t dev_bytes;
 } block_acc_t;
@@ -345,6 +346,8 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
             *(on_gpu ? &a->kv_gpu : &a->kv_host) += pt->bytes;
         } else {
             *(on_gpu ? &a->gpu : &a->host) += pt->bytes;
+            if (pt->experts)
+                *(on_gpu ? &a->experts_gpu : &a->experts_host) += pt->bytes;
             if (on_gpu && b->gpu >= 0 && pt->bytes > a->dev_bytes) {
                 a->dev = b->gpu;
                 a->dev_bytes = pt->bytes;
@@ -364,10 +367,18 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
             pl->kv_blocks++;
             pl->kv_blocks_gpu += a->kv_gpu >= a->kv_host;
         }
-        if (a->gpu >= a->host) {
+        /* Where the block runs: where most of its weights are, its experts
+         * aside where it has others (module comment, model_placement.c). */
+        uint64_t rest_gpu = a->gpu - a->experts_gpu, rest_host = a->host - a->experts_host;
+        int home_gpu = rest_gpu + rest_host ? rest_gpu >= rest_host : a->gpu >= a->host;
+        if (home_gpu) {
             pl->blocks_gpu++;
             if (a->dev_bytes && a->dev >= 0)
                 pl->layers_by_dev[a->dev]++;
+            if (a->experts_host) {
+                pl->expert_blocks_host++;
+                pl->experts_host += a->experts_host;
+            }
         }
     }
     if (pl->blocks) {

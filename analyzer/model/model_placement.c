@@ -15,7 +15,12 @@
  * Layers are counted as llama.cpp's "offloaded N/M layers" counts them:
  * the blocks blk.0 .. blk.(n-1) and the output layer (output.weight,
  * output_norm.weight) as one more. A block is where most of its weight
- * bytes are.
+ * bytes are, its experts aside: llama-server's --cpu-moe and --n-cpu-moe
+ * (and -ot) keep a mixture-of-experts block's expert tensors
+ * (blk.N.ffn_{gate,up,down,gate_up}_exps, _chexps: llama-arch.cpp) in host
+ * memory while the block runs on the GPU, and llama.cpp counts such a
+ * block among the offloaded ones; its experts in host memory are counted
+ * apart (model_picture.c).
  *
  * The picture is taken at one moment: the fullest (most weights and KV
  * cache bytes live at once) of the latest load whose layers or KV cache
@@ -338,6 +343,12 @@ static int starts(const char *name, size_t len, const char *prefix)
     return len >= n && !memcmp(name, prefix, n);
 }
 
+/* A block's stacked experts: "blk.N.ffn_up_exps.weight", "..._chexps...". */
+static int experts_tensor(const char *name, size_t len)
+{
+    return memmem(name, len, "_exps.", 6) != NULL || memmem(name, len, "_chexps.", 8) != NULL;
+}
+
 int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
 {
     if (state_of(m))
@@ -371,10 +382,11 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     else
         return 0;   /* a tensor no name speaks for: its buffer's content decides */
     uint8_t content = kv ? C_KV : C_WEIGHTS;
+    uint8_t experts = !kv && block >= 0 && experts_tensor(name, len);
     if (s->npart) {
         part_t *last = &s->part[s->npart - 1];
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
-            last->output == output) {
+            last->output == output && last->experts == experts) {
             last->bytes += t->nbytes;
             return 0;
         }
@@ -410,7 +422,8 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     }
     if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
         return VT_E_NOMEM;
-    s->part[s->npart++] = (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, model, t->nbytes };
+    s->part[s->npart++] =
+        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, model, experts, t->nbytes };
     return 0;
 }
 

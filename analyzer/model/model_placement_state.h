@@ -24,6 +24,7 @@ typedef struct part {
     uint8_t input;     /* token embeddings: llama.cpp keeps them in host memory */
     uint8_t output;    /* the output layer's */
     uint8_t model;     /* weights: the model's number; KV: its cache's (module comment) */
+    uint8_t experts;   /* a mixture-of-experts block's experts (ffn_*_exps) */
     uint64_t bytes;
 } part_t;
 

@@ -505,6 +505,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "kv_blocks_gpu", pl->kv_blocks_gpu);
         vt_json_u64(j, "block_weight_bytes", pl->block_weight_bytes);
         vt_json_u64(j, "block_kv_bytes", pl->block_kv_bytes);
+        vt_json_u64(j, "expert_blocks_host", pl->expert_blocks_host);
+        vt_json_u64(j, "experts_host_bytes", pl->experts_host);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "layers");
@@ -524,6 +526,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_i64(j, "room_bytes", a->room);
         vt_json_u64(j, "all_layers_need_bytes", a->need_all);
         vt_json_i64(j, "all_layers_short_bytes", a->short_all > 0 ? a->short_all : 0);
+        vt_json_u64(j, "expert_blocks_fit", a->expert_blocks_fit);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "advice");

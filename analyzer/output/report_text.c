@@ -241,9 +241,18 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 ind, col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), pl->layers_total);
     } else if (headline) {
         fprintf(o, "%s%s%sPARTIAL OFFLOAD.%s ", ind, col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF));
-        if (pl->layers_known && pl->layers_total > pl->layers_gpu)
+        if (pl->layers_known && pl->layers_total > pl->layers_gpu && pl->expert_blocks_host)
+            fprintf(o, "%u of %u layers run from host memory, and the experts of %u block%s on the GPU (%s): "
+                       "generation runs at host-memory speed for them.\n",
+                    pl->layers_total - pl->layers_gpu, pl->layers_total, pl->expert_blocks_host,
+                    pl->expert_blocks_host == 1 ? "" : "s", vt_fmt_bytes(a, pl->experts_host));
+        else if (pl->layers_known && pl->layers_total > pl->layers_gpu)
             fprintf(o, "%u of %u layers run from host memory: generation runs at host-memory speed for them.\n",
                     pl->layers_total - pl->layers_gpu, pl->layers_total);
+        else if (pl->layers_known && pl->expert_blocks_host)
+            fprintf(o, "Every layer is on the GPU, but the experts of %u of its %u blocks are in host memory "
+                       "(%s): generation runs at host-memory speed for them.\n",
+                    pl->expert_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->experts_host));
         else
             fprintf(o, "All layers are on the GPU, but part of the KV cache is in host memory: attention over "
                        "it runs at host-memory speed.\n");
@@ -252,10 +261,14 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                    "fallback).\n",
                 pl->layers_total - pl->layers_gpu, pl->layers_total);
     }
-    if (pl->layers_known)
-        fprintf(o, "  Layers as llama.cpp counts them: %u blocks%s; on the GPU: %u block%s%s.\n", pl->blocks,
+    if (pl->layers_known) {
+        fprintf(o, "  Layers as llama.cpp counts them: %u blocks%s; on the GPU: %u block%s%s", pl->blocks,
                 pl->output_layer >= 0 ? " + the output layer" : "", pl->blocks_gpu, pl->blocks_gpu == 1 ? "" : "s",
                 pl->output_layer == 1 ? " + the output layer" : pl->output_layer == 0 ? " (the output layer is in host memory)" : "");
+        if (pl->expert_blocks_host)
+            fprintf(o, ", %u of those blocks with their experts (ffn_*_exps) in host memory", pl->expert_blocks_host);
+        fprintf(o, ".\n");
+    }
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
     uint64_t kv_host = vt_place_host(&pl->kv), kv_all = kv_host + pl->kv.gpu;
     if (kv_all) {
@@ -302,12 +315,45 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         fprintf(o, ": %s of room.\n", vt_fmt_bytes(a, (uint64_t)ad->room));
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(a, (uint64_t)-ad->room));
+    if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total) {
+        /* Every layer runs on the GPU: -ngl is not the knob, the experts'
+         * place is (llama.cpp's --cpu-moe, --n-cpu-moe N: the first N). */
+        uint32_t fit = ad->expert_blocks_fit, n = pl->expert_blocks_host;
+        char which[32];
+        snprintf(which, sizeof which, n == 1 ? "that block" : n == 2 ? "both blocks" : "all %u blocks", n);
+        if (fit == n)
+            fprintf(o, "  Estimate: the experts of %s fit on this card too (llama.cpp: without --cpu-moe or "
+                       "--n-cpu-moe).",
+                    which);
+        else
+            fprintf(o, "  Estimate: the experts of %u of those %u blocks fit on this card too (llama.cpp: --n-cpu-moe "
+                       "%u keeps the other blocks' experts in host memory).",
+                    fit, n, pl->blocks - fit);
+        fprintf(o, " A block's experts here are about %s.\n", vt_fmt_bytes(a, pl->experts_host / n));
+        if (ad->short_all > 0)
+            fprintf(o, "  All the experts on the GPU would need %s more: %s more VRAM than this card had above the "
+                       "margin.\n",
+                    vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
+        else
+            fprintf(o, "  All the experts on the GPU would need %s more, which fits.\n", vt_fmt_bytes(a, ad->need_all));
+        return;
+    }
     fprintf(o, "  Estimate: %u of %u layers fit on this card (-ngl %u). A layer here is about %s of weights",
             ad->gpu_layers, pl->layers_total, ad->gpu_layers, vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv));
     if (ad->per_layer_kv)
         fprintf(o, " + %s of KV cache at this context", vt_fmt_bytes(b, ad->per_layer_kv));
     fprintf(o, ".\n");
-    if (pl->layers_gpu < pl->layers_total) {
+    if (pl->layers_gpu < pl->layers_total && pl->expert_blocks_host) {
+        if (ad->short_all > 0)
+            fprintf(o, "  All %u layers on the GPU, with the experts of the %u blocks there, would need %s more: %s "
+                       "more VRAM than this card had above the margin.\n",
+                    pl->layers_total, pl->expert_blocks_host, vt_fmt_bytes(a, ad->need_all),
+                    vt_fmt_bytes(b, (uint64_t)ad->short_all));
+        else
+            fprintf(o, "  All %u layers on the GPU, with the experts of the %u blocks there, would need %s more, "
+                       "which fits.\n",
+                    pl->layers_total, pl->expert_blocks_host, vt_fmt_bytes(a, ad->need_all));
+    } else if (pl->layers_gpu < pl->layers_total) {
         if (ad->short_all > 0)
             fprintf(o, "  All %u layers on the GPU would need %s more: %s more VRAM than this card had above the "
                        "margin.\n",

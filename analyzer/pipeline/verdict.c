@@ -162,7 +162,8 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
     static const char *const with_value[] = { "-ngl", "--n-gpu-layers", "--gpu-layers", "-c", "--ctx-size",
                                               "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
                                               "-sm", "--split-mode", "-ts", "--tensor-split",
-                                              "-mg", "--main-gpu", "-ot", "--override-tensor" };
+                                              "-mg", "--main-gpu", "-ot", "--override-tensor",
+                                              "-ncmoe", "--n-cpu-moe" };
     static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
     size_t n = 0;
     for (uint32_t i = 1; i < p->argc && n < cap; i++) {

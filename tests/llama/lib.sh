@@ -80,7 +80,9 @@ check_placement() {
 }
 
 # traced_run DIR CARD LIBS RUNNER ARGS...: one traced run of the node
-# program RUNNER (tests/llama/*.mjs: NODE_MODULES MODEL ARGS...) on a
+# program RUNNER (tests/llama/*.mjs: NODE_MODULES MODEL ARGS...), or of
+# the program RUNNER (libllama_run, which finds the prebuilt libraries on
+# LD_LIBRARY_PATH after LIBS: NODE_MODULES MODEL ARGS...) on a
 # simulated CARD whose libraries are in LIBS, tracing into DIR: its
 # stdout, llama.cpp's log and exit status in DIR.out, .log and .rc, the
 # report in DIR.json and DIR.txt, its numbers in DIR.bytes
@@ -89,9 +91,13 @@ check_placement() {
 traced_run() {
     rd=$1 rcard=$2 rlibs=$3 rprog=$4; shift 4
     mkdir -p "$rd"
+    case $rprog in
+        *.mjs) set -- node "$rprog" "$modules" "$MODEL" "$@" ;;
+        *) set -- "$rprog" "$modules" "$MODEL" "$@"; rlibs=$rlibs:$modules/$BINS ;;
+    esac
     env -u VTSIM_SHARED -u VTSIM_EXTERNAL -u VTSIM_RESERVE -u VTSIM_GRANULARITY -u GGML_CUDA_NO_VMM \
-        -u GGML_CUDA_DISABLE_GRAPHS VTSIM_DEVICES=$rcard ${LLAMA_NO_GRAPHS-GGML_CUDA_DISABLE_GRAPHS=1} VRAMTRACE_DIR=$rd LD_LIBRARY_PATH=$rlibs \
-        LD_PRELOAD="$SHIM_PRELOAD" node "$rprog" "$modules" "$MODEL" "$@" >"$rd.out" 2>"$rd.log"
+        -u GGML_CUDA_DISABLE_GRAPHS VTSIM_DEVICES=$rcard ${LLAMA_NO_GRAPHS-GGML_CUDA_DISABLE_GRAPHS=1} VRAMTRACE_DIR=$rd \
+        LD_LIBRARY_PATH=$rlibs LD_PRELOAD="$SHIM_PRELOAD" "$@" >"$rd.out" 2>"$rd.log"
     echo $? >"$rd.rc"
     "$VT" report --json "$rd" >"$rd.json" 2>"$rd.rerr"
     "$VT" report --wide "$rd" >"$rd.txt" 2>>"$rd.rerr"

@@ -6,12 +6,13 @@
  * ggml, unmodified, and is built against the headers of that release's own
  * source (63-llama-real.t).
  *
- * usage: libllama_run BINS MODEL GPU_LAYERS CONTEXT CPU_MOE MMAP EVAL
- *   BINS      the directory of the prebuilt libraries (its backends load
- *             from there: ggml_backend_load_all_from_path)
- *   CPU_MOE   -1 none, 0 every block's experts (--cpu-moe), N the first N
- *             blocks' (--n-cpu-moe N)
- * Loads, makes a context and, with EVAL 1, evaluates 32 tokens once
+ * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
+ *                     [--n-cpu-moe N] [--no-mmap] [--eval]
+ *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
+ *                 from its binaries' directory: ggml_backend_load_all_from_path)
+ *   options       llama-server's, with its defaults but -c 512 (the report
+ *                 quotes them as a server's command line)
+ * Loads, makes a context and, with --eval, evaluates 32 tokens once
  * (ggml's mixture-of-experts kernels need the card's opt-in shared memory
  * per block, which the simulated GPU reports as 0: ggml asserts there);
  * llama.cpp's log to stderr. Exit 0, or 3 when the load, the context or
@@ -19,6 +20,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ggml-backend.h"
 #include "llama.h"
@@ -33,19 +35,41 @@ static void log_line(enum ggml_log_level level, const char *text, void *user)
     fputs(text, stderr);
 }
 
+#define BINS "/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda"
+
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: libllama_run BINS MODEL GPU_LAYERS CONTEXT CPU_MOE MMAP EVAL\n");
+    int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0;
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "-ngl"))
+            gpu_layers = atoi(v), i++;
+        else if (!strcmp(a, "-c"))
+            context = atoi(v), i++;
+        else if (!strcmp(a, "--cpu-moe"))
+            cpu_moe = 0;
+        else if (!strcmp(a, "--n-cpu-moe"))
+            cpu_moe = atoi(v), i++;
+        else if (!strcmp(a, "--no-mmap"))
+            mmap = 0;
+        else if (!strcmp(a, "--eval"))
+            eval = 1;
+        else
+            argc = 0;
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
+                        "[--no-mmap] [--eval]\n");
         return 2;
     }
-    int cpu_moe = atoi(argv[5]);
+    char bins[4096];
+    snprintf(bins, sizeof bins, "%s" BINS, argv[1]);
     llama_log_set(log_line, NULL);
-    ggml_backend_load_all_from_path(argv[1]);
+    ggml_backend_load_all_from_path(bins);
     llama_backend_init();
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!cpu) {
-        fprintf(stderr, "libllama_run: no CPU backend in %s\n", argv[1]);
+        fprintf(stderr, "libllama_run: no CPU backend in %s\n", bins);
         return 2;
     }
     static char patterns[MAX_BLOCKS][64];
@@ -60,8 +84,8 @@ int main(int argc, char **argv)
         }
     }
     struct llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = atoi(argv[3]);
-    mp.load_mode = atoi(argv[6]) ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    mp.n_gpu_layers = gpu_layers;
+    mp.load_mode = mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.tensor_buft_overrides = n ? overrides : NULL;
     struct llama_model *model = llama_model_load_from_file(argv[2], mp);
     if (!model) {
@@ -69,7 +93,7 @@ int main(int argc, char **argv)
         return 3;
     }
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t)atoi(argv[4]);
+    cp.n_ctx = (uint32_t)context;
     cp.n_batch = cp.n_ubatch = 512;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
@@ -78,7 +102,7 @@ int main(int argc, char **argv)
         return 3;
     }
     int rc = 0;
-    if (atoi(argv[7])) {
+    if (eval) {
         llama_token prompt[32];
         for (int i = 0; i < 32; i++)
             prompt[i] = 3 + i;

