@@ -269,8 +269,16 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     const vt_proc_t *p = vt_model_proc(m);
     const vt_placement_t *pl = &p->placement;
     const struct vt_advice *rec = &pl->advice;
-    fprintf(o, "  Estimate for pid %" PRIu64 ": %u of %u layers fit on this card (-ngl %u).\n", p->pid, e.gpu_layers,
-            pl->layers_total, e.gpu_layers);
+    /* Every layer on the GPU, experts of some blocks in host memory: the
+     * estimate is of experts, as the report's. */
+    int experts = pl->expert_blocks_host && pl->layers_gpu == pl->layers_total;
+    if (experts)
+        fprintf(o, "  Estimate for pid %" PRIu64 ": the experts of %u of the %u blocks with experts in host memory fit "
+                   "on this card (llama.cpp: --n-cpu-moe %u).\n",
+                p->pid, e.expert_blocks_fit, pl->expert_blocks_host, pl->blocks - e.expert_blocks_fit);
+    else
+        fprintf(o, "  Estimate for pid %" PRIu64 ": %u of %u layers fit on this card (-ngl %u).\n", p->pid,
+                e.gpu_layers, pl->layers_total, e.gpu_layers);
     int64_t was = (int64_t)capped(rec->free_lowest), now = free_on(rp, g, rec, rp->capacity);
     fprintf(o, "    GPU %d would have %s free at the lowest", e.device, vt_fmt_sbytes(a, now));
     if (now == was)
@@ -286,6 +294,13 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
         fprintf(o, ": %s of room.\n", vt_fmt_bytes(c, (uint64_t)e.room));
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(c, (uint64_t)-e.room));
+    if (experts) {
+        fprintf(o, "    A block's experts are about %s: floor(%s / %s), at most the %u in host memory = %u.\n",
+                vt_fmt_bytes(a, pl->experts_host / pl->expert_blocks_host),
+                vt_fmt_bytes(b, e.room > 0 ? (uint64_t)e.room : 0), vt_fmt_bytes(c, pl->experts_host / pl->expert_blocks_host),
+                pl->expert_blocks_host, e.expert_blocks_fit);
+        return;
+    }
     uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
     uint64_t output = pl->output_layer == 0 ? pl->output_bytes : 0;
     fprintf(o, "    A layer is about %s of weights", vt_fmt_bytes(a, e.per_layer - e.per_layer_kv));

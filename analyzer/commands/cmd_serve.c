@@ -185,8 +185,9 @@ static const family_t families[F_COUNT] = {
                        "pictures (its latest load with layers in host memory, else its fullest): weights = the layers' (blocks and output layer; not the token embeddings "
                        "llama.cpp keeps there by design), kv = the KV cache" },
     [F_LAYERS] = { "vramtrace_layers", "gauge",
-                   "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, and in "
-                   "total" },
+                   "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, in "
+                   "total, and the blocks on a GPU whose experts are in host memory (llama-server's --cpu-moe, "
+                   "--n-cpu-moe)" },
     [F_MODELS] = { "vramtrace_models_at_once", "gauge",
                    "a ggml program's models loaded at once (a draft model beside its target: 2); the layer and "
                    "host-memory figures are of the one with the most layers in host memory" },
@@ -303,6 +304,9 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
         fputs("vramtrace_layers{", f[F_LAYERS]);
         proc_labels(f[F_LAYERS], p);
         fprintf(f[F_LAYERS], ",where=\"total\"} %u\n", pl->layers_total);
+        fputs("vramtrace_layers{", f[F_LAYERS]);
+        proc_labels(f[F_LAYERS], p);
+        fprintf(f[F_LAYERS], ",where=\"gpu_experts_in_host\"} %u\n", pl->expert_blocks_host);
         fputs("vramtrace_models_at_once{", f[F_MODELS]);
         proc_labels(f[F_MODELS], p);
         fprintf(f[F_MODELS], "} %u\n", pl->models_at_once);

@@ -91,11 +91,18 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
                 vt_fmt_bytes(a, pl->layer_weights_host));
     else if (pl->layer_weights_host)
         fprintf(o, "%s of layer weights", vt_fmt_bytes(a, pl->layer_weights_host));
+    if (pl->expert_blocks_host)
+        fprintf(o, " (the experts of %u block%s on the GPU)", pl->expert_blocks_host,
+                pl->expert_blocks_host == 1 ? "" : "s");
     if (kv_host)
         fprintf(o, "%s%s of KV cache", pl->layer_weights_host ? ", " : "", vt_fmt_bytes(b, kv_host));
     fputc('\n', o);
     const typeof(pl->advice) *ad = &pl->advice;
-    if (ad->known && pl->layers_gpu < pl->layers_total)
+    if (ad->known && pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
+        fprintf(o, "pid %llu: estimate: the experts of %u of those %u blocks fit on GPU %d (--n-cpu-moe %u)\n",
+                (unsigned long long)p->pid, ad->expert_blocks_fit, pl->expert_blocks_host, ad->device,
+                pl->blocks - ad->expert_blocks_fit);
+    else if (ad->known && pl->layers_gpu < pl->layers_total)
         fprintf(o, "pid %llu: estimate: %u of %u layers fit on GPU %d (-ngl %u)\n", (unsigned long long)p->pid,
                 ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers);
 }

@@ -230,6 +230,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
                 pl->output_layer == 1 ? " + the output layer" : "");
         if (pl->layers_total > pl->layers_gpu)
             fprintf(f, "; %u run from host memory", pl->layers_total - pl->layers_gpu);
+        if (pl->expert_blocks_host)
+            fprintf(f, "; <b>%u block%s on a GPU with %s experts</b> (ffn_*_exps, %s) <b>in host memory</b>",
+                    pl->expert_blocks_host, pl->expert_blocks_host == 1 ? "" : "s",
+                    pl->expert_blocks_host == 1 ? "its" : "their", vt_fmt_bytes(a, pl->experts_host));
         fputs(".</p>\n", f);
     }
     if (pl->layer_weights)
@@ -246,20 +250,31 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
      * the text report gives it. */
     const typeof(pl->advice) *ad = &pl->advice;
     if (ad->known && (pl->offloaded || p->tip.valid)) {
-        fprintf(f, "<p>Estimate: <b>%u of %u layers</b> fit on GPU %d (<code>-ngl %u</code>): %s free at the lowest, "
-                   "the %g%% margin %s",
-                ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers, vt_fmt_bytes(a, ad->free_lowest),
-                vt_model_margin(m), vt_fmt_bytes(b, ad->margin));
+        if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
+            fprintf(f, "<p>Estimate: <b>the experts of %u of those %u blocks</b> fit on GPU %d too (llama.cpp: "
+                       "<code>--n-cpu-moe %u</code>): %s free at the lowest, the %g%% margin %s",
+                    ad->expert_blocks_fit, pl->expert_blocks_host, ad->device, pl->blocks - ad->expert_blocks_fit,
+                    vt_fmt_bytes(a, ad->free_lowest), vt_model_margin(m), vt_fmt_bytes(b, ad->margin));
+        else
+            fprintf(f, "<p>Estimate: <b>%u of %u layers</b> fit on GPU %d (<code>-ngl %u</code>): %s free at the "
+                       "lowest, the %g%% margin %s",
+                    ad->gpu_layers, pl->layers_total, ad->device, ad->gpu_layers, vt_fmt_bytes(a, ad->free_lowest),
+                    vt_model_margin(m), vt_fmt_bytes(b, ad->margin));
         if (ad->unmet)
             fprintf(f, ", a failed request of %s", vt_fmt_bytes(a, ad->unmet));
         if (ad->room >= 0)
             fprintf(f, ": %s of room", vt_fmt_bytes(a, (uint64_t)ad->room));
         else
             fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
-        fprintf(f, "; a layer here is about %s of weights", vt_fmt_bytes(b, ad->per_layer - ad->per_layer_kv));
-        if (ad->per_layer_kv)
-            fprintf(f, " + %s of KV cache", vt_fmt_bytes(a, ad->per_layer_kv));
-        fputs(".</p>\n", f);
+        if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total) {
+            fprintf(f, "; a block's experts here are about %s.</p>\n",
+                    vt_fmt_bytes(b, pl->experts_host / pl->expert_blocks_host));
+        } else {
+            fprintf(f, "; a layer here is about %s of weights", vt_fmt_bytes(b, ad->per_layer - ad->per_layer_kv));
+            if (ad->per_layer_kv)
+                fprintf(f, " + %s of KV cache", vt_fmt_bytes(a, ad->per_layer_kv));
+            fputs(".</p>\n", f);
+        }
     }
     const char *args[16];
     size_t nargs = vt_proc_layer_args(p, args, 16);

@@ -396,6 +396,14 @@ if [ -x "$TMP/libllama_run" ]; then
             sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of all 4 blocks fit on this card too (llama.cpp: without --cpu-moe or --n-cpu-moe)'"
         check "$1 $name: the command line that chose it is quoted" \
             sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'its command line says: -ngl 99 -c 512 --cpu-moe\.'"
+        "$VT" top --once "$2" >"$2.top" 2>&1
+        check "$1 $name: top says the same" grep -q "in host memory: 1.03 GiB of layer weights (the experts of 4 blocks on the GPU)" "$2.top"
+        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
+        check "$1 $name: so does the HTML page" grep -q "<b>4 blocks on a GPU with their experts</b>" "$2.html"
+        # The 1280 MiB card of cpu_moe_small below, replayed: the same estimate as that run's report.
+        "$VT" replay --capacity 1280MiB "$2" >"$2.replay" 2>&1
+        check "$1 $name: replay on a 1280 MiB card gives cpu_moe_small's estimate" \
+            sh -c "tr '\n' ' ' <'$2.replay' | tr -s ' ' | grep -q 'the experts of 1 of the 4 blocks with experts in host memory fit on this card (llama.cpp: --n-cpu-moe 3)'"
     }
     scenario cpu_moe 24GiB -ngl 99 -c 512 --cpu-moe
     check_n_cpu_moe() {

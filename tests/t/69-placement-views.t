@@ -164,7 +164,7 @@ is "$(sample vramtrace_model_host_bytes 'pid="301"')" "0 0 " "serve: the full of
 is "$(grep -c '^vramtrace_model_host_bytes{pid="300",process="llama-cli",content="weights"} ' "$D/m.om")" 1 \
     "serve: the content label names weights"
 is "$(sample vramtrace_layers 'pid="300"') $(sample vramtrace_layers 'pid="301"') $(sample vramtrace_layers 'pid="303"')" \
-    "2 5  5 5  0 5 " "serve: layers on a GPU, then total: 2 of 5, 5 of 5, 0 of 5"
+    "2 5 0  5 5 0  0 5 0 " "serve: layers on a GPU, then total, then blocks with experts in host memory: 2 of 5, 5 of 5, 0 of 5, none"
 is "$(grep -c '^vramtrace_layers{pid="300",process="llama-cli",where="gpu"} 2$' "$D/m.om")" 1 "serve: the where label"
 is "$(grep -c -e '^vramtrace_layers{pid="30[24]"' -e '^vramtrace_model_host_bytes{pid="30[24]"' "$D/m.om")" 0 \
     "serve: no placement series without ggml records"
