@@ -371,9 +371,11 @@ unset RUNNER
 if command -v git >/dev/null && command -v cc >/dev/null; then
     SRC=$CACHE/src
     if [ ! -e "$SRC/include/llama.h" ]; then
+        # The headers alone are kept (the whole tree is 200 MB).
         NEW=$(mktemp -d "$CACHE/src.XXXXXX") &&
-            git clone -q "$SHIPPED/node-llama-cpp/llama/gitRelease.bundle" "$NEW/tree" 2>"$NEW/git.log" &&
-            mv "$NEW/tree" "$NEW/src" && publish "$NEW/src" src
+            git clone -q --no-checkout "$SHIPPED/node-llama-cpp/llama/gitRelease.bundle" "$NEW/src" 2>"$NEW/git.log" &&
+            git -C "$NEW/src" checkout -q HEAD -- include ggml/include 2>>"$NEW/git.log" &&
+            rm -rf "$NEW/src/.git" && publish "$NEW/src" src
         rm -rf "$NEW"
     fi
     LIBLLAMA=$(cd "$SHIPPED/$BINS" && ls libllama.cuda.v*.so) LIBGGML=$(cd "$SHIPPED/$BINS" && ls libggml.cuda.v*.so)
