@@ -359,6 +359,26 @@ RUNNER=tests/llama/run-two.mjs
 scenario two_models 2GiB "$TMP/three-blocks.gguf" 99 2 512
 unset RUNNER
 
+# Two GPUs (two 3090s, two 4090s): llama.cpp splits the layers between them
+# by their free memory (-sm layer, its default). Each GPU's weights, KV
+# cache and compute buffers against llama.cpp's CUDA0 and CUDA1 lines, and
+# the blocks on each against its "layer N assigned to device" lines (the
+# last, N = 4, is the output layer).
+check_two_gpus() {
+    is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads and evaluates on both GPUs"
+    is "$(val "$2.bytes" verdict.no_spill)" 1 "$1 $name: NO SPILL"
+    for dev in 0 1; do
+        for pair in "model:weights" "KV:kv" "compute:compute"; do
+            near "$(val "$2.bytes" place.${pair#*:}.gpu$dev)" "$(mib_bytes "$2.log" "CUDA$dev ${pair%%:*} buffer size")" \
+                "$1 $name: ${pair#*:} on GPU $dev = llama.cpp's CUDA$dev ${pair%%:*} buffer"
+        done
+    done
+    n0=$(grep -cE "layer +[0-3] assigned to device CUDA0" "$2.log") n1=$(grep -cE "layer +[0-3] assigned to device CUDA1" "$2.log")
+    is "$(json_of "$2.json" 'sorted(p["placement"]["layers"]["blocks_by_gpu"].items())')" "[('0', $n0), ('1', $n1)]" \
+        "$1 $name: blocks on each GPU = llama.cpp's layer assignments"
+}
+scenario two_gpus 8GiB,8GiB 99 512 1 0
+
 # A mixture-of-experts model whose experts stay in host memory while every
 # block runs on the GPU: llama-server's --cpu-moe and --n-cpu-moe N, which
 # node-llama-cpp cannot ask for, so tests/llama/libllama_run.c loads it
