@@ -305,6 +305,9 @@ typedef struct vt_placement {
          * the others). */
         uint32_t expert_blocks_fit;
     } advice;
+    /* The GPUs holding the model's layer weights when more than one: the
+     * estimate counts one card's room, so none is made (advice.known 0). */
+    uint32_t advice_withheld_gpus;
 } vt_placement_t;
 
 typedef struct vt_api_stats {

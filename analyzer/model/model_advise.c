@@ -60,6 +60,17 @@ void vt_m_placement_advise(vt_model_t *m)
     vt_placement_t *pl = &m->p.placement;
     if (!pl->layers_known)
         return;
+    /* Layers on several GPUs (llama.cpp's -sm layer): a layer more could
+     * go to any of them, and the arithmetic below counts one card's room;
+     * the sum of the rooms is no better (a layer is not split). No
+     * estimate rather than a wrong one. */
+    uint32_t gpus = 0;
+    for (int i = 0; i < VT_MAX_DEVICES; i++)
+        gpus += pl->layer_weights_at.gpu_by_dev[i] > 0;
+    if (gpus > 1) {
+        pl->advice_withheld_gpus = gpus;
+        return;
+    }
     int best = -1;
     uint64_t most = 0;
     for (int i = 0; i < VT_MAX_DEVICES; i++) {

@@ -249,6 +249,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     /* The estimate where the run left layers in host memory or failed, as
      * the text report gives it. */
     const typeof(pl->advice) *ad = &pl->advice;
+    if (pl->advice_withheld_gpus > 1 && (pl->offloaded || p->tip.valid))
+        fprintf(f, "<p>No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
+                   "any of them (the estimate counts one card's room).</p>\n",
+                pl->advice_withheld_gpus);
     if (ad->known && (pl->offloaded || p->tip.valid)) {
         if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
             fprintf(f, "<p>Estimate: <b>the experts of %u of those %u blocks</b> fit on GPU %d too (llama.cpp: "

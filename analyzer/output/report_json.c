@@ -531,6 +531,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
     } else {
         vt_json_null(j, "advice");
     }
+    vt_json_u64(j, "advice_withheld_gpus", pl->advice_withheld_gpus);
     const char *args[16];
     size_t n = vt_proc_layer_args(p, args, 16);
     vt_json_arr(j, "program_args");

@@ -305,6 +305,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         }
     }
     const typeof(pl->advice) *ad = &pl->advice;
+    if (pl->advice_withheld_gpus > 1)
+        fprintf(o, "  No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
+                   "any of them (the estimate counts one card's room).\n",
+                pl->advice_withheld_gpus);
     if (!ad->known)
         return;
     fprintf(o, "  GPU %d had %s free at the lowest; the %g%% margin is %s", ad->device, vt_fmt_bytes(a, ad->free_lowest),

@@ -378,6 +378,20 @@ check_two_gpus() {
         "$1 $name: blocks on each GPU = llama.cpp's layer assignments"
 }
 scenario two_gpus 8GiB,8GiB 99 512 1 0
+# The same split, partial: -ngl 2 on two 700 MiB cards puts block 3 on GPU 0
+# and the output layer on GPU 1. The estimate counted GPU 0's room alone
+# (11 MiB short) and advised -ngl 1, though GPU 1 had 139 MiB to spare
+# beyond its margin: no estimate is made for layers on several GPUs.
+check_two_gpus_partial() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.partial_offload)" 0/1 "$1 $name: -ngl 2 over two GPUs: PARTIAL OFFLOAD"
+    check_placement "$@"
+    is "$(json_of "$2.json" '(p["placement"]["advice"], p["placement"]["advice_withheld_gpus"])')" "(None, 2)" \
+        "$1 $name: no estimate, the layers being on 2 GPUs"
+    check "$1 $name: the text says why there is no estimate" \
+        sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'No estimate of the layers that fit: the layers are on 2 GPUs'"
+    check "$1 $name: and makes none" sh -c "! grep -q 'Estimate:' '$2.txt'"
+}
+scenario two_gpus_partial 700MiB,700MiB 2 512 1 1
 
 # A mixture-of-experts model whose experts stay in host memory while every
 # block runs on the GPU: llama-server's --cpu-moe and --n-cpu-moe N, which
