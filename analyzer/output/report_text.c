@@ -262,8 +262,9 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 pl->layers_total - pl->layers_gpu, pl->layers_total);
     }
     if (pl->layers_known) {
-        fprintf(o, "  Layers as llama.cpp counts them: %u blocks%s; on the GPU: %u block%s%s", pl->blocks,
-                pl->output_layer >= 0 ? " + the output layer" : "", pl->blocks_gpu, pl->blocks_gpu == 1 ? "" : "s",
+        fprintf(o, "  Layers as llama.cpp counts them: %u blocks%s; on the %s: %u block%s%s", pl->blocks,
+                pl->output_layer >= 0 ? " + the output layer" : "", pl->advice_withheld_gpus > 1 ? "GPUs" : "GPU",
+                pl->blocks_gpu, pl->blocks_gpu == 1 ? "" : "s",
                 pl->output_layer == 1 ? " + the output layer" : pl->output_layer == 0 ? " (the output layer is in host memory)" : "");
         if (pl->expert_blocks_host)
             fprintf(o, ", %u of those blocks with their experts (ffn_*_exps) in host memory", pl->expert_blocks_host);
