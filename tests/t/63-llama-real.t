@@ -459,6 +459,17 @@ if [ -x "$TMP/libllama_run" ]; then
             sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of 1 of those 4 blocks fit on this card too (llama.cpp: --n-cpu-moe 3 keeps'"
     }
     scenario cpu_moe_small 1280MiB -ngl 99 -c 512 --cpu-moe
+    # Both at once: -ngl 3 (the output layer and blocks 2 and 3 on the GPU)
+    # with --cpu-moe, whose experts stay in host memory as blocks 0 and 1 do.
+    check_ngl_cpu_moe() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model"
+        check_placement "$@"
+        is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "2/$((2 * EXPERT_BYTES))" \
+            "$1 $name: the 2 blocks on the GPU have their experts in host memory"
+        check "$1 $name: the verdict names both" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'PARTIAL OFFLOAD. 2 of 5 layers run from host memory, and the experts of 2 blocks on the GPU (528.0 MiB)'"
+    }
+    scenario ngl_cpu_moe 24GiB -ngl 3 -c 512 --cpu-moe
     MODEL=$DENSE_MODEL
     unset RUNNER
 else
