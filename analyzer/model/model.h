@@ -275,6 +275,7 @@ typedef struct vt_placement {
      * bytes (in layer_weights_host too). */
     uint32_t expert_blocks_host;
     uint64_t experts_host;
+    uint64_t block_rest_bytes;   /* per block, on average: its weights but its experts */
     /* Models loaded at once (model_placement.c: a block's tensors named
      * again while the buffer of the same names before is live on a GPU or
      * in pinned memory: llama.cpp's draft model beside its target, two
@@ -304,10 +305,18 @@ typedef struct vt_placement {
          * blocks' experts would fit too (llama.cpp's --n-cpu-moe counts
          * the others). */
         uint32_t expert_blocks_fit;
+        /* Layers in host memory, and every block on the GPU has its
+         * experts in host memory (--cpu-moe): a layer more is counted
+         * without its experts (per_layer), which stay where they are. */
+        int experts_kept;
     } advice;
     /* The GPUs holding the model's layer weights when more than one: the
      * estimate counts one card's room, so none is made (advice.known 0). */
     uint32_t advice_withheld_gpus;
+    /* Layers in host memory, and some blocks on the GPU with their experts
+     * in host memory but not all: what a layer more costs depends on which
+     * (--n-cpu-moe counts from the first), so no estimate is made. */
+    int advice_withheld_experts;
 } vt_placement_t;
 
 typedef struct vt_api_stats {

@@ -24,7 +24,8 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
     int out_host = pl->output_layer == 0;
     uint64_t output_cost = out_host ? pl->output_bytes : 0;
-    a->need_all = (uint64_t)host_blocks * a->per_layer + output_cost + pl->experts_host;
+    uint64_t whole_layer = pl->block_weight_bytes + pl->block_kv_bytes;
+    a->need_all = (uint64_t)host_blocks * whole_layer + output_cost + pl->experts_host;
     a->short_all = (int64_t)a->need_all - a->room;
     /* Blocks on the GPU with their experts in host memory, and nothing
      * else there: the experts are what would move, block by block. */
@@ -97,6 +98,15 @@ void vt_m_placement_advise(vt_model_t *m)
         a->unmet = p->tip.bytes;
     a->per_layer = pl->block_weight_bytes + pl->block_kv_bytes;
     a->per_layer_kv = pl->block_kv_bytes;
+    if (pl->expert_blocks_host && pl->blocks_gpu < pl->blocks) {
+        if (pl->expert_blocks_host < pl->blocks_gpu) {
+            pl->advice_withheld_experts = 1;
+            a->per_layer = 0;
+            return;
+        }
+        a->per_layer = pl->block_rest_bytes + pl->block_kv_bytes;
+        a->experts_kept = 1;
+    }
     if (!a->per_layer)
         return;
     if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||

@@ -354,13 +354,14 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
             }
         }
     }
-    uint64_t block_weights = 0, block_kv = 0, blocks_with_kv = 0;
+    uint64_t block_weights = 0, block_kv = 0, blocks_with_kv = 0, block_experts = 0;
     for (int i = 0; i <= maxblock; i++) {
         block_acc_t *a = &acc[i];
         if (!a->gpu && !a->host)
             continue;
         pl->blocks++;
         block_weights += a->gpu + a->host;
+        block_experts += a->experts_gpu + a->experts_host;
         if (a->kv_gpu + a->kv_host) {
             block_kv += a->kv_gpu + a->kv_host;
             blocks_with_kv++;
@@ -388,6 +389,7 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
         pl->layers_total = pl->blocks + (have_output ? 1 : 0);
         pl->layers_gpu = pl->blocks_gpu + (pl->output_layer == 1 ? 1 : 0);
         pl->block_weight_bytes = block_weights / pl->blocks;
+        pl->block_rest_bytes = (block_weights - block_experts) / pl->blocks;
         pl->block_kv_bytes = blocks_with_kv ? block_kv / blocks_with_kv : 0;
     }
     for (int i = 0; i <= maxblock; i++)

@@ -253,6 +253,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         fprintf(f, "<p>No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
                    "any of them (the estimate counts one card's room).</p>\n",
                 pl->advice_withheld_gpus);
+    else if (pl->advice_withheld_experts && (pl->offloaded || p->tip.valid))
+        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
+                   "memory, so what a layer more would bring depends on which it is.</p>\n",
+                pl->expert_blocks_host, pl->blocks_gpu);
     if (ad->known && (pl->offloaded || p->tip.valid)) {
         if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
             fprintf(f, "<p>Estimate: <b>the experts of %u of those %u blocks</b> fit on GPU %d too (llama.cpp: "
@@ -274,7 +278,8 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, "; a block's experts here are about %s.</p>\n",
                     vt_fmt_bytes(b, pl->experts_host / pl->expert_blocks_host));
         } else {
-            fprintf(f, "; a layer here is about %s of weights", vt_fmt_bytes(b, ad->per_layer - ad->per_layer_kv));
+            fprintf(f, "; a layer here is about %s of weights%s", vt_fmt_bytes(b, ad->per_layer - ad->per_layer_kv),
+                    ad->experts_kept ? " besides its experts (kept in host memory as now)" : "");
             if (ad->per_layer_kv)
                 fprintf(f, " + %s of KV cache", vt_fmt_bytes(a, ad->per_layer_kv));
             fputs(".</p>\n", f);

@@ -527,11 +527,13 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "all_layers_need_bytes", a->need_all);
         vt_json_i64(j, "all_layers_short_bytes", a->short_all > 0 ? a->short_all : 0);
         vt_json_u64(j, "expert_blocks_fit", a->expert_blocks_fit);
+        vt_json_bool(j, "experts_kept", a->experts_kept);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "advice");
     }
     vt_json_u64(j, "advice_withheld_gpus", pl->advice_withheld_gpus);
+    vt_json_bool(j, "advice_withheld_experts", pl->advice_withheld_experts);
     const char *args[16];
     size_t n = vt_proc_layer_args(p, args, 16);
     vt_json_arr(j, "program_args");

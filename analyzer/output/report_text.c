@@ -310,6 +310,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         fprintf(o, "  No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
                    "any of them (the estimate counts one card's room).\n",
                 pl->advice_withheld_gpus);
+    else if (pl->advice_withheld_experts)
+        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
+                   "memory, so what a layer more would bring depends on which it is.\n",
+                pl->expert_blocks_host, pl->blocks_gpu);
     if (!ad->known)
         return;
     fprintf(o, "  GPU %d had %s free at the lowest; the %g%% margin is %s", ad->device, vt_fmt_bytes(a, ad->free_lowest),
@@ -343,8 +347,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "  All the experts on the GPU would need %s more, which fits.\n", vt_fmt_bytes(a, ad->need_all));
         return;
     }
-    fprintf(o, "  Estimate: %u of %u layers fit on this card (-ngl %u). A layer here is about %s of weights",
-            ad->gpu_layers, pl->layers_total, ad->gpu_layers, vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv));
+    fprintf(o, "  Estimate: %u of %u layers fit on this card (-ngl %u%s). A layer here is about %s of weights%s",
+            ad->gpu_layers, pl->layers_total, ad->gpu_layers,
+            ad->experts_kept ? ", with every block's experts kept in host memory as now" : "",
+            vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv), ad->experts_kept ? " besides its experts" : "");
     if (ad->per_layer_kv)
         fprintf(o, " + %s of KV cache at this context", vt_fmt_bytes(b, ad->per_layer_kv));
     fprintf(o, ".\n");

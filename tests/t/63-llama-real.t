@@ -470,6 +470,34 @@ if [ -x "$TMP/libllama_run" ]; then
             sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'PARTIAL OFFLOAD. 2 of 5 layers run from host memory, and the experts of 2 blocks on the GPU (528.0 MiB)'"
     }
     scenario ngl_cpu_moe 24GiB -ngl 3 -c 512 --cpu-moe
+    # On a 1 GiB card, the estimate: a layer more brings its weights but its
+    # experts (about 20 MiB) and its KV cache, since --cpu-moe keeps every
+    # block's experts in host memory; counted with its experts (284 MiB) it
+    # advised the -ngl 3 the run had. Followed: -ngl 5 --cpu-moe loads with
+    # no failed request, above the margin.
+    check_ngl_cpu_moe_small() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model"
+        is "$(val "$2.bytes" advice.gpu_layers)/$(json_of "$2.json" 'p["placement"]["advice"]["experts_kept"]')" "5/True" \
+            "$1 $name: estimate: all 5 layers fit, their experts kept in host memory"
+        run_llama "$2-advised" "$card" -ngl 5 -c 512 --cpu-moe
+        is "$(cat "$2-advised.rc")/$(grep -c '^failed\.' "$2-advised.bytes")/$(val "$2-advised.bytes" above_margin)" "0/0/1" \
+            "$1 $name: the advised -ngl 5 --cpu-moe loads with no failed request, above the margin"
+        is "$(val "$2-advised.bytes" layers.gpu)/$(val "$2-advised.bytes" layers.expert_blocks_host)" "5/4" \
+            "$1 $name: with -ngl 5, 5 layers on the GPU, every block's experts in host memory"
+    }
+    scenario ngl_cpu_moe_small 1GiB -ngl 3 -c 512 --cpu-moe
+    # --n-cpu-moe 3 with -ngl 3: blocks 2 and 3 on the GPU, block 2's experts
+    # in host memory (the first 3 blocks'), block 3's on the GPU: no
+    # estimate (whether a block moved to the GPU would bring its experts,
+    # the trace cannot say).
+    check_ngl_n_cpu_moe() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model"
+        is "$(json_of "$2.json" '(p["placement"]["advice"], p["placement"]["advice_withheld_experts"])')" "(None, True)" \
+            "$1 $name: no estimate"
+        check "$1 $name: the text says why" \
+            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'No estimate of the layers that fit: 1 of the 2 blocks on the GPU have their experts in host memory'"
+    }
+    scenario ngl_n_cpu_moe 24GiB -ngl 3 -c 512 --n-cpu-moe 3
     MODEL=$DENSE_MODEL
     unset RUNNER
 else
