@@ -303,7 +303,8 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     }
     uint32_t host_blocks = pl->blocks - pl->blocks_gpu;
     uint64_t output = pl->output_layer == 0 ? pl->output_bytes : 0;
-    fprintf(o, "    A layer is about %s of weights", vt_fmt_bytes(a, e.per_layer - e.per_layer_kv));
+    fprintf(o, "    A layer is about %s of weights%s", vt_fmt_bytes(a, e.per_layer - e.per_layer_kv),
+            e.experts_kept ? " besides its experts (kept in host memory)" : "");
     if (e.per_layer_kv)
         fprintf(o, " + %s of KV cache", vt_fmt_bytes(b, e.per_layer_kv));
     fprintf(o, ": %u on the GPU now ", pl->layers_gpu);
