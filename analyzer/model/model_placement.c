@@ -346,7 +346,7 @@ static int starts(const char *name, size_t len, const char *prefix)
 /* A block's stacked experts: "blk.N.ffn_up_exps.weight", "..._chexps...". */
 static int experts_tensor(const char *name, size_t len)
 {
-    return memmem(name, len, "_exps.", 6) != NULL || memmem(name, len, "_chexps.", 8) != NULL;
+    return name && (memmem(name, len, "_exps.", 6) != NULL || memmem(name, len, "_chexps.", 8) != NULL);
 }
 
 int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)

@@ -230,6 +230,9 @@ sim_pool_t *sim_pool_lookup_locked(CUmemoryPool h); /* a live pool, or NULL */
  * mapping, closed by cuIpcCloseMemHandle. 1 when addr was one (a reference
  * dropped). */
 int sim_import_free_locked(uint64_t addr, int ipc);
+/* An export as a process hands it to another: a new close-on-exec memfd
+ * named name holding size bytes of what, its descriptor in *(int *)fd_out. */
+CUresult sim_export_fd(const char *name, const void *what, size_t size, void *fd_out);
 void sim_imports_teardown_locked(sim_ctx_t *ctx);
 
 /* sim_graph.c */

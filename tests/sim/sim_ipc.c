@@ -110,6 +110,19 @@ static CUresult import_locked(CUdeviceptr *out, const sim_share_t *x, int ipc)
     return CUDA_SUCCESS;
 }
 
+CUresult sim_export_fd(const char *name, const void *what, size_t size, void *fd_out)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (pwrite(fd, what, size, 0) != (ssize_t)size) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *(int *)fd_out = fd;
+    return CUDA_SUCCESS;
+}
+
 int sim_import_free_locked(uint64_t addr, int ipc)
 {
     for (sim_import_t **at = &sim.imports; *at; at = &(*at)->next) {
@@ -186,15 +199,7 @@ SIM_EXPORT CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryP
         handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !(p->handle_types & handleType))
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_pool_share_t x = {.magic = SIM_MAGIC_POOL_SHARE, .dev = p->dev, .pid = getpid()};
-    int fd = memfd_create("vtsim-pool-export", MFD_CLOEXEC);
-    if (fd < 0)
-        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    if (pwrite(fd, &x, sizeof x, 0) != (ssize_t)sizeof x) {
-        close(fd);
-        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    *(int *)handle_out = fd;
-    SIM_LEAVE(CUDA_SUCCESS);
+    SIM_LEAVE(sim_export_fd("vtsim-pool-export", &x, sizeof x, handle_out));
 }
 
 SIM_EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,

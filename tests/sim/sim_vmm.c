@@ -163,15 +163,7 @@ SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGen
         !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
         SIM_LEAVE(CUDA_ERROR_INVALID_VALUE);
     sim_export_t x = {.magic = SIM_MAGIC_EXPORT, .dev = h->dev, .size = h->size, .prop = h->prop};
-    int fd = memfd_create("vtsim-export", MFD_CLOEXEC);
-    if (fd < 0)
-        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    if (pwrite(fd, &x, sizeof x, 0) != (ssize_t)sizeof x) {
-        close(fd);
-        SIM_LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    *(int *)shareableHandle = fd;
-    SIM_LEAVE(CUDA_SUCCESS);
+    SIM_LEAVE(sim_export_fd("vtsim-export", &x, sizeof x, shareableHandle));
 }
 
 SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
