@@ -298,15 +298,14 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
         fprintf(f[F_MODEL_HOST], ",content=\"kv\"} %llu\n", (unsigned long long)vt_place_host(&pl->kv));
     }
     if (pl->known && pl->layers_known) {
-        fputs("vramtrace_layers{", f[F_LAYERS]);
-        proc_labels(f[F_LAYERS], p);
-        fprintf(f[F_LAYERS], ",where=\"gpu\"} %u\n", pl->layers_gpu);
-        fputs("vramtrace_layers{", f[F_LAYERS]);
-        proc_labels(f[F_LAYERS], p);
-        fprintf(f[F_LAYERS], ",where=\"total\"} %u\n", pl->layers_total);
-        fputs("vramtrace_layers{", f[F_LAYERS]);
-        proc_labels(f[F_LAYERS], p);
-        fprintf(f[F_LAYERS], ",where=\"gpu_experts_in_host\"} %u\n", pl->expert_blocks_host);
+        const struct { const char *where; uint32_t n; } layers[] = {
+            { "gpu", pl->layers_gpu }, { "total", pl->layers_total }, { "gpu_experts_in_host", pl->expert_blocks_host },
+        };
+        for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+            fputs("vramtrace_layers{", f[F_LAYERS]);
+            proc_labels(f[F_LAYERS], p);
+            fprintf(f[F_LAYERS], ",where=\"%s\"} %u\n", layers[i].where, layers[i].n);
+        }
         fputs("vramtrace_models_at_once{", f[F_MODELS]);
         proc_labels(f[F_MODELS], p);
         fprintf(f[F_MODELS], "} %u\n", pl->models_at_once);

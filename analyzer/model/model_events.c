@@ -209,13 +209,35 @@ static int do_alloc(vt_model_t *m, const vt_event_t *ev, const vt_api_info_t *in
     return 0;
 }
 
+/* Things that hold no memory of this process, counted by reference in a
+ * map (handles with no memory of their own, pointers to another process's
+ * memory): one more reference to key... */
+static int ref_add(vt_map_t *map, uint64_t key)
+{
+    uint32_t refs = 0;
+    vt_map_get(map, key, &refs);
+    return vt_map_put(map, key, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
+}
+
+/* ... and the release of one, counted in *released: 1 when ev was one. */
+static int ref_release(vt_map_t *map, const vt_event_t *ev, uint64_t *released)
+{
+    uint32_t refs;
+    if (!map->count || ev->result != 0 || !vt_map_get(map, ev->ptr, &refs))
+        return 0;
+    if (refs > 1)
+        vt_map_put(map, ev->ptr, refs - 1);
+    else
+        vt_map_del(map, ev->ptr, NULL);
+    (*released)++;
+    return 1;
+}
+
 /* A reference to a handle that holds no memory of its own (VMM_EMPTY, or
  * a retain of one's mapping) that its own release will drop. */
 static int empty_handle_ref(vt_model_t *m, uint64_t handle)
 {
-    uint32_t refs = 0;
-    vt_map_get(&m->empty_handles, handle, &refs);
-    return vt_map_put(&m->empty_handles, handle, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
+    return ref_add(&m->empty_handles, handle);
 }
 
 static int do_empty_handle(vt_model_t *m, const vt_event_t *ev)
@@ -241,41 +263,23 @@ static int do_empty_handle(vt_model_t *m, const vt_event_t *ev)
  * ev was one. */
 static int empty_handle_release(vt_model_t *m, const vt_event_t *ev)
 {
-    uint32_t refs;
-    if (!m->empty_handles.count || ev->result != 0 || !vt_map_get(&m->empty_handles, ev->ptr, &refs))
-        return 0;
-    if (refs > 1)
-        vt_map_put(&m->empty_handles, ev->ptr, refs - 1);
-    else
-        vt_map_del(&m->empty_handles, ev->ptr, NULL);
-    m->p.events.empty_handle_releases++;
-    return 1;
+    return ref_release(&m->empty_handles, ev, &m->p.events.empty_handle_releases);
 }
 
 /* Another process's memory mapped at ev->ptr (PTR_IMPORT): one more
  * reference to that address, which holds nothing of this process. */
 static int do_ptr_import(vt_model_t *m, const vt_event_t *ev)
 {
-    uint32_t refs = 0;
     if (ev->result != 0 || !ev->ptr)
         return 0;
     m->p.events.imported_pointers++;
-    vt_map_get(&m->imported_ptrs, ev->ptr, &refs);
-    return vt_map_put(&m->imported_ptrs, ev->ptr, refs < UINT32_MAX ? refs + 1 : refs) ? VT_E_NOMEM : 0;
+    return ref_add(&m->imported_ptrs, ev->ptr);
 }
 
 /* The release of an imported pointer's reference: 1 when ev was one. */
 static int imported_ptr_release(vt_model_t *m, const vt_event_t *ev)
 {
-    uint32_t refs;
-    if (!m->imported_ptrs.count || ev->result != 0 || !vt_map_get(&m->imported_ptrs, ev->ptr, &refs))
-        return 0;
-    if (refs > 1)
-        vt_map_put(&m->imported_ptrs, ev->ptr, refs - 1);
-    else
-        vt_map_del(&m->imported_ptrs, ev->ptr, NULL);
-    m->p.events.imported_pointer_frees++;
-    return 1;
+    return ref_release(&m->imported_ptrs, ev, &m->p.events.imported_pointer_frees);
 }
 
 /* cuMemRetainAllocationHandle: one more reference to the handle mapped at
