@@ -353,7 +353,7 @@ check_two_models() {
         "$(awk '/CUDA0 model buffer size =/ { sub(/.*= */, ""); printf "%.0f\n", $1 * 1048576; exit }' "$2.log")" \
         "$1 $name: the other model's layer weights = llama.cpp's first CUDA0 model buffer"
     check "$1 $name: the text says two models were loaded at once" \
-        sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q '2 models were loaded at once'"
+        says "$2.txt" '2 models were loaded at once'
 }
 RUNNER=tests/llama/run-two.mjs
 scenario two_models 2GiB "$TMP/three-blocks.gguf" 99 2 512
@@ -388,7 +388,7 @@ check_two_gpus_partial() {
     is "$(json_of "$2.json" '(p["placement"]["advice"], p["placement"]["advice_withheld_gpus"])')" "(None, 2)" \
         "$1 $name: no estimate, the layers being on 2 GPUs"
     check "$1 $name: the text says why there is no estimate" \
-        sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'No estimate of the layers that fit: the layers are on 2 GPUs'"
+        says "$2.txt" 'No estimate of the layers that fit: the layers are on 2 GPUs'
     check "$1 $name: and makes none" sh -c "! grep -q 'Estimate:' '$2.txt'"
 }
 scenario two_gpus_partial 700MiB,700MiB 2 512 1 1
@@ -427,11 +427,11 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "4/$((4 * EXPERT_BYTES))" \
             "$1 $name: every block on the GPU, the experts of all 4 (4 x 264 MiB) in host memory"
         check "$1 $name: the verdict says every layer is on the GPU, not their experts" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'PARTIAL OFFLOAD. Every layer is on the GPU, but the experts of 4 of its 4 blocks are in host memory (1.03 GiB)'"
+            says "$2.txt" 'PARTIAL OFFLOAD. Every layer is on the GPU, but the experts of 4 of its 4 blocks are in host memory (1.03 GiB)'
         check "$1 $name: the estimate is of the experts, not of -ngl" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of all 4 blocks fit on this card too (llama.cpp: without --cpu-moe or --n-cpu-moe)'"
+            says "$2.txt" 'Estimate: the experts of all 4 blocks fit on this card too (llama.cpp: without --cpu-moe or --n-cpu-moe)'
         check "$1 $name: the command line that chose it is quoted" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'its command line says: -ngl 99 -c 512 --cpu-moe\.'"
+            says "$2.txt" 'its command line says: -ngl 99 -c 512 --cpu-moe\.'
         "$VT" top --once "$2" >"$2.top" 2>&1
         check "$1 $name: top says the same" grep -q "in host memory: 1.03 GiB of layer weights (the experts of 4 blocks on the GPU)" "$2.top"
         "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
@@ -439,7 +439,7 @@ if [ -x "$TMP/libllama_run" ]; then
         # The 1280 MiB card of cpu_moe_small below, replayed: the same estimate as that run's report.
         "$VT" replay --capacity 1280MiB "$2" >"$2.replay" 2>&1
         check "$1 $name: replay on a 1280 MiB card gives cpu_moe_small's estimate" \
-            sh -c "tr '\n' ' ' <'$2.replay' | tr -s ' ' | grep -q 'the experts of 1 of the 4 blocks with experts in host memory fit on this card (llama.cpp: --n-cpu-moe 3)'"
+            says "$2.replay" 'the experts of 1 of the 4 blocks with experts in host memory fit on this card (llama.cpp: --n-cpu-moe 3)'
     }
     scenario cpu_moe 24GiB -ngl 99 -c 512 --cpu-moe
     check_n_cpu_moe() {
@@ -456,7 +456,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model on the small card"
         is "$(val "$2.bytes" advice.expert_blocks_fit)" 1 "$1 $name: one block's experts fit above the margin"
         check "$1 $name: the estimate names --n-cpu-moe 3" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'Estimate: the experts of 1 of those 4 blocks fit on this card too (llama.cpp: --n-cpu-moe 3 keeps'"
+            says "$2.txt" 'Estimate: the experts of 1 of those 4 blocks fit on this card too (llama.cpp: --n-cpu-moe 3 keeps'
     }
     scenario cpu_moe_small 1280MiB -ngl 99 -c 512 --cpu-moe
     # Both at once: -ngl 3 (the output layer and blocks 2 and 3 on the GPU)
@@ -467,7 +467,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "2/$((2 * EXPERT_BYTES))" \
             "$1 $name: the 2 blocks on the GPU have their experts in host memory"
         check "$1 $name: the verdict names both" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'PARTIAL OFFLOAD. 2 of 5 layers run from host memory, and the experts of 2 blocks on the GPU (528.0 MiB)'"
+            says "$2.txt" 'PARTIAL OFFLOAD. 2 of 5 layers run from host memory, and the experts of 2 blocks on the GPU (528.0 MiB)'
     }
     scenario ngl_cpu_moe 24GiB -ngl 3 -c 512 --cpu-moe
     # On a 1 GiB card, the estimate: a layer more brings its weights but its
@@ -495,7 +495,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(json_of "$2.json" '(p["placement"]["advice"], p["placement"]["advice_withheld_experts"])')" "(None, True)" \
             "$1 $name: no estimate"
         check "$1 $name: the text says why" \
-            sh -c "tr '\n' ' ' <'$2.txt' | tr -s ' ' | grep -q 'No estimate of the layers that fit: 1 of the 2 blocks on the GPU have their experts in host memory'"
+            says "$2.txt" 'No estimate of the layers that fit: 1 of the 2 blocks on the GPU have their experts in host memory'
     }
     scenario ngl_n_cpu_moe 24GiB -ngl 3 -c 512 --n-cpu-moe 3
     MODEL=$DENSE_MODEL
