@@ -271,7 +271,7 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     const struct vt_advice *rec = &pl->advice;
     /* Every layer on the GPU, experts of some blocks in host memory: the
      * estimate is of experts, as the report's. */
-    int experts = pl->expert_blocks_host && pl->layers_gpu == pl->layers_total;
+    int experts = e.of_experts;
     if (experts)
         fprintf(o, "  Estimate for pid %" PRIu64 ": the experts of %u of the %u blocks with experts in host memory fit "
                    "on this card (llama.cpp: --n-cpu-moe %u).\n",

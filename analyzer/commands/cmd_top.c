@@ -98,7 +98,7 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
         fprintf(o, "%s%s of KV cache", pl->layer_weights_host ? ", " : "", vt_fmt_bytes(b, kv_host));
     fputc('\n', o);
     const typeof(pl->advice) *ad = &pl->advice;
-    if (ad->known && pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
+    if (ad->known && ad->of_experts)
         fprintf(o, "pid %llu: estimate: the experts of %u of those %u blocks fit on GPU %d (--n-cpu-moe %u)\n",
                 (unsigned long long)p->pid, ad->expert_blocks_fit, pl->expert_blocks_host, ad->device,
                 pl->blocks - ad->expert_blocks_fit);

@@ -305,6 +305,7 @@ typedef struct vt_placement {
          * blocks' experts would fit too (llama.cpp's --n-cpu-moe counts
          * the others). */
         uint32_t expert_blocks_fit;
+        int of_experts;        /* the estimate is expert_blocks_fit, not gpu_layers */
         /* Layers in host memory, and every block on the GPU has its
          * experts in host memory (--cpu-moe): a layer more is counted
          * without its experts (per_layer), which stay where they are. */

@@ -30,7 +30,8 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     /* Blocks on the GPU with their experts in host memory, and nothing
      * else there: the experts are what would move, block by block. */
     a->expert_blocks_fit = 0;
-    if (pl->expert_blocks_host && !host_blocks && !out_host && a->room > 0) {
+    a->of_experts = pl->expert_blocks_host && !host_blocks && !out_host;
+    if (a->of_experts && a->room > 0) {
         uint64_t per_block = pl->experts_host / pl->expert_blocks_host;
         uint64_t fit = per_block ? (uint64_t)a->room / per_block : 0;
         a->expert_blocks_fit = fit < pl->expert_blocks_host ? (uint32_t)fit : pl->expert_blocks_host;
@@ -101,7 +102,6 @@ void vt_m_placement_advise(vt_model_t *m)
     if (pl->expert_blocks_host && pl->blocks_gpu < pl->blocks) {
         if (pl->expert_blocks_host < pl->blocks_gpu) {
             pl->advice_withheld_experts = 1;
-            a->per_layer = 0;
             return;
         }
         a->per_layer = pl->block_rest_bytes + pl->block_kv_bytes;

@@ -258,7 +258,7 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
                    "memory, so what a layer more would bring depends on which it is.</p>\n",
                 pl->expert_blocks_host, pl->blocks_gpu);
     if (ad->known && (pl->offloaded || p->tip.valid)) {
-        if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total)
+        if (ad->of_experts)
             fprintf(f, "<p>Estimate: <b>the experts of %u of those %u blocks</b> fit on GPU %d too (llama.cpp: "
                        "<code>--n-cpu-moe %u</code>): %s free at the lowest, the %g%% margin %s",
                     ad->expert_blocks_fit, pl->expert_blocks_host, ad->device, pl->blocks - ad->expert_blocks_fit,
@@ -274,7 +274,7 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, ": %s of room", vt_fmt_bytes(a, (uint64_t)ad->room));
         else
             fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
-        if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total) {
+        if (ad->of_experts) {
             fprintf(f, "; a block's experts here are about %s.</p>\n",
                     vt_fmt_bytes(b, pl->experts_host / pl->expert_blocks_host));
         } else {

@@ -324,7 +324,7 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         fprintf(o, ": %s of room.\n", vt_fmt_bytes(a, (uint64_t)ad->room));
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(a, (uint64_t)-ad->room));
-    if (pl->expert_blocks_host && pl->layers_gpu == pl->layers_total) {
+    if (ad->of_experts) {
         /* Every layer runs on the GPU: -ngl is not the knob, the experts'
          * place is (llama.cpp's --cpu-moe, --n-cpu-moe N: the first N). */
         uint32_t fit = ad->expert_blocks_fit, n = pl->expert_blocks_host;
@@ -354,23 +354,16 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     if (ad->per_layer_kv)
         fprintf(o, " + %s of KV cache at this context", vt_fmt_bytes(b, ad->per_layer_kv));
     fprintf(o, ".\n");
-    if (pl->layers_gpu < pl->layers_total && pl->expert_blocks_host) {
+    if (pl->layers_gpu < pl->layers_total) {
+        char with[64] = "";
+        if (pl->expert_blocks_host)
+            snprintf(with, sizeof with, ", with the experts of the %u blocks there,", pl->expert_blocks_host);
         if (ad->short_all > 0)
-            fprintf(o, "  All %u layers on the GPU, with the experts of the %u blocks there, would need %s more: %s "
-                       "more VRAM than this card had above the margin.\n",
-                    pl->layers_total, pl->expert_blocks_host, vt_fmt_bytes(a, ad->need_all),
-                    vt_fmt_bytes(b, (uint64_t)ad->short_all));
-        else
-            fprintf(o, "  All %u layers on the GPU, with the experts of the %u blocks there, would need %s more, "
-                       "which fits.\n",
-                    pl->layers_total, pl->expert_blocks_host, vt_fmt_bytes(a, ad->need_all));
-    } else if (pl->layers_gpu < pl->layers_total) {
-        if (ad->short_all > 0)
-            fprintf(o, "  All %u layers on the GPU would need %s more: %s more VRAM than this card had above the "
+            fprintf(o, "  All %u layers on the GPU%s would need %s more: %s more VRAM than this card had above the "
                        "margin.\n",
-                    pl->layers_total, vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
+                    pl->layers_total, with, vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
         else
-            fprintf(o, "  All %u layers on the GPU would need %s more, which fits.\n", pl->layers_total,
+            fprintf(o, "  All %u layers on the GPU%s would need %s more, which fits.\n", pl->layers_total, with,
                     vt_fmt_bytes(a, ad->need_all));
     }
 }
