@@ -94,13 +94,24 @@ def traces(d):
         except OSError:
             pass
     return out
+import time
 print("program", traces("/proc/self/fd"))
-for t in sorted(os.listdir("/proc/self/task")):
-    comm = open("/proc/self/task/%s/comm" % t).read().strip()
-    if comm == "vramtrace":
-        fds = sorted(int(f) for f in os.listdir("/proc/self/task/%s/fd" % t))
-        tr = traces("/proc/self/task/%s/fd" % t)
-        print("writer", [f if f not in tr else "trace" for f in fds], "trace fd high" if tr and tr[0] >= 64 else "")
+# The writer opens a file for a moment now and then (a module to read its
+# symbols, its own fd directory): read its table until it is at rest (2 s
+# at most); a descriptor it kept would be in every reading.
+for attempt in range(40):
+    lines = []
+    for t in sorted(os.listdir("/proc/self/task")):
+        comm = open("/proc/self/task/%s/comm" % t).read().strip()
+        if comm == "vramtrace":
+            fds = sorted(int(f) for f in os.listdir("/proc/self/task/%s/fd" % t))
+            tr = traces("/proc/self/task/%s/fd" % t)
+            lines.append(("writer", [f if f not in tr else "trace" for f in fds], "trace fd high" if tr and tr[0] >= 64 else ""))
+    if all(l[1] == ["trace"] for l in lines):
+        break
+    time.sleep(0.05)
+for l in lines:
+    print(*l)
 '
 mkdir -p $D/fdnum
 LD_LIBRARY_PATH=$SIM VRAMTRACE_DIR=$D/fdnum LD_PRELOAD="$SHIM_PRELOAD" python3 -c "$fdlist" >$D/fdnum.out 2>&1
