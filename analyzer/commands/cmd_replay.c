@@ -272,7 +272,12 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     /* Every layer on the GPU, experts of some blocks in host memory: the
      * estimate is of experts, as the report's. */
     int experts = e.of_experts;
-    if (experts)
+    if (e.of_kv)
+        fprintf(o, "  Estimate for pid %" PRIu64 ": the KV cache of the %u blocks with it in host memory (%s) %s on "
+                   "this card%s.\n",
+                p->pid, pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
+                e.kv_fits ? "fits" : "does not fit", e.kv_fits ? " (llama.cpp: without --no-kv-offload)" : "");
+    else if (experts)
         fprintf(o, "  Estimate for pid %" PRIu64 ": the experts of %u of the %u blocks with experts in host memory fit "
                    "on this card (llama.cpp: --n-cpu-moe %u).\n",
                 p->pid, e.expert_blocks_fit, pl->expert_blocks_host, pl->blocks - e.expert_blocks_fit);
@@ -294,6 +299,8 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
         fprintf(o, ": %s of room.\n", vt_fmt_bytes(c, (uint64_t)e.room));
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(c, (uint64_t)-e.room));
+    if (e.of_kv)
+        return;
     if (experts) {
         fprintf(o, "    A block's experts are about %s: floor(%s / %s), at most the %u in host memory = %u.\n",
                 vt_fmt_bytes(a, pl->experts_host / pl->expert_blocks_host),
@@ -307,6 +314,8 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
             e.experts_kept ? " besides its experts (kept in host memory)" : "");
     if (e.per_layer_kv)
         fprintf(o, " + %s of KV cache", vt_fmt_bytes(b, e.per_layer_kv));
+    else if (e.kv_kept)
+        fprintf(o, " (its KV cache kept in host memory)");
     fprintf(o, ": %u on the GPU now ", pl->layers_gpu);
     if (e.room < 0)
         fprintf(o, "- ceil(%s short / %s)", vt_fmt_bytes(a, (uint64_t)-e.room), vt_fmt_bytes(b, e.per_layer));

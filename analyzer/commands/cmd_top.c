@@ -96,9 +96,16 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
                 pl->expert_blocks_host == 1 ? "" : "s");
     if (kv_host)
         fprintf(o, "%s%s of KV cache", pl->layer_weights_host ? ", " : "", vt_fmt_bytes(b, kv_host));
+    if (pl->kv_blocks_host)
+        fprintf(o, " (%s of it for %u block%s on the GPU)", vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
+                pl->kv_blocks_host, pl->kv_blocks_host == 1 ? "" : "s");
     fputc('\n', o);
     const typeof(pl->advice) *ad = &pl->advice;
-    if (ad->known && ad->of_experts)
+    if (ad->known && ad->of_kv)
+        fprintf(o, "pid %llu: estimate: that KV cache %s on GPU %d (%s)\n", (unsigned long long)p->pid,
+                ad->kv_fits ? "fits" : "does not fit", ad->device,
+                ad->kv_fits ? "without --no-kv-offload" : "llama.cpp moves all of it or none");
+    else if (ad->known && ad->of_experts)
         fprintf(o, "pid %llu: estimate: the experts of %u of those %u blocks fit on GPU %d (--n-cpu-moe %u)\n",
                 (unsigned long long)p->pid, ad->expert_blocks_fit, pl->expert_blocks_host, ad->device,
                 pl->blocks - ad->expert_blocks_fit);

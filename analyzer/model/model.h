@@ -276,6 +276,11 @@ typedef struct vt_placement {
     uint32_t expert_blocks_host;
     uint64_t experts_host;
     uint64_t block_rest_bytes;   /* per block, on average: its weights but its experts */
+    /* Blocks on the GPU (among blocks_gpu) whose KV cache is in host
+     * memory (llama.cpp's --no-kv-offload: every block's), and those
+     * bytes (in kv's host figures too). */
+    uint32_t kv_blocks_host;
+    uint64_t kv_host_of_gpu_blocks;
     /* Models loaded at once (model_placement.c: a block's tensors named
      * again while the buffer of the same names before is live on a GPU or
      * in pinned memory: llama.cpp's draft model beside its target, two
@@ -310,6 +315,14 @@ typedef struct vt_placement {
          * experts in host memory (--cpu-moe): a layer more is counted
          * without its experts (per_layer), which stay where they are. */
         int experts_kept;
+        /* Every layer on the GPU, the KV cache of their blocks in host
+         * memory and no experts there: the estimate is whether that KV
+         * cache fits too (kv_fits); llama.cpp moves all of it or none. */
+        int of_kv, kv_fits;
+        /* Layers in host memory, and every block on the GPU has its KV
+         * cache in host memory (--no-kv-offload): a layer more is counted
+         * without its KV cache (per_layer_kv 0), which stays there. */
+        int kv_kept;
     } advice;
     /* The GPUs holding the model's layer weights when more than one: the
      * estimate counts one card's room, so none is made (advice.known 0). */
@@ -318,6 +331,14 @@ typedef struct vt_placement {
      * in host memory but not all: what a layer more costs depends on which
      * (--n-cpu-moe counts from the first), so no estimate is made. */
     int advice_withheld_experts;
+    /* Blocks on the GPU with their KV cache in host memory, and either
+     * layers in host memory with some GPU blocks' KV cache on the GPU
+     * (VT_WITHHELD_KV_SOME), or every layer on the GPU with experts in
+     * host memory too (VT_WITHHELD_KV_AND_EXPERTS: which would move
+     * first is the program's choice): no estimate. */
+    int advice_withheld_kv;
+#define VT_WITHHELD_KV_SOME 1
+#define VT_WITHHELD_KV_AND_EXPERTS 2
 } vt_placement_t;
 
 typedef struct vt_api_stats {

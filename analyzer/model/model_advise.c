@@ -4,6 +4,8 @@
  * layers of this run's size would fit above the margin. The same
  * arithmetic answers `replay --capacity` (vt_model_advise), so report and
  * replay cannot disagree. */
+#include <string.h>
+
 #include "model_internal.h"
 
 /* No card holds this much (256 TiB): a device or a layer said to be
@@ -25,7 +27,7 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     int out_host = pl->output_layer == 0;
     uint64_t output_cost = out_host ? pl->output_bytes : 0;
     uint64_t whole_layer = pl->block_weight_bytes + pl->block_kv_bytes;
-    a->need_all = (uint64_t)host_blocks * whole_layer + output_cost + pl->experts_host;
+    a->need_all = (uint64_t)host_blocks * whole_layer + output_cost + pl->experts_host + pl->kv_host_of_gpu_blocks;
     a->short_all = (int64_t)a->need_all - a->room;
     /* Blocks on the GPU with their experts in host memory, and nothing
      * else there: the experts are what would move, block by block. */
@@ -36,6 +38,10 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
         uint64_t fit = per_block ? (uint64_t)a->room / per_block : 0;
         a->expert_blocks_fit = fit < pl->expert_blocks_host ? (uint32_t)fit : pl->expert_blocks_host;
     }
+    /* Every layer on the GPU, their KV cache in host memory: llama.cpp
+     * offloads all of it or none (--no-kv-offload), so it fits or not. */
+    a->of_kv = pl->kv_blocks_host && !pl->expert_blocks_host && !host_blocks && !out_host;
+    a->kv_fits = a->of_kv && a->room >= (int64_t)pl->kv_host_of_gpu_blocks;
     int64_t layers = (int64_t)pl->layers_gpu;
     if (a->room >= 0) {
         int64_t room = a->room;
@@ -55,6 +61,16 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
         layers = layers > fewer ? layers - fewer : 0;
     }
     a->gpu_layers = (uint32_t)layers;
+}
+
+/* llama.cpp's flag that keeps every block's KV cache in host memory,
+ * on the program's command line as given. */
+static int says_no_kv_offload(const vt_proc_t *p)
+{
+    for (uint32_t i = 1; i < p->argc; i++)
+        if (p->argv[i] && (!strcmp(p->argv[i], "-nkvo") || !strcmp(p->argv[i], "--no-kv-offload")))
+            return 1;
+    return 0;
 }
 
 void vt_m_placement_advise(vt_model_t *m)
@@ -107,11 +123,27 @@ void vt_m_placement_advise(vt_model_t *m)
         a->per_layer = pl->block_rest_bytes + pl->block_kv_bytes;
         a->experts_kept = 1;
     }
+    /* With no block on the GPU, none shows where a block's KV cache would
+     * go; the command line does where it names --no-kv-offload. */
+    int kv_stays = !pl->blocks_gpu && vt_place_host(&pl->kv) && says_no_kv_offload(&m->p);
+    if (pl->kv_blocks_host || kv_stays) {
+        int layers_host = pl->blocks_gpu < pl->blocks || pl->output_layer == 0;
+        if (layers_host ? pl->kv_blocks_host < pl->blocks_gpu : pl->expert_blocks_host > 0) {
+            pl->advice_withheld_kv = layers_host ? VT_WITHHELD_KV_SOME : VT_WITHHELD_KV_AND_EXPERTS;
+            return;
+        }
+        if (layers_host) {
+            a->per_layer -= pl->block_kv_bytes;
+            a->per_layer_kv = 0;
+            a->kv_kept = 1;
+        }
+    }
     if (!a->per_layer)
         return;
     if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
         pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
-        pl->output_bytes > MAX_CARD_BYTES || pl->experts_host > MAX_CARD_BYTES)
+        pl->output_bytes > MAX_CARD_BYTES || pl->experts_host > MAX_CARD_BYTES ||
+        pl->kv_host_of_gpu_blocks > MAX_CARD_BYTES)
         return;   /* sizes no card has: no estimate */
     estimate(pl, m->margin_frac, (int64_t)d->min_free, a);
     a->known = 1;

@@ -380,6 +380,10 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
                 pl->expert_blocks_host++;
                 pl->experts_host += a->experts_host;
             }
+            if (a->kv_host) {
+                pl->kv_blocks_host++;
+                pl->kv_host_of_gpu_blocks += a->kv_host;
+            }
         }
     }
     if (pl->blocks) {

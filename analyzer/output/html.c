@@ -200,7 +200,7 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
 {
     const vt_proc_t *p = vt_model_proc(m);
     const vt_placement_t *pl = &p->placement;
-    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], t[VT_SIZE_BUF];
+    char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF], t[VT_SIZE_BUF];
     if (!pl->known)
         return;
     static const struct {
@@ -234,6 +234,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, "; <b>%u block%s on a GPU with %s experts</b> (ffn_*_exps, %s) <b>in host memory</b>",
                     pl->expert_blocks_host, pl->expert_blocks_host == 1 ? "" : "s",
                     pl->expert_blocks_host == 1 ? "its" : "their", vt_fmt_bytes(a, pl->experts_host));
+        if (pl->kv_blocks_host)
+            fprintf(f, "; <b>%u block%s on a GPU with %s KV cache</b> (%s) <b>in host memory</b>",
+                    pl->kv_blocks_host, pl->kv_blocks_host == 1 ? "" : "s", pl->kv_blocks_host == 1 ? "its" : "their",
+                    vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks));
         fputs(".</p>\n", f);
     }
     if (pl->layer_weights)
@@ -257,8 +261,22 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
                    "memory, so what a layer more would bring depends on which it is.</p>\n",
                 pl->expert_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME && (pl->offloaded || p->tip.valid))
+        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
+                   "memory, so what a layer more would bring depends on which it is.</p>\n",
+                pl->kv_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_AND_EXPERTS && (pl->offloaded || p->tip.valid))
+        fputs("<p>No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host "
+              "memory, and which of them would move first is the program's choice.</p>\n",
+              f);
     if (ad->known && (pl->offloaded || p->tip.valid)) {
-        if (ad->of_experts)
+        if (ad->of_kv)
+            fprintf(f, "<p>Estimate: <b>the KV cache of those %u blocks (%s) %s</b> on GPU %d (llama.cpp: %s "
+                       "<code>--no-kv-offload</code>): %s free at the lowest, the %g%% margin %s",
+                    pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
+                    ad->kv_fits ? "fits too" : "does not fit", ad->device, ad->kv_fits ? "without" : "it stays with",
+                    vt_fmt_bytes(b, ad->free_lowest), vt_model_margin(m), vt_fmt_bytes(c, ad->margin));
+        else if (ad->of_experts)
             fprintf(f, "<p>Estimate: <b>the experts of %u of those %u blocks</b> fit on GPU %d too (llama.cpp: "
                        "<code>--n-cpu-moe %u</code>): %s free at the lowest, the %g%% margin %s",
                     ad->expert_blocks_fit, pl->expert_blocks_host, ad->device, pl->blocks - ad->expert_blocks_fit,
@@ -274,7 +292,9 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, ": %s of room", vt_fmt_bytes(a, (uint64_t)ad->room));
         else
             fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
-        if (ad->of_experts) {
+        if (ad->of_kv) {
+            fputs(".</p>\n", f);
+        } else if (ad->of_experts) {
             fprintf(f, "; a block's experts here are about %s.</p>\n",
                     vt_fmt_bytes(b, pl->experts_host / pl->expert_blocks_host));
         } else {
@@ -282,6 +302,8 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
                     ad->experts_kept ? " besides its experts (kept in host memory as now)" : "");
             if (ad->per_layer_kv)
                 fprintf(f, " + %s of KV cache", vt_fmt_bytes(a, ad->per_layer_kv));
+            else if (ad->kv_kept)
+                fputs(" (its KV cache kept in host memory as now)", f);
             fputs(".</p>\n", f);
         }
     }

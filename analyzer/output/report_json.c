@@ -507,6 +507,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "block_kv_bytes", pl->block_kv_bytes);
         vt_json_u64(j, "expert_blocks_host", pl->expert_blocks_host);
         vt_json_u64(j, "experts_host_bytes", pl->experts_host);
+        vt_json_u64(j, "kv_blocks_host", pl->kv_blocks_host);
+        vt_json_u64(j, "kv_host_of_gpu_blocks_bytes", pl->kv_host_of_gpu_blocks);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "layers");
@@ -528,12 +530,20 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_i64(j, "all_layers_short_bytes", a->short_all > 0 ? a->short_all : 0);
         vt_json_u64(j, "expert_blocks_fit", a->expert_blocks_fit);
         vt_json_bool(j, "experts_kept", a->experts_kept);
+        vt_json_bool(j, "of_kv", a->of_kv);
+        vt_json_bool(j, "kv_fits", a->kv_fits);
+        vt_json_bool(j, "kv_kept", a->kv_kept);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "advice");
     }
     vt_json_u64(j, "advice_withheld_gpus", pl->advice_withheld_gpus);
     vt_json_bool(j, "advice_withheld_experts", pl->advice_withheld_experts);
+    if (pl->advice_withheld_kv)
+        vt_json_str(j, "advice_withheld_kv",
+                    pl->advice_withheld_kv == VT_WITHHELD_KV_SOME ? "some_blocks" : "with_experts");
+    else
+        vt_json_null(j, "advice_withheld_kv");
     const char *args[16];
     size_t n = vt_proc_layer_args(p, args, 16);
     vt_json_arr(j, "program_args");

@@ -241,18 +241,31 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 ind, col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), pl->layers_total);
     } else if (headline) {
         fprintf(o, "%s%s%sPARTIAL OFFLOAD.%s ", ind, col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF));
+        char kv_too[96] = "";
+        if (pl->kv_blocks_host)
+            snprintf(kv_too, sizeof kv_too, " and the KV cache of %u (%s)", pl->kv_blocks_host,
+                     vt_fmt_bytes(b, pl->kv_host_of_gpu_blocks));
         if (pl->layers_known && pl->layers_total > pl->layers_gpu && pl->expert_blocks_host)
-            fprintf(o, "%u of %u layers run from host memory, and the experts of %u block%s on the GPU (%s): "
+            fprintf(o, "%u of %u layers run from host memory, and the experts of %u block%s on the GPU (%s)%s: "
                        "generation runs at host-memory speed for them.\n",
                     pl->layers_total - pl->layers_gpu, pl->layers_total, pl->expert_blocks_host,
-                    pl->expert_blocks_host == 1 ? "" : "s", vt_fmt_bytes(a, pl->experts_host));
+                    pl->expert_blocks_host == 1 ? "" : "s", vt_fmt_bytes(a, pl->experts_host), kv_too);
+        else if (pl->layers_known && pl->layers_total > pl->layers_gpu && pl->kv_blocks_host)
+            fprintf(o, "%u of %u layers run from host memory, and the KV cache of %u block%s on the GPU (%s): "
+                       "generation runs at host-memory speed for them.\n",
+                    pl->layers_total - pl->layers_gpu, pl->layers_total, pl->kv_blocks_host,
+                    pl->kv_blocks_host == 1 ? "" : "s", vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks));
         else if (pl->layers_known && pl->layers_total > pl->layers_gpu)
             fprintf(o, "%u of %u layers run from host memory: generation runs at host-memory speed for them.\n",
                     pl->layers_total - pl->layers_gpu, pl->layers_total);
         else if (pl->layers_known && pl->expert_blocks_host)
             fprintf(o, "Every layer is on the GPU, but the experts of %u of its %u blocks are in host memory "
-                       "(%s): generation runs at host-memory speed for them.\n",
-                    pl->expert_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->experts_host));
+                       "(%s)%s: generation runs at host-memory speed for them.\n",
+                    pl->expert_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->experts_host), kv_too);
+        else if (pl->layers_known && pl->kv_blocks_host)
+            fprintf(o, "All layers are on the GPU, but the KV cache of %u of its %u blocks is in host memory "
+                       "(%s): attention over it runs at host-memory speed.\n",
+                    pl->kv_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks));
         else
             fprintf(o, "All layers are on the GPU, but part of the KV cache is in host memory: attention over "
                        "it runs at host-memory speed.\n");
@@ -268,6 +281,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 pl->output_layer == 1 ? " + the output layer" : pl->output_layer == 0 ? " (the output layer is in host memory)" : "");
         if (pl->expert_blocks_host)
             fprintf(o, ", %u of those blocks with their experts (ffn_*_exps) in host memory", pl->expert_blocks_host);
+        if (pl->kv_blocks_host)
+            fprintf(o, ", %u %s %s KV cache in host memory", pl->kv_blocks_host,
+                    pl->expert_blocks_host ? "with" : "of those blocks with",
+                    pl->kv_blocks_host == 1 ? "its" : "their");
         fprintf(o, ".\n");
     }
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
@@ -314,6 +331,13 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
                    "memory, so what a layer more would bring depends on which it is.\n",
                 pl->expert_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME)
+        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
+                   "memory, so what a layer more would bring depends on which it is.\n",
+                pl->kv_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_AND_EXPERTS)
+        fprintf(o, "  No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host "
+                   "memory, and which of them would move first is the program's choice.\n");
     if (!ad->known)
         return;
     fprintf(o, "  GPU %d had %s free at the lowest; the %g%% margin is %s", ad->device, vt_fmt_bytes(a, ad->free_lowest),
@@ -347,17 +371,41 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "  All the experts on the GPU would need %s more, which fits.\n", vt_fmt_bytes(a, ad->need_all));
         return;
     }
+    if (ad->of_kv) {
+        /* Every layer runs on the GPU: -ngl is not the knob; llama.cpp
+         * puts all of the KV cache on the GPU or none of it. */
+        if (ad->kv_fits)
+            fprintf(o, "  Estimate: the KV cache of those %u blocks (%s) fits on this card too (llama.cpp: without "
+                       "--no-kv-offload).\n",
+                    pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks));
+        else
+            fprintf(o, "  Estimate: the KV cache of those %u blocks (%s) does not fit on this card: %s more VRAM than "
+                       "it had above the margin (llama.cpp moves all of it or none; a smaller -c shrinks it).\n",
+                    pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
+                    vt_fmt_bytes(b, (uint64_t)((int64_t)pl->kv_host_of_gpu_blocks - ad->room)));
+        return;
+    }
+    const char *kept = ad->experts_kept && ad->kv_kept ? ", with every block's experts and KV cache kept in host memory as now"
+                       : ad->experts_kept              ? ", with every block's experts kept in host memory as now"
+                       : ad->kv_kept                   ? ", with the KV cache kept in host memory as now"
+                                                       : "";
     fprintf(o, "  Estimate: %u of %u layers fit on this card (-ngl %u%s). A layer here is about %s of weights%s",
-            ad->gpu_layers, pl->layers_total, ad->gpu_layers,
-            ad->experts_kept ? ", with every block's experts kept in host memory as now" : "",
-            vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv), ad->experts_kept ? " besides its experts" : "");
+            ad->gpu_layers, pl->layers_total, ad->gpu_layers, kept, vt_fmt_bytes(a, ad->per_layer - ad->per_layer_kv),
+            ad->experts_kept ? " besides its experts" : "");
     if (ad->per_layer_kv)
         fprintf(o, " + %s of KV cache at this context", vt_fmt_bytes(b, ad->per_layer_kv));
+    else if (ad->kv_kept)
+        fprintf(o, " (its KV cache stays in host memory)");
     fprintf(o, ".\n");
     if (pl->layers_gpu < pl->layers_total) {
-        char with[64] = "";
-        if (pl->expert_blocks_host)
+        char with[96] = "";
+        if (pl->expert_blocks_host && pl->kv_blocks_host)
+            snprintf(with, sizeof with, ", with the experts and KV cache of the blocks there,");
+        else if (pl->expert_blocks_host)
             snprintf(with, sizeof with, ", with the experts of the %u blocks there,", pl->expert_blocks_host);
+        else if (pl->kv_blocks_host)
+            snprintf(with, sizeof with, ", with the KV cache of the %u block%s there,", pl->kv_blocks_host,
+                     pl->kv_blocks_host == 1 ? "" : "s");
         if (ad->short_all > 0)
             fprintf(o, "  All %u layers on the GPU%s would need %s more: %s more VRAM than this card had above the "
                        "margin.\n",

@@ -56,9 +56,6 @@ near() {
 json_of() {
     python3 -c 'import json,sys; p=max(json.load(open(sys.argv[1]))["processes"], key=lambda q: q["events"]["allocs"]); print(eval(sys.argv[2]))' "$1" "$2"
 }
-# says FILE PATTERN: FILE's text, its line breaks and runs of spaces
-# folded (the report wraps its sentences), matches PATTERN (grep's).
-says() { tr '\n' ' ' <"$1" | tr -s ' ' | grep -q "$2"; }
 # val BYTES KEY: one value from tests/llama/tag_bytes.py's output (0 if absent).
 val() { awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' "$1"; }
 

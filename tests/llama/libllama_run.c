@@ -7,7 +7,8 @@
  * source (63-llama-real.t).
  *
  * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
- *                     [--n-cpu-moe N] [--no-mmap] [--eval]
+ *                     [--n-cpu-moe N] [--no-mmap] [-nkvo] [-ctk T] [-ctv T]
+ *                     [-sm none|layer|row] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
  *   options       llama-server's, with its defaults but -c 512 (the report
@@ -37,9 +38,36 @@ static void log_line(enum ggml_log_level level, const char *text, void *user)
 
 #define BINS "/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda"
 
+/* llama-server's -ctk / -ctv names (common/arg.cpp's kv_cache_types). */
+static int cache_type(const char *name, enum ggml_type *type)
+{
+    static const struct { const char *name; enum ggml_type type; } types[] = {
+        { "f32", GGML_TYPE_F32 },   { "f16", GGML_TYPE_F16 },   { "bf16", GGML_TYPE_BF16 },
+        { "q8_0", GGML_TYPE_Q8_0 }, { "q4_0", GGML_TYPE_Q4_0 }, { "q4_1", GGML_TYPE_Q4_1 },
+        { "q5_0", GGML_TYPE_Q5_0 }, { "q5_1", GGML_TYPE_Q5_1 },
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(name, types[i].name))
+            return *type = types[i].type, 1;
+    return 0;
+}
+
+static int split_mode(const char *name, enum llama_split_mode *mode)
+{
+    if (!strcmp(name, "none"))
+        return *mode = LLAMA_SPLIT_MODE_NONE, 1;
+    if (!strcmp(name, "layer"))
+        return *mode = LLAMA_SPLIT_MODE_LAYER, 1;
+    if (!strcmp(name, "row"))
+        return *mode = LLAMA_SPLIT_MODE_ROW, 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0;
+    int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0, kv_offload = 1;
+    enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
+    enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "-ngl"))
@@ -52,6 +80,14 @@ int main(int argc, char **argv)
             cpu_moe = atoi(v), i++;
         else if (!strcmp(a, "--no-mmap"))
             mmap = 0;
+        else if (!strcmp(a, "-nkvo") || !strcmp(a, "--no-kv-offload"))
+            kv_offload = 0;
+        else if (!strcmp(a, "-ctk") && cache_type(v, &type_k))
+            i++;
+        else if (!strcmp(a, "-ctv") && cache_type(v, &type_v))
+            i++;
+        else if (!strcmp(a, "-sm") && split_mode(v, &split))
+            i++;
         else if (!strcmp(a, "--eval"))
             eval = 1;
         else
@@ -59,7 +95,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
-                        "[--no-mmap] [--eval]\n");
+                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [--eval]\n");
         return 2;
     }
     char bins[4096];
@@ -85,6 +121,7 @@ int main(int argc, char **argv)
     }
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = gpu_layers;
+    mp.split_mode = split;
     mp.load_mode = mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.tensor_buft_overrides = n ? overrides : NULL;
     struct llama_model *model = llama_model_load_from_file(argv[2], mp);
@@ -95,6 +132,8 @@ int main(int argc, char **argv)
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)context;
     cp.n_batch = cp.n_ubatch = 512;
+    cp.offload_kqv = kv_offload;
+    cp.type_k = type_k, cp.type_v = type_v;
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
         printf("failed: context\n");

@@ -18,6 +18,8 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
                       pageable_host, host)
   layers.gpu, layers.total, layers.known, advice.gpu_layers, offloaded
   layers.expert_blocks_host, layers.experts_host, advice.expert_blocks_fit
+  layers.kv_blocks_host, layers.kv_host, advice.of_kv, advice.kv_fits,
+  advice.kv_kept      the same of KV caches in host memory (0/1 for flags)
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -61,9 +63,13 @@ if procs:
             out["layers.total"] = pl["layers"]["total"]
             out["layers.expert_blocks_host"] = pl["layers"]["expert_blocks_host"]
             out["layers.experts_host"] = pl["layers"]["experts_host_bytes"]
+            out["layers.kv_blocks_host"] = pl["layers"]["kv_blocks_host"]
+            out["layers.kv_host"] = pl["layers"]["kv_host_of_gpu_blocks_bytes"]
         if pl["advice"]:
             out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
             out["advice.expert_blocks_fit"] = pl["advice"]["expert_blocks_fit"]
+            for flag in ("of_kv", "kv_fits", "kv_kept"):
+                out["advice." + flag] = int(pl["advice"][flag])
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):
     print(k, out[k])

@@ -499,6 +499,87 @@ if [ -x "$TMP/libllama_run" ]; then
     }
     scenario ngl_n_cpu_moe 24GiB -ngl 3 -c 512 --n-cpu-moe 3
     MODEL=$DENSE_MODEL
+
+    # ---- The KV cache in host memory: llama-server's --no-kv-offload ----
+    # (LM Studio's "Offload KV Cache to GPU Memory" off). Every block runs
+    # on the GPU but its attention runs from host memory. The report said
+    # "part of the KV cache" and advised -ngl 5, the layers the run had;
+    # with layers in host memory it counted a layer more with a KV cache
+    # that stays in host memory. The dense model's KV cache is 1 MiB per
+    # block at -c 512, 64 MiB at -c 32768 (f16, 512 wide: 2 x 2 x 512 x N).
+    check_nkvo() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, its KV cache in host memory"
+        check_placement "$@"
+        is "$(val "$2.bytes" layers.kv_blocks_host)/$(val "$2.bytes" layers.kv_host)" "4/$((4 * MiB))" \
+            "$1 $name: every block on the GPU, the KV cache of all 4 (4 x 1 MiB) in host memory"
+        check "$1 $name: the verdict says whose KV cache is in host memory" \
+            says "$2.txt" 'PARTIAL OFFLOAD. All layers are on the GPU, but the KV cache of 4 of its 4 blocks is in host memory (4.0 MiB): attention over it runs at host-memory speed'
+        check "$1 $name: the estimate is of the KV cache, not of -ngl" \
+            says "$2.txt" 'Estimate: the KV cache of those 4 blocks (4.0 MiB) fits on this card too (llama.cpp: without --no-kv-offload)'
+        is "$(val "$2.bytes" advice.of_kv)/$(val "$2.bytes" advice.kv_fits)" "1/1" "$1 $name: JSON: advice.of_kv, kv_fits"
+        check "$1 $name: the command line that chose it is quoted" says "$2.txt" 'its command line says: -ngl 99 -c 512 -nkvo\.'
+        "$VT" top --once "$2" >"$2.top" 2>&1
+        check "$1 $name: top says the same" \
+            grep -q "in host memory: 4.0 MiB of KV cache (4.0 MiB of it for 4 blocks on the GPU)" "$2.top"
+        check "$1 $name: and its estimate" grep -q "estimate: that KV cache fits on GPU 0 (without --no-kv-offload)" "$2.top"
+        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
+        check "$1 $name: so does the HTML page" grep -q "<b>4 blocks on a GPU with their KV cache</b>" "$2.html"
+    }
+    scenario nkvo 24GiB -ngl 99 -c 512 -nkvo
+    # 1200 MiB at -c 32768: 448 MiB of context reserve, 345 MiB of weights
+    # and 112 MiB of compute buffers leave 112 MiB above the margin, short
+    # of the 256 MiB KV cache.
+    check_nkvo_short() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model on the small card"
+        is "$(val "$2.bytes" layers.kv_host)/$(val "$2.bytes" advice.of_kv)/$(val "$2.bytes" advice.kv_fits)" \
+            "$((256 * MiB))/1/0" "$1 $name: the 256 MiB KV cache does not fit above the margin"
+        check "$1 $name: the text says so" \
+            says "$2.txt" 'Estimate: the KV cache of those 4 blocks (256.0 MiB) does not fit on this card: 144.0 MiB more VRAM than it had above the margin'
+        "$VT" replay --capacity 1536MiB "$2" >"$2.replay" 2>&1
+        check "$1 $name: replay on nkvo_fits's 1536 MiB card gives that run's estimate" \
+            says "$2.replay" 'the KV cache of the 4 blocks with it in host memory (256.0 MiB) fits on this card (llama.cpp: without --no-kv-offload)'
+    }
+    scenario nkvo_short 1200MiB -ngl 99 -c 32768 -nkvo
+    # Followed: without -nkvo on the 1536 MiB card the KV cache loads on the
+    # GPU with no failed request, above the margin.
+    check_nkvo_fits() {
+        is "$(cat "$2.rc")/$(val "$2.bytes" advice.kv_fits)" "0/1" "$1 $name: estimate: the KV cache fits on this card"
+        run_llama "$2-advised" "$card" -ngl 99 -c 32768
+        is "$(cat "$2-advised.rc")/$(grep -c '^failed\.' "$2-advised.bytes")/$(val "$2-advised.bytes" above_margin)" "0/0/1" \
+            "$1 $name: without --no-kv-offload it loads with no failed request, above the margin"
+        is "$(val "$2-advised.bytes" place.kv.gpu0)/$(val "$2-advised.bytes" offloaded)" "$((256 * MiB))/0" \
+            "$1 $name: with the whole KV cache on the GPU, nothing in host memory"
+    }
+    scenario nkvo_fits 1536MiB -ngl 99 -c 32768 -nkvo
+    # -ngl 2 -nkvo on 1 GiB: one block and the output layer on the GPU, the
+    # block's KV cache in host memory. 220 MiB of room hold 2 layers more
+    # at 86 MiB of weights each; counted with 64 MiB of KV cache each (which
+    # -nkvo keeps in host memory) it was 1 (-ngl 3). Followed: -ngl 4 -nkvo
+    # loads above the margin.
+    check_ngl_nkvo() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model"
+        check_placement "$@"
+        check "$1 $name: the verdict names the layers and the GPU block's KV cache" \
+            says "$2.txt" 'PARTIAL OFFLOAD. 3 of 5 layers run from host memory, and the KV cache of 1 block on the GPU (64.0 MiB)'
+        is "$(val "$2.bytes" advice.gpu_layers)/$(val "$2.bytes" advice.kv_kept)" "4/1" \
+            "$1 $name: estimate: 4 layers fit, their KV cache kept in host memory"
+        check "$1 $name: the text says so" \
+            says "$2.txt" 'Estimate: 4 of 5 layers fit on this card (-ngl 4, with the KV cache kept in host memory as now). A layer here is about 86.0 MiB of weights (its KV cache stays in host memory)'
+        run_llama "$2-advised" "$card" -ngl 4 -c 32768 -nkvo
+        is "$(cat "$2-advised.rc")/$(grep -c '^failed\.' "$2-advised.bytes")/$(val "$2-advised.bytes" above_margin)" "0/0/1" \
+            "$1 $name: the advised -ngl 4 -nkvo loads with no failed request, above the margin"
+        is "$(val "$2-advised.bytes" layers.gpu)/$(val "$2-advised.bytes" layers.kv_blocks_host)" "4/3" \
+            "$1 $name: with -ngl 4, 4 layers on the GPU, its 3 blocks' KV cache in host memory"
+    }
+    scenario ngl_nkvo 1GiB -ngl 2 -c 32768 -nkvo
+    # -ngl 1: only the output layer on the GPU, no block to show where a
+    # block's KV cache goes; the command line's -nkvo says it.
+    check_ngl1_nkvo() {
+        is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.kv_blocks_host)" "1/0" "$1 $name: no block on the GPU"
+        is "$(val "$2.bytes" advice.gpu_layers)/$(val "$2.bytes" advice.kv_kept)" "4/1" \
+            "$1 $name: estimate from the command line's -nkvo: 4 layers, the KV cache kept in host memory"
+    }
+    scenario ngl1_nkvo 1GiB -ngl 1 -c 32768 -nkvo
     unset RUNNER
 else
     ok "mixture of experts # SKIP libllama_run not built (git or cc missing, or the bundle did not clone)"

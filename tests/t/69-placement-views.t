@@ -164,7 +164,8 @@ is "$(sample vramtrace_model_host_bytes 'pid="301"')" "0 0 " "serve: the full of
 is "$(grep -c '^vramtrace_model_host_bytes{pid="300",process="llama-cli",content="weights"} ' "$D/m.om")" 1 \
     "serve: the content label names weights"
 is "$(sample vramtrace_layers 'pid="300"') $(sample vramtrace_layers 'pid="301"') $(sample vramtrace_layers 'pid="303"')" \
-    "2 5 0  5 5 0  0 5 0 " "serve: layers on a GPU, then total, then blocks with experts in host memory: 2 of 5, 5 of 5, 0 of 5, none"
+    "2 5 0 0  5 5 0 0  0 5 0 0 " \
+    "serve: layers on a GPU, then total, then blocks with experts, then with KV cache in host memory: 2 of 5, 5 of 5, 0 of 5, none"
 is "$(grep -c '^vramtrace_layers{pid="300",process="llama-cli",where="gpu"} 2$' "$D/m.om")" 1 "serve: the where label"
 is "$(grep -c -e '^vramtrace_layers{pid="30[24]"' -e '^vramtrace_model_host_bytes{pid="30[24]"' "$D/m.om")" 0 \
     "serve: no placement series without ggml records"
@@ -337,5 +338,72 @@ mkdir -p "$D/reload"
 "$VT" report --json "$D/reload" >"$D/reload.json"
 is "$(jp "$D/reload.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers"]["total"], pl["other_models"]')" \
     "(1, 2, 5, [])" "reload: one model, the second load's 2 of 5 layers on the GPU"
+
+# ---- KV caches in host memory beside layers (llama.cpp's --no-kv-offload
+# keeps every block's; these mixes are what an estimate cannot follow) ----
+# kvsome (pid 309): blk.0 mapped, blk.1-3 and the output layer on CUDA0;
+# the KV cache of l0-1 in pageable memory, of l2-3 on CUDA0: one block on
+# the GPU with its KV cache in host memory, two without. Whether a block
+# moved to the GPU would bring its KV cache, the trace cannot say.
+{
+    header 309 'llama-cli,-m,a.gguf,-ngl,4'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=1792MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=1792MiB name=CUDA0 host=1'
+    echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=512MiB name=CPU_Mapped host=2'
+    blocks 0x2 0 0 $((0x7f0000000000))
+    blocks 0x1 1 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10060000000 nbytes=256MiB name=output.weight'
+    echo 'ggml_buffer t=2100000 buffer=0x3 usage=ANY base=0x7f4000000000 size=128MiB name=CPU host=2'
+    kv 0x3 0 1 $((0x7f4000000000))
+    echo 'event t=2000000 api=cudaMalloc dev=0 ptr=0x10080000000 size=128MiB stack=2 flags=runtime'
+    echo 'ggml_buffer t=2100000 buffer=0x4 usage=ANY base=0x10080000000 size=128MiB name=CUDA0 host=1'
+    kv 0x4 2 3 $((0x10080000000))
+    echo 'end t=10000000 events=2 dropped=0'
+} >"$D/kvsome.vt"
+mkdir -p "$D/kvsome"
+"$GEN" "$D/kvsome.vt" -o "$D/kvsome/kvsome.vtrace" || nok "vtgen kvsome"
+"$VT" report --json "$D/kvsome" >"$D/kvsome.json"
+"$VT" report "$D/kvsome" >"$D/kvsome.txt"
+is "$(jp "$D/kvsome.json" 'pl["layers"]["kv_blocks_host"], pl["layers"]["kv_host_of_gpu_blocks_bytes"], pl["advice"], pl["advice_withheld_kv"]')" \
+    "(1, $((64 * MiB)), None, 'some_blocks')" "KV of some GPU blocks in host memory: blk.1's 64 MiB; no estimate"
+check "KV of some GPU blocks: the verdict names the layer and that block's KV cache" \
+    says "$D/kvsome.txt" 'PARTIAL OFFLOAD. 1 of 5 layers run from host memory, and the KV cache of 1 block on the GPU (64.0 MiB)'
+check "KV of some GPU blocks: the text says why there is no estimate" \
+    says "$D/kvsome.txt" 'No estimate of the layers that fit: 1 of the 3 blocks on the GPU have their KV cache in host memory'
+"$VT" report --html "$D/kvsome.html" "$D/kvsome" 2>/dev/null
+check "KV of some GPU blocks: so does the HTML page" grep -q '1 of the 3 blocks on the GPU have their KV cache in host' "$D/kvsome.html"
+is "$(views_disagree "$D/kvsome")" "" "KV of some GPU blocks: report, top, serve, the HTML page and the gate agree"
+"$VT" serve --once "$D/kvsome" >"$D/kvsome.om" 2>/dev/null
+is "$(grep -c '^vramtrace_layers{pid="309",process="llama-cli",where="gpu_kv_in_host"} 1$' "$D/kvsome.om")" 1 \
+    "KV of some GPU blocks: serve counts the block"
+
+# kvexperts (pid 310): every block on CUDA0, the experts of all 4 and the
+# whole KV cache in pageable memory (--cpu-moe --no-kv-offload): which
+# would move first is the program's choice, so no estimate.
+{
+    header 310 'llama-server,-m,a.gguf,-ngl,99,--cpu-moe,-nkvo'
+    echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2304MiB stack=1 flags=runtime'
+    echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2304MiB name=CUDA0 host=1'
+    blocks 0x1 0 3 $((0x10000000000))
+    echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10080000000 nbytes=256MiB name=output.weight'
+    echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=1GiB name=CPU host=2'
+    for i in 0 1 2 3; do
+        echo "ggml_tensor t=1500000 buffer=0x2 data=$((0x7f0000000000 + i * 268435456)) nbytes=256MiB name=blk.$i.ffn_up_exps.weight"
+    done
+    echo 'ggml_buffer t=2100000 buffer=0x3 usage=ANY base=0x7f4000000000 size=256MiB name=CPU host=2'
+    kv 0x3 0 3 $((0x7f4000000000))
+    echo 'end t=10000000 events=1 dropped=0'
+} >"$D/kvexperts.vt"
+mkdir -p "$D/kvexperts"
+"$GEN" "$D/kvexperts.vt" -o "$D/kvexperts/kvexperts.vtrace" || nok "vtgen kvexperts"
+"$VT" report --json "$D/kvexperts" >"$D/kvexperts.json"
+"$VT" report "$D/kvexperts" >"$D/kvexperts.txt"
+is "$(jp "$D/kvexperts.json" 'pl["layers"]["expert_blocks_host"], pl["layers"]["kv_blocks_host"], pl["advice"], pl["advice_withheld_kv"]')" \
+    "(4, 4, None, 'with_experts')" "experts and KV cache in host memory: 4 blocks each; no estimate"
+check "experts and KV cache: the verdict names both" \
+    says "$D/kvexperts.txt" 'Every layer is on the GPU, but the experts of 4 of its 4 blocks are in host memory (1.00 GiB) and the KV cache of 4 (256.0 MiB)'
+check "experts and KV cache: the text says why there is no estimate" \
+    says "$D/kvexperts.txt" "No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host memory"
+is "$(views_disagree "$D/kvexperts")" "" "experts and KV cache: report, top, serve, the HTML page and the gate agree"
 
 done_testing

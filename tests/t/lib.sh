@@ -16,6 +16,9 @@ ok() { T=$((T+1)); echo "ok $T - $*"; }
 # CI's log then says what it got, not only its number.
 nok() { T=$((T+1)); FAILED=$((FAILED+1)); echo "not ok $T - $*"; echo "# failed $T - $*" >&2; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
+# says FILE PATTERN: FILE's text, its line breaks and runs of spaces
+# folded (the report wraps its sentences), matches PATTERN (grep's).
+says() { tr '\n' ' ' <"$1" | tr -s ' ' | grep -q "$2"; }
 # is GOT WANT DESC: exact comparison, prints both on failure (stderr too).
 is() { if [ "$1" = "$2" ]; then ok "$3"; else nok "$3"; echo "#   got '$1', want '$2'" | tee /dev/stderr; fi; }
 done_testing() { echo "1..$T"; [ $FAILED -eq 0 ]; }
