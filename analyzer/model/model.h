@@ -252,7 +252,7 @@ typedef struct vt_placement {
     int layers_known;          /* blk.N tensors were named */
     uint32_t blocks, blocks_gpu;
     int output_layer;          /* -1 none named, 0 host, 1 GPU */
-    uint64_t output_bytes;
+    uint64_t output_bytes;     /* what the output layer weighs on a GPU: with tied embeddings, their copy too */
     uint32_t layers_total, layers_gpu;   /* llama.cpp's count: blocks + the output layer */
     uint32_t layers_by_dev[VT_MAX_DEVICES];
     uint32_t kv_blocks, kv_blocks_gpu;

@@ -320,21 +320,25 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
     if (!acc)
         return VT_E_NOMEM;
     uint64_t out_gpu = 0, out_host = 0;
-    int have_output = 0;
+    int have_output = 0, output_matrix = 0;
     for (size_t i = 0; i < s->npart; i++) {
         const part_t *pt = &s->part[i];
         if (!live[pt->buffer] || !of_model(f, pt->model, pt->content == C_KV))
             continue;
         const gbuf_t *b = &s->buf[pt->buffer];
         int on_gpu = b->place == VT_PLACE_GPU;
-        if (pt->input) {
-            if (!on_gpu)
-                pl->input_host += pt->bytes;
+        if (pt->input && !on_gpu) {
+            pl->input_host += pt->bytes;
             continue;
         }
         if (pt->content == C_WEIGHTS)
             add_place(&pl->layer_weights_at, b, pt->bytes);
-        if (pt->output) {
+        /* Token embeddings on a GPU are the output layer's: llama.cpp keeps
+         * the input's in host memory, and a model with tied embeddings (no
+         * output.weight) has its output layer read a copy of them
+         * (TENSOR_DUPLICATED) on the output layer's device. */
+        if (pt->output || pt->input) {
+            output_matrix |= pt->output_matrix || pt->input;
             have_output = 1;
             *(on_gpu ? &out_gpu : &out_host) += pt->bytes;
             continue;
@@ -390,6 +394,10 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
         pl->layers_known = 1;
         pl->output_layer = have_output ? (out_gpu >= out_host ? 1 : 0) : -1;
         pl->output_bytes = out_gpu + out_host;
+        /* In host memory, a tied output layer shares the token embeddings
+         * with the input; on the GPU it would bring its copy of them. */
+        if (pl->output_layer == 0 && !output_matrix)
+            pl->output_bytes += pl->input_host;
         pl->layers_total = pl->blocks + (have_output ? 1 : 0);
         pl->layers_gpu = pl->blocks_gpu + (pl->output_layer == 1 ? 1 : 0);
         pl->block_weight_bytes = block_weights / pl->blocks;

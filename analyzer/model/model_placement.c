@@ -2,8 +2,9 @@
  * buffers and tensors (GGML_BUFFER, GGML_TENSOR, GGML_FREE, GGML_LOST;
  * the contract is in model.h, "Placement").
  *
- * A buffer's place is what ggml says of it: is_host from the shim, then
- * its buffer type's name for the kind of host memory ("CUDA_Host" is
+ * A buffer's place is what ggml says of it: is_host from the shim (but
+ * the CPU backend's own types are host memory: classify), then its
+ * buffer type's name for the kind of host memory ("CUDA_Host" is
  * ggml-cuda's pinned type, "CPU_Mapped" ggml-backend's type for memory
  * the program mapped, a GGUF file: ggml-cuda.cu, ggml-backend.cpp). Its
  * content is its usage mark (WEIGHTS, COMPUTE), else the names of the
@@ -92,8 +93,14 @@ static int ends_with(const char *s, const char *tail)
 
 static void classify(gbuf_t *b)
 {
-    /* host 0: a shim before is_host was written: the type's name alone. */
-    int host = b->host == 2 || (b->host == 0 && (!strncmp(b->name, "CPU", 3) || ends_with(b->name, "_Host")));
+    /* ggml-cpu's extra buffer types (CPU_REPACK, CPU_KLEIDIAI, AMX) keep
+     * weights in host memory in a layout only the CPU backend reads, so
+     * is_host is false for them (ggml-cpu's repack.cpp, amx.cpp); no GPU
+     * holds them. Seen: a CPU-only run of a Q4_0 model whose blocks, in
+     * CPU_REPACK, read as 4 blocks on the GPU. host 0: a shim before
+     * is_host was written, the type's name alone. */
+    int cpu_type = !strncmp(b->name, "CPU", 3) || !strcmp(b->name, "AMX");
+    int host = b->host == 2 || cpu_type || (b->host == 0 && ends_with(b->name, "_Host"));
     b->gpu = -1;
     if (!host) {
         b->place = VT_PLACE_GPU;
@@ -374,7 +381,8 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     int kv;
     int block = block_of(name, len, &kv);
     int input = starts(name, len, "token_embd.");
-    int output = starts(name, len, "output.") || starts(name, len, "output_norm.");
+    int matrix = starts(name, len, "output.");
+    int output = matrix || starts(name, len, "output_norm.");
     if (kv)
         b->named_kv = 1;
     else if (block >= 0 || input || output)
@@ -388,6 +396,7 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
             last->output == output && last->experts == experts) {
             last->bytes += t->nbytes;
+            last->output_matrix |= (uint8_t)matrix;
             return 0;
         }
     }
@@ -423,7 +432,7 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
         return VT_E_NOMEM;
     s->part[s->npart++] =
-        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, model, experts, t->nbytes };
+        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, (uint8_t)matrix, model, experts, t->nbytes };
     return 0;
 }
 

@@ -23,6 +23,7 @@ typedef struct part {
     uint8_t content;   /* C_WEIGHTS or C_KV */
     uint8_t input;     /* token embeddings: llama.cpp keeps them in host memory */
     uint8_t output;    /* the output layer's */
+    uint8_t output_matrix;   /* an output.* tensor among them (not output_norm): no tied embeddings */
     uint8_t model;     /* weights: the model's number; KV: its cache's (module comment) */
     uint8_t experts;   /* a mixture-of-experts block's experts (ffn_*_exps) */
     uint64_t bytes;

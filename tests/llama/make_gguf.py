@@ -2,7 +2,7 @@
 """Writes a llama-architecture GGUF (v3) whose weights are all zero, as a
 sparse file, for running the real llama.cpp on the simulated GPU.
 
-usage: make_gguf.py OUT [N_LAYER [N_EXPERT]]
+usage: make_gguf.py OUT [N_LAYER [N_EXPERT [FLAG,...]]]
 
 Shapes (n_embd 2048, n_ff 5632, 16 heads, 4 KV heads, F16 weights) are those
 of a TinyLlama-1.1B block, so each layer is 82 MiB; the vocabulary is the 3
@@ -13,11 +13,19 @@ With N_EXPERT, each block's feed-forward is a mixture of experts, as
 Mixtral's (the llama architecture with llama.expert_count): a router
 (ffn_gate_inp) and the experts' gate, down and up stacked in one tensor each
 (ffn_*_exps, 88 MiB per expert per block), 2 experts used per token.
+
+FLAGS: tied, q4_0. With tied, there is no output.weight: the output layer reads the token
+embeddings, as models with tied embeddings do (Llama 3.2 1B/3B, Gemma,
+small Qwen2.5); llama.cpp then loads token_embd.weight a second time, as
+the output layer's tensor (TENSOR_DUPLICATED). With q4_0, the blocks' matrices are Q4_0 (18 bytes
+per 32 weights: 4.5 bits a weight, 23 MiB a block), which ggml's CPU
+backend repacks on x86 with AVX2 (the CPU_REPACK buffer type) where they
+stay in host memory.
 """
 import struct
 import sys
 
-F32, F16 = 0, 1
+F32, F16, Q4_0 = 0, 1, 2
 ALIGN = 32
 N_EMBD, N_FF, N_HEAD, N_HEAD_KV, N_CTX = 2048, 5632, 16, 4, 4096
 
@@ -53,6 +61,9 @@ def main():
     out = sys.argv[1]
     n_layer = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     n_expert = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    flags = sys.argv[4].split(",") if len(sys.argv) > 4 else []
+    tied = "tied" in flags
+    W = Q4_0 if "q4_0" in flags else F16   # the blocks' matrices
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
     types = [2, 3, 3] + [6] * 256
     n_vocab = len(tokens)
@@ -85,32 +96,36 @@ def main():
         p = "blk.%d." % i
         tensors += [
             (p + "attn_norm.weight", F32, [N_EMBD]),
-            (p + "attn_q.weight", F16, [N_EMBD, N_EMBD]),
-            (p + "attn_k.weight", F16, [N_EMBD, n_kv_embd]),
-            (p + "attn_v.weight", F16, [N_EMBD, n_kv_embd]),
-            (p + "attn_output.weight", F16, [N_EMBD, N_EMBD]),
+            (p + "attn_q.weight", W, [N_EMBD, N_EMBD]),
+            (p + "attn_k.weight", W, [N_EMBD, n_kv_embd]),
+            (p + "attn_v.weight", W, [N_EMBD, n_kv_embd]),
+            (p + "attn_output.weight", W, [N_EMBD, N_EMBD]),
             (p + "ffn_norm.weight", F32, [N_EMBD]),
         ]
         if n_expert:
             tensors += [
                 (p + "ffn_gate_inp.weight", F32, [N_EMBD, n_expert]),
-                (p + "ffn_gate_exps.weight", F16, [N_EMBD, N_FF, n_expert]),
-                (p + "ffn_down_exps.weight", F16, [N_FF, N_EMBD, n_expert]),
-                (p + "ffn_up_exps.weight", F16, [N_EMBD, N_FF, n_expert]),
+                (p + "ffn_gate_exps.weight", W, [N_EMBD, N_FF, n_expert]),
+                (p + "ffn_down_exps.weight", W, [N_FF, N_EMBD, n_expert]),
+                (p + "ffn_up_exps.weight", W, [N_EMBD, N_FF, n_expert]),
             ]
         else:
             tensors += [
-                (p + "ffn_gate.weight", F16, [N_EMBD, N_FF]),
-                (p + "ffn_down.weight", F16, [N_FF, N_EMBD]),
-                (p + "ffn_up.weight", F16, [N_EMBD, N_FF]),
+                (p + "ffn_gate.weight", W, [N_EMBD, N_FF]),
+                (p + "ffn_down.weight", W, [N_FF, N_EMBD]),
+                (p + "ffn_up.weight", W, [N_EMBD, N_FF]),
             ]
-    tensors += [("output_norm.weight", F32, [N_EMBD]), ("output.weight", F16, [N_EMBD, n_vocab])]
+    tensors += [("output_norm.weight", F32, [N_EMBD])]
+    if not tied:
+        tensors += [("output.weight", F16, [N_EMBD, n_vocab])]
 
     infos, offset = [], 0
     for name, ttype, dims in tensors:
-        nbytes = (4 if ttype == F32 else 2)
+        nbytes = 4 if ttype == F32 else 2
         for d in dims:
             nbytes *= d
+        if ttype == Q4_0:
+            nbytes = nbytes // 2 // 32 * 18   # 32 weights in 18 bytes
         infos.append(gguf_str(name) + struct.pack("<I", len(dims)) +
                      b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", ttype, offset))
         offset += (nbytes + ALIGN - 1) // ALIGN * ALIGN

@@ -20,6 +20,7 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
   layers.expert_blocks_host, layers.experts_host, advice.expert_blocks_fit
   layers.kv_blocks_host, layers.kv_host, advice.of_kv, advice.kv_fits,
   advice.kv_kept      the same of KV caches in host memory (0/1 for flags)
+  advice.need_all     what every layer on the GPU would add, in bytes
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -68,6 +69,7 @@ if procs:
         if pl["advice"]:
             out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
             out["advice.expert_blocks_fit"] = pl["advice"]["expert_blocks_fit"]
+            out["advice.need_all"] = pl["advice"]["all_layers_need_bytes"]
             for flag in ("of_kv", "kv_fits", "kv_kept"):
                 out["advice." + flag] = int(pl["advice"][flag])
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))

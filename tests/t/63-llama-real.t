@@ -331,6 +331,29 @@ check_cpu_only() {
 }
 scenario cpu_only 2GiB cpu 512 1 1
 
+# The same on a Q4_0 model: ggml's CPU backend repacks the blocks' Q4_0
+# matrices (on x86 with AVX2) into its CPU_REPACK buffer type, whose
+# is_host is false (the layout is the CPU backend's own). The report read
+# that buffer as a GPU's: "PARTIAL OFFLOAD ... on the GPU: 4 blocks" for a
+# run with no CUDA allocation at all. A block's 7 matrices are 2048 x
+# 22016 weights, 18 bytes per 32.
+python3 tests/llama/make_gguf.py "$TMP/q4_0.gguf" 4 0 q4_0
+Q4_BLOCK=$((2048 * 22016 / 32 * 18))
+check_cpu_only_q4() {
+    is "$(cat "$2.rc")/$(val "$2.bytes" verdict.cpu_only)" 0/1 "$1 $name: the CPU build: RAN ON THE CPU"
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)/$(val "$2.bytes" place.weights.gpu0)" 0/5/0 \
+        "$1 $name: 0 of 5 layers on a GPU, no weights there"
+    if grep -qw avx2 /proc/cpuinfo; then
+        is "$(val "$2.bytes" place.weights.pageable_host)" $((4 * Q4_BLOCK)) \
+            "$1 $name: the blocks' repacked matrices (CPU_REPACK) in pageable host memory"
+    else
+        ok "$1 $name: repacked matrices # SKIP no AVX2: ggml's CPU backend does not repack Q4_0"
+    fi
+}
+MODEL=$TMP/q4_0.gguf
+scenario cpu_only_q4 2GiB cpu 512 1 1
+MODEL=$TMP/zero-llama.gguf
+
 # Two models at once (node-llama-cpp loads several in one process, as
 # llama-server holds a draft model beside its target): the 4-block model
 # on the GPU, then a 3-block one with 2 of its 4 layers there (each with
@@ -580,6 +603,28 @@ if [ -x "$TMP/libllama_run" ]; then
             "$1 $name: estimate from the command line's -nkvo: 4 layers, the KV cache kept in host memory"
     }
     scenario ngl1_nkvo 1GiB -ngl 1 -c 32768 -nkvo
+
+    # ---- Tied embeddings: no output.weight (Llama 3.2 1B/3B, Gemma, small
+    # Qwen2.5). The output layer reads the token embeddings, and llama.cpp
+    # copies them to the output layer's GPU; the report left that copy out
+    # of the output layer (layer weights 1 MiB short of llama.cpp's CUDA0
+    # buffer), and its estimate counted the output layer as output_norm
+    # alone (the copy is 1 MiB here, hundreds of MiB on those models).
+    python3 tests/llama/make_gguf.py "$TMP/tied.gguf" 4 0 tied
+    MODEL=$TMP/tied.gguf
+    check_tied() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, every layer in host memory"
+        check_placement "$@"
+        run_llama "$2-full" "$card" -ngl 99 -c 512
+        name=tied_full; check_placement "$1" "$2-full"; name=tied
+        is "$(val "$2-full.bytes" place.layer_weights.gpu0)" "$(val "$2-full.bytes" place.weights.gpu0)" \
+            "$1 $name: with -ngl 99 the layer weights are every GPU weight, the token embeddings' copy with the output layer"
+        is "$(val "$2.bytes" advice.need_all)" \
+            "$(( $(val "$2-full.bytes" place.layer_weights.gpu0) + $(val "$2-full.bytes" place.kv.gpu0) ))" \
+            "$1 $name: what the -ngl 0 estimate said every layer adds = the layer weights and KV cache -ngl 99 put on the GPU"
+    }
+    scenario tied 2GiB -ngl 0 -c 512
+    MODEL=$DENSE_MODEL
     unset RUNNER
 else
     ok "mixture of experts # SKIP libllama_run not built (git or cc missing, or the bundle did not clone)"
