@@ -8,7 +8,7 @@
  *
  * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
  *                     [--n-cpu-moe N] [--no-mmap] [-nkvo] [-ctk T] [-ctv T]
- *                     [-sm none|layer|row] [--eval]
+ *                     [-sm none|layer|row] [-mg N] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
  *   options       llama-server's, with its defaults but -c 512 (the report
@@ -68,6 +68,7 @@ int main(int argc, char **argv)
     int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0, kv_offload = 1;
     enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
+    int main_gpu = 0;
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "-ngl"))
@@ -88,6 +89,8 @@ int main(int argc, char **argv)
             i++;
         else if (!strcmp(a, "-sm") && split_mode(v, &split))
             i++;
+        else if (!strcmp(a, "-mg"))
+            main_gpu = atoi(v), i++;
         else if (!strcmp(a, "--eval"))
             eval = 1;
         else
@@ -95,7 +98,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
-                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [--eval]\n");
+                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [--eval]\n");
         return 2;
     }
     char bins[4096];
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = gpu_layers;
     mp.split_mode = split;
+    mp.main_gpu = main_gpu;
     mp.load_mode = mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.tensor_buft_overrides = n ? overrides : NULL;
     struct llama_model *model = llama_model_load_from_file(argv[2], mp);

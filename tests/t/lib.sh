@@ -105,8 +105,8 @@ ended_by() { python3 -c 'import json, sys; print(json.load(sys.stdin)["processes
 # views_disagree DIR: every view over the traces of DIR (report --json,
 # top --once, serve --once, the HTML page, the --fail-on-spill gate with and
 # without --accept-offload, diff --json of DIR against itself), compared by tests/tools/views_agree.py: prints
-# each disagreement on a verdict, a peak, the least free memory or the
-# number of processes; nothing when they agree. The views are left in
+# each disagreement on a verdict, a layer count, a peak, the least free
+# memory or the number of processes; nothing when they agree. The views are left in
 # DIR.views.* (the report's JSON in DIR.views.json).
 views_disagree() {
     v=$1.views

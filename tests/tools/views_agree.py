@@ -7,8 +7,8 @@ diff --json of the directory against itself.
 
 usage: views_agree.py REPORT.json TOP.txt SERVE.om PAGE.html GATE_RC ACCEPT_RC [DIFF.json]
 
-Compared per process: the verdict; per GPU: the peak bytes and the least
-free memory (serve's gauges); the number of processes (top's header,
+Compared per process: the verdict; where ggml named layers, serve's layer
+counts; per GPU: the peak bytes and the least free memory (serve's gauges); the number of processes (top's header,
 serve's vramtrace_processes + vramtrace_idle_processes). Probes that
 allocated nothing are counted, not listed, by top and serve, as docs/services.md
 says.
@@ -90,6 +90,20 @@ for pid, p in procs.items():
         mf = d["headroom"].get("min_free_bytes")
         if key in minfree and mf is not None and minfree[key] != mf:
             bad.append("pid %d GPU %d: report least free %d, serve %d" % (pid, d["ordinal"], mf, minfree[key]))
+
+# serve's layer counts, where the report names layers: on a GPU, in all,
+# and the blocks on a GPU with their experts or KV cache in host memory.
+LAYERS = {"gpu": "gpu", "total": "total", "gpu_experts_in_host": "expert_blocks_host",
+          "gpu_kv_in_host": "kv_blocks_host"}
+layers = {(int(l["pid"]), l["where"]): v for l, v in samples("vramtrace_layers")}
+for pid, p in procs.items():
+    pl = (p.get("placement") or {}).get("layers")
+    if pid not in listed or not pl:
+        continue
+    for where, key in LAYERS.items():
+        if layers.get((pid, where)) != pl[key]:
+            bad.append("pid %d: report layers.%s %d, serve vramtrace_layers{where=%s} %s" %
+                       (pid, key, pl[key], where, layers.get((pid, where))))
 
 # The HTML index: "(pid N)</a>: words".
 html_words = {int(m.group(1)): m.group(2).strip() for m in re.finditer(r"\(pid (\d+)\)</a>: ([^<(]+)", page)}
