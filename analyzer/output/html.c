@@ -307,8 +307,8 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fputs(".</p>\n", f);
         }
     }
-    const char *args[16];
-    size_t nargs = vt_proc_layer_args(p, args, 16);
+    const char *args[VT_LAYER_ARGS_MAX];
+    size_t nargs = vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX);
     if (nargs) {
         fputs("<p>Its command line says: <code>", f);
         for (size_t i = 0; i < nargs; i++) {

@@ -544,8 +544,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
                     pl->advice_withheld_kv == VT_WITHHELD_KV_SOME ? "some_blocks" : "with_experts");
     else
         vt_json_null(j, "advice_withheld_kv");
-    const char *args[16];
-    size_t n = vt_proc_layer_args(p, args, 16);
+    const char *args[VT_LAYER_ARGS_MAX];
+    size_t n = vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX);
     vt_json_arr(j, "program_args");
     for (size_t i = 0; i < n; i++)
         vt_json_str(j, NULL, args[i]);

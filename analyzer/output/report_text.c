@@ -301,8 +301,8 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     if (models[0])
         fprintf(o, "  %s\n", models);
     picture_moment(o, pl);
-    const char *args[16];
-    size_t nargs = vt_proc_layer_args(p, args, 16);
+    const char *args[VT_LAYER_ARGS_MAX];
+    size_t nargs = vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX);
     if (headline && cpu) {
         fprintf(o, "  The trace holds no CUDA allocation: the program's CUDA backend did not load (a driver or "
                    "library missing), or it was told to use none%s",

@@ -243,9 +243,11 @@ int vt_verdict_rank(const char *key);
 /* 1 for a verdict that says something went wrong or ran slow (spill
  * through cpu_only). */
 int vt_verdict_alarming(const char *key);
-/* The command-line options that place layers (-ngl, -c, --no-kv-offload,
- * ...), with their values, as argv gave them: pointers into p->argv.
- * @return how many (at most cap). */
+/* The command-line options that place layers or size the KV cache (-ngl,
+ * -c, -np, --cache-type-k, --no-kv-offload, ...), with their values, as
+ * argv gave them: pointers into p->argv. VT_LAYER_ARGS_MAX holds any
+ * command line short of a contrived one. @return how many (at most cap). */
+#define VT_LAYER_ARGS_MAX 32
 size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
 /* 1 when the process allocated, failed and freed nothing in what was read
  * (a GPU probe: ollama's discovery runs one per library). The text report

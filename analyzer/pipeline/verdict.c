@@ -156,14 +156,18 @@ int vt_proc_fails_gate(const vt_proc_t *p, int accept_offload)
 }
 
 /* The options of llama.cpp's (and llama-server's) command line that decide
- * where layers and the KV cache go, quoted as given. */
+ * where layers and the KV cache go, or how large the KV cache is (its
+ * context over -np sequences, its type: ollama starts llama-server with
+ * -c, -np and --cache-type-k/-v and leaves -ngl to --fit), quoted as
+ * given (common/arg.cpp's names). */
 size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
 {
     static const char *const with_value[] = { "-ngl", "--n-gpu-layers", "--gpu-layers", "-c", "--ctx-size",
+                                              "-np", "--parallel", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v",
                                               "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
                                               "-sm", "--split-mode", "-ts", "--tensor-split",
                                               "-mg", "--main-gpu", "-ot", "--override-tensor",
-                                              "-ncmoe", "--n-cpu-moe" };
+                                              "-ncmoe", "--n-cpu-moe", "--load-mode", "-ngld", "--n-gpu-layers-draft" };
     static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
     size_t n = 0;
     for (uint32_t i = 1; i < p->argc && n < cap; i++) {

@@ -406,4 +406,19 @@ check "experts and KV cache: the text says why there is no estimate" \
     says "$D/kvexperts.txt" "No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host memory"
 is "$(views_disagree "$D/kvexperts")" "" "experts and KV cache: report, top, serve, the HTML page and the gate agree"
 
+# ---- ollama's llama-server command line (llm/llama_server.go): the KV
+# cache's size and type, and the -ngl its --fit left alone, are quoted;
+# the port and the log options are not ----
+{
+    sed -n '1p' "$D/partial.vt" | sed 's/pid=300/pid=311/; s|argv=[^ ]*|argv=llama-server,--model,m.gguf,--port,41234,--host,127.0.0.1,--no-webui,-c,8192,-np,2,--cache-type-k,q8_0,--cache-type-v,q8_0,--flash-attn,on,-ngl,2,--log-verbosity,4,--load-mode,none|'
+    sed '1d' "$D/partial.vt"
+} >"$D/ollama.vt"
+mkdir -p "$D/ollama"
+"$GEN" "$D/ollama.vt" -o "$D/ollama/ollama.vtrace" || nok "vtgen ollama"
+"$VT" report "$D/ollama" >"$D/ollama.txt"
+check "ollama's llama-server: the options that place layers and size the KV cache are quoted, nothing else" \
+    says "$D/ollama.txt" 'its command line says: -c 8192 -np 2 --cache-type-k q8_0 --cache-type-v q8_0 -ngl 2 --load-mode none\.'
+"$VT" report --json "$D/ollama" >"$D/ollama.json"
+is "$(jp "$D/ollama.json" 'len(pl["program_args"])')" 12 "ollama's llama-server: JSON program_args holds the same 12 words"
+
 done_testing
