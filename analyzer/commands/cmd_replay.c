@@ -272,7 +272,11 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     /* Every layer on the GPU, experts of some blocks in host memory: the
      * estimate is of experts, as the report's. */
     int experts = e.of_experts;
-    if (e.of_kv)
+    if (e.of_override)
+        fprintf(o, "  Estimate for pid %" PRIu64 ": the host-memory weights of %u of the %u blocks an override keeps "
+                   "there fit on this card.\n",
+                p->pid, e.override_blocks_fit, pl->override_blocks);
+    else if (e.of_kv)
         fprintf(o, "  Estimate for pid %" PRIu64 ": the KV cache of the %u blocks with it in host memory (%s) %s on "
                    "this card%s.\n",
                 p->pid, pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
@@ -299,6 +303,13 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
         fprintf(o, ": %s of room.\n", vt_fmt_bytes(c, (uint64_t)e.room));
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(c, (uint64_t)-e.room));
+    if (e.of_override) {
+        uint64_t per = pl->override_host / pl->override_blocks;
+        fprintf(o, "    A block's are about %s: floor(%s / %s), at most the %u = %u.\n", vt_fmt_bytes(a, per),
+                vt_fmt_bytes(b, e.room > 0 ? (uint64_t)e.room : 0), vt_fmt_bytes(c, per), pl->override_blocks,
+                e.override_blocks_fit);
+        return;
+    }
     if (e.of_kv)
         return;
     if (experts) {

@@ -281,6 +281,12 @@ typedef struct vt_placement {
      * bytes (in kv's host figures too). */
     uint32_t kv_blocks_host;
     uint64_t kv_host_of_gpu_blocks;
+    /* Blocks in host memory (not among blocks_gpu) whose KV cache is on a
+     * GPU: -ngl put them there, and an override (llama-server's -ot) keeps
+     * their weights, or most of them, in host memory; llama.cpp counts
+     * them among the offloaded layers. Their weights' bytes in host memory. */
+    uint32_t override_blocks;
+    uint64_t override_host;
     /* Models loaded at once (model_placement.c: a block's tensors named
      * again while the buffer of the same names before is live on a GPU or
      * in pinned memory: llama.cpp's draft model beside its target, two
@@ -323,6 +329,11 @@ typedef struct vt_placement {
          * cache in host memory (--no-kv-offload): a layer more is counted
          * without its KV cache (per_layer_kv 0), which stays there. */
         int kv_kept;
+        /* Every block in host memory is an override's (override_blocks) and
+         * nothing else is there: -ngl is not the knob; how many of those
+         * blocks' host weights would fit too. */
+        int of_override;
+        uint32_t override_blocks_fit;
     } advice;
     /* The GPUs holding the model's layer weights when more than one: the
      * estimate counts one card's room, so none is made (advice.known 0). */
@@ -337,6 +348,10 @@ typedef struct vt_placement {
      * host memory too (VT_WITHHELD_KV_AND_EXPERTS: which would move
      * first is the program's choice): no estimate. */
     int advice_withheld_kv;
+    /* Blocks in host memory by an override beside others (by -ngl, or
+     * with experts or KV cache in host memory): which a change would move,
+     * the trace cannot say, so no estimate. */
+    int advice_withheld_override;
 #define VT_WITHHELD_KV_SOME 1
 #define VT_WITHHELD_KV_AND_EXPERTS 2
 } vt_placement_t;

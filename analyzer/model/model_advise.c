@@ -28,6 +28,16 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     uint64_t output_cost = out_host ? pl->output_bytes : 0;
     uint64_t whole_layer = pl->block_weight_bytes + pl->block_kv_bytes;
     a->need_all = (uint64_t)host_blocks * whole_layer + output_cost + pl->experts_host + pl->kv_host_of_gpu_blocks;
+    /* Every block in host memory an override's: their KV cache is on the
+     * GPU already, their host weights are what would move. */
+    a->of_override = pl->override_blocks && pl->override_blocks == host_blocks && !out_host;
+    a->override_blocks_fit = 0;
+    if (a->of_override) {
+        a->need_all = pl->override_host;
+        uint64_t per_block = pl->override_host / pl->override_blocks;
+        uint64_t fit = a->room > 0 && per_block ? (uint64_t)a->room / per_block : 0;
+        a->override_blocks_fit = fit < pl->override_blocks ? (uint32_t)fit : pl->override_blocks;
+    }
     a->short_all = (int64_t)a->need_all - a->room;
     /* Blocks on the GPU with their experts in host memory, and nothing
      * else there: the experts are what would move, block by block. */
@@ -115,6 +125,12 @@ void vt_m_placement_advise(vt_model_t *m)
         a->unmet = p->tip.bytes;
     a->per_layer = pl->block_weight_bytes + pl->block_kv_bytes;
     a->per_layer_kv = pl->block_kv_bytes;
+    if (pl->override_blocks &&
+        (pl->override_blocks < pl->blocks - pl->blocks_gpu || pl->output_layer == 0 || pl->expert_blocks_host ||
+         pl->kv_blocks_host)) {
+        pl->advice_withheld_override = 1;
+        return;
+    }
     if (pl->expert_blocks_host && pl->blocks_gpu < pl->blocks) {
         if (pl->expert_blocks_host < pl->blocks_gpu) {
             pl->advice_withheld_experts = 1;
@@ -143,7 +159,7 @@ void vt_m_placement_advise(vt_model_t *m)
     if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
         pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
         pl->output_bytes > MAX_CARD_BYTES || pl->experts_host > MAX_CARD_BYTES ||
-        pl->kv_host_of_gpu_blocks > MAX_CARD_BYTES)
+        pl->kv_host_of_gpu_blocks > MAX_CARD_BYTES || pl->override_host > MAX_CARD_BYTES)
         return;   /* sizes no card has: no estimate */
     estimate(pl, m->margin_frac, (int64_t)d->min_free, a);
     a->known = 1;

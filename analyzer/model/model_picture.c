@@ -319,26 +319,30 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
     block_acc_t *acc = calloc((size_t)maxblock + 2, sizeof *acc);
     if (!acc)
         return VT_E_NOMEM;
+    /* A model with tied embeddings has no output.weight: its output layer
+     * reads the token embeddings, and llama.cpp loads a copy of them on
+     * the output layer's device (TENSOR_DUPLICATED) while the input's
+     * stay in host memory. Only then are token embeddings on a GPU the
+     * output layer's (an -ot could put the input's there too). */
+    int output_matrix = 0;
+    for (size_t i = 0; i < s->npart; i++)
+        output_matrix |= live[s->part[i].buffer] && of_model(f, s->part[i].model, 0) && s->part[i].output_matrix;
     uint64_t out_gpu = 0, out_host = 0;
-    int have_output = 0, output_matrix = 0;
+    int have_output = 0;
     for (size_t i = 0; i < s->npart; i++) {
         const part_t *pt = &s->part[i];
         if (!live[pt->buffer] || !of_model(f, pt->model, pt->content == C_KV))
             continue;
         const gbuf_t *b = &s->buf[pt->buffer];
         int on_gpu = b->place == VT_PLACE_GPU;
-        if (pt->input && !on_gpu) {
-            pl->input_host += pt->bytes;
+        if (pt->input && (!on_gpu || output_matrix)) {
+            if (!on_gpu)
+                pl->input_host += pt->bytes;
             continue;
         }
         if (pt->content == C_WEIGHTS)
             add_place(&pl->layer_weights_at, b, pt->bytes);
-        /* Token embeddings on a GPU are the output layer's: llama.cpp keeps
-         * the input's in host memory, and a model with tied embeddings (no
-         * output.weight) has its output layer read a copy of them
-         * (TENSOR_DUPLICATED) on the output layer's device. */
         if (pt->output || pt->input) {
-            output_matrix |= pt->output_matrix || pt->input;
             have_output = 1;
             *(on_gpu ? &out_gpu : &out_host) += pt->bytes;
             continue;
@@ -388,6 +392,12 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
                 pl->kv_blocks_host++;
                 pl->kv_host_of_gpu_blocks += a->kv_host;
             }
+        } else if (a->kv_gpu > a->kv_host) {
+            /* In host memory with its KV cache on a GPU: llama.cpp places a
+             * layer's KV cache on the device -ngl gave the layer, so an
+             * override moved its weights. */
+            pl->override_blocks++;
+            pl->override_host += a->host;
         }
     }
     if (pl->blocks) {

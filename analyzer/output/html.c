@@ -234,6 +234,11 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, "; <b>%u block%s on a GPU with %s experts</b> (ffn_*_exps, %s) <b>in host memory</b>",
                     pl->expert_blocks_host, pl->expert_blocks_host == 1 ? "" : "s",
                     pl->expert_blocks_host == 1 ? "its" : "their", vt_fmt_bytes(a, pl->experts_host));
+        if (pl->override_blocks)
+            fprintf(f, "; <b>%u block%s in host memory by an override</b> (<code>-ot</code>: %s KV cache on the GPU, "
+                       "%s of weights in host memory)",
+                    pl->override_blocks, pl->override_blocks == 1 ? "" : "s", pl->override_blocks == 1 ? "its" : "their",
+                    vt_fmt_bytes(a, pl->override_host));
         if (pl->kv_blocks_host)
             fprintf(f, "; <b>%u block%s on a GPU with %s KV cache</b> (%s) <b>in host memory</b>",
                     pl->kv_blocks_host, pl->kv_blocks_host == 1 ? "" : "s", pl->kv_blocks_host == 1 ? "its" : "their",
@@ -261,6 +266,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
                    "memory, so what a layer more would bring depends on which it is.</p>\n",
                 pl->expert_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_override && (pl->offloaded || p->tip.valid))
+        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks in host memory %s there by an override, "
+                   "beside what else is, and which a change would move the trace cannot say.</p>\n",
+                pl->override_blocks, pl->blocks - pl->blocks_gpu, pl->override_blocks == 1 ? "is" : "are");
     else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME && (pl->offloaded || p->tip.valid))
         fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
                    "memory, so what a layer more would bring depends on which it is.</p>\n",
@@ -270,7 +279,12 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
               "memory, and which of them would move first is the program's choice.</p>\n",
               f);
     if (ad->known && (pl->offloaded || p->tip.valid)) {
-        if (ad->of_kv)
+        if (ad->of_override)
+            fprintf(f, "<p>Estimate: <b>the host-memory weights of %u of the %u blocks an override keeps there</b> fit on "
+                       "GPU %d too: %s free at the lowest, the %g%% margin %s",
+                    ad->override_blocks_fit, pl->override_blocks, ad->device, vt_fmt_bytes(a, ad->free_lowest),
+                    vt_model_margin(m), vt_fmt_bytes(c, ad->margin));
+        else if (ad->of_kv)
             fprintf(f, "<p>Estimate: <b>the KV cache of those %u blocks (%s) %s</b> on GPU %d (llama.cpp: %s "
                        "<code>--no-kv-offload</code>): %s free at the lowest, the %g%% margin %s",
                     pl->kv_blocks_host, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
@@ -292,7 +306,9 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, ": %s of room", vt_fmt_bytes(a, (uint64_t)ad->room));
         else
             fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
-        if (ad->of_kv) {
+        if (ad->of_override) {
+            fprintf(f, "; a block's are about %s.</p>\n", vt_fmt_bytes(b, pl->override_host / pl->override_blocks));
+        } else if (ad->of_kv) {
             fputs(".</p>\n", f);
         } else if (ad->of_experts) {
             fprintf(f, "; a block's experts here are about %s.</p>\n",

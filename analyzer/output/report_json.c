@@ -509,6 +509,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "experts_host_bytes", pl->experts_host);
         vt_json_u64(j, "kv_blocks_host", pl->kv_blocks_host);
         vt_json_u64(j, "kv_host_of_gpu_blocks_bytes", pl->kv_host_of_gpu_blocks);
+        vt_json_u64(j, "override_blocks", pl->override_blocks);
+        vt_json_u64(j, "override_host_bytes", pl->override_host);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "layers");
@@ -533,12 +535,15 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_bool(j, "of_kv", a->of_kv);
         vt_json_bool(j, "kv_fits", a->kv_fits);
         vt_json_bool(j, "kv_kept", a->kv_kept);
+        vt_json_bool(j, "of_override", a->of_override);
+        vt_json_u64(j, "override_blocks_fit", a->override_blocks_fit);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "advice");
     }
     vt_json_u64(j, "advice_withheld_gpus", pl->advice_withheld_gpus);
     vt_json_bool(j, "advice_withheld_experts", pl->advice_withheld_experts);
+    vt_json_bool(j, "advice_withheld_override", pl->advice_withheld_override);
     if (pl->advice_withheld_kv)
         vt_json_str(j, "advice_withheld_kv",
                     pl->advice_withheld_kv == VT_WITHHELD_KV_SOME ? "some_blocks" : "with_experts");

@@ -286,6 +286,12 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                     pl->expert_blocks_host ? "with" : "of those blocks with",
                     pl->kv_blocks_host == 1 ? "its" : "their");
         fprintf(o, ".\n");
+        if (pl->override_blocks)
+            fprintf(o, "  %u of the blocks in host memory %s %s KV cache on the GPU: -ngl placed %s there, and an "
+                       "override (-ot) keeps %s weights in host memory (llama.cpp counts %s as offloaded).\n",
+                    pl->override_blocks, pl->override_blocks == 1 ? "has" : "have",
+                    pl->override_blocks == 1 ? "its" : "their", pl->override_blocks == 1 ? "it" : "them",
+                    pl->override_blocks == 1 ? "its" : "their", pl->override_blocks == 1 ? "it" : "them");
     }
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
     uint64_t kv_host = vt_place_host(&pl->kv), kv_all = kv_host + pl->kv.gpu;
@@ -331,6 +337,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
                    "memory, so what a layer more would bring depends on which it is.\n",
                 pl->expert_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_override)
+        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks in host memory %s there by an override, "
+                   "beside what else is, and which a change would move the trace cannot say.\n",
+                pl->override_blocks, pl->blocks - pl->blocks_gpu, pl->override_blocks == 1 ? "is" : "are");
     else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME)
         fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
                    "memory, so what a layer more would bring depends on which it is.\n",
@@ -369,6 +379,23 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                     vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
         else
             fprintf(o, "  All the experts on the GPU would need %s more, which fits.\n", vt_fmt_bytes(a, ad->need_all));
+        return;
+    }
+    if (ad->of_override) {
+        /* -ngl already covers them: the override is the knob. */
+        uint32_t fit = ad->override_blocks_fit, n = pl->override_blocks;
+        if (fit == n)
+            fprintf(o, "  Estimate: the weights %s keep%s in host memory (%s) fit on this card too (llama.cpp: "
+                       "without the -ot that keeps them there).",
+                    n == 1 ? "that block" : "those blocks", n == 1 ? "s" : "", vt_fmt_bytes(a, pl->override_host));
+        else
+            fprintf(o, "  Estimate: the host-memory weights of %u of those %u blocks fit on this card too (llama.cpp: "
+                       "an -ot that keeps %u block%s weights in host memory).",
+                    fit, n, n - fit, n - fit == 1 ? "'s" : "s'");
+        fprintf(o, " A block's are about %s.\n", vt_fmt_bytes(a, pl->override_host / n));
+        if (ad->short_all > 0)
+            fprintf(o, "  All of them on the GPU would need %s more: %s more VRAM than this card had above the margin.\n",
+                    vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));
         return;
     }
     if (ad->of_kv) {

@@ -64,9 +64,17 @@ val() { awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }' "$1"; }
 # every model and KV buffer line, CPU ones included, against the report's
 # bytes by place (docs/report.md, "Placement").
 check_placement() {
-    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" \
-        "$(awk '/offloaded [0-9]+\/[0-9]+ layers/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) v = $i } END { print v }' "$2.log")" \
+    is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" layers.total)" "$(offloaded "$2.log")" \
         "$1 $name: layers on the GPU = llama.cpp's offloaded N/M"
+    check_buffers "$@"
+}
+# offloaded LOG: the N/M of llama.cpp's last "offloaded N/M layers to GPU".
+offloaded() {
+    awk '/offloaded [0-9]+\/[0-9]+ layers/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) v = $i } END { print v }' "$1"
+}
+# check_buffers FLAVOUR DIR: every model and KV buffer line against the
+# report's bytes by place.
+check_buffers() {
     for pair in "CUDA0 model:weights.gpu0" "CPU_Mapped model:weights.mapped_host" "CPU model:weights.pageable_host" \
             "CUDA_Host model:weights.pinned_host" "CUDA0 KV:kv.gpu0" "CPU KV:kv.pageable_host"; do
         line=${pair%%:*} key=${pair#*:}

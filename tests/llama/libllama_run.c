@@ -8,14 +8,14 @@
  *
  * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
  *                     [--n-cpu-moe N] [--no-mmap] [-nkvo] [-ctk T] [-ctv T]
- *                     [-sm none|layer|row] [-mg N] [--eval]
+ *                     [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
  *   options       llama-server's, with its defaults but -c 512 (the report
  *                 quotes them as a server's command line)
  * Loads, makes a context and, with --eval, evaluates 32 tokens once
- * (ggml's mixture-of-experts kernels need the card's opt-in shared memory
- * per block, which the simulated GPU reports as 0: ggml asserts there);
+ * (ggml's mixture-of-experts kernels ask for the card's opt-in shared
+ * memory per block, which the simulated GPU reports as an sm_89 card's);
  * llama.cpp's log to stderr. Exit 0, or 3 when the load, the context or
  * the evaluation fails.
  */
@@ -69,6 +69,7 @@ int main(int argc, char **argv)
     enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
     int main_gpu = 0;
+    const char *to_cpu = NULL;   /* -ot PATTERN=CPU: the one target the runner knows */
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "-ngl"))
@@ -91,6 +92,8 @@ int main(int argc, char **argv)
             i++;
         else if (!strcmp(a, "-mg"))
             main_gpu = atoi(v), i++;
+        else if (!strcmp(a, "-ot") && strlen(v) > 4 && !strcmp(v + strlen(v) - 4, "=CPU"))
+            to_cpu = v, i++;
         else if (!strcmp(a, "--eval"))
             eval = 1;
         else
@@ -98,7 +101,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
-                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [--eval]\n");
+                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--eval]\n");
         return 2;
     }
     char bins[4096];
@@ -121,6 +124,11 @@ int main(int argc, char **argv)
             snprintf(patterns[n], sizeof patterns[n], "blk\\.%d%s", n, EXPERTS);
             overrides[n] = (struct llama_model_tensor_buft_override){ patterns[n], ggml_backend_dev_buffer_type(cpu) };
         }
+    }
+    static char ot_pattern[256];
+    if (to_cpu && n < MAX_BLOCKS) {
+        snprintf(ot_pattern, sizeof ot_pattern, "%.*s", (int)(strlen(to_cpu) - 4), to_cpu);
+        overrides[n++] = (struct llama_model_tensor_buft_override){ ot_pattern, ggml_backend_dev_buffer_type(cpu) };
     }
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = gpu_layers;

@@ -21,6 +21,8 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
   layers.kv_blocks_host, layers.kv_host, advice.of_kv, advice.kv_fits,
   advice.kv_kept      the same of KV caches in host memory (0/1 for flags)
   advice.need_all     what every layer on the GPU would add, in bytes
+  layers.override_blocks, layers.override_host, advice.of_override,
+  advice.override_blocks_fit   blocks in host memory by an override (-ot)
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -66,11 +68,14 @@ if procs:
             out["layers.experts_host"] = pl["layers"]["experts_host_bytes"]
             out["layers.kv_blocks_host"] = pl["layers"]["kv_blocks_host"]
             out["layers.kv_host"] = pl["layers"]["kv_host_of_gpu_blocks_bytes"]
+            out["layers.override_blocks"] = pl["layers"]["override_blocks"]
+            out["layers.override_host"] = pl["layers"]["override_host_bytes"]
         if pl["advice"]:
             out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
             out["advice.expert_blocks_fit"] = pl["advice"]["expert_blocks_fit"]
             out["advice.need_all"] = pl["advice"]["all_layers_need_bytes"]
-            for flag in ("of_kv", "kv_fits", "kv_kept"):
+            out["advice.override_blocks_fit"] = pl["advice"]["override_blocks_fit"]
+            for flag in ("of_kv", "kv_fits", "kv_kept", "of_override"):
                 out["advice." + flag] = int(pl["advice"][flag])
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):

@@ -24,6 +24,13 @@ header() { ggml_header "$1" "$2" 8GiB 7.5GiB "${3:-}"; }
 blocks() { ggml_blocks "$@"; }
 kv() { ggml_kv "$@" 32; }
 gen() { "$GEN" "$D/$1.vt" -o "$D/t/$1.vtrace" || nok "vtgen $1"; }
+# alone NAME: NAME.vt's trace in a directory of its own, and its report
+# in NAME.json and NAME.txt.
+alone() {
+    mkdir -p "$D/$1" && "$GEN" "$D/$1.vt" -o "$D/$1/$1.vtrace" || nok "vtgen $1"
+    "$VT" report --json "$D/$1" >"$D/$1.json"
+    "$VT" report "$D/$1" >"$D/$1.txt"
+}
 mkdir -p "$D/t"
 
 # -ot's value is markup: the page must escape it.
@@ -164,8 +171,8 @@ is "$(sample vramtrace_model_host_bytes 'pid="301"')" "0 0 " "serve: the full of
 is "$(grep -c '^vramtrace_model_host_bytes{pid="300",process="llama-cli",content="weights"} ' "$D/m.om")" 1 \
     "serve: the content label names weights"
 is "$(sample vramtrace_layers 'pid="300"') $(sample vramtrace_layers 'pid="301"') $(sample vramtrace_layers 'pid="303"')" \
-    "2 5 0 0  5 5 0 0  0 5 0 0 " \
-    "serve: layers on a GPU, then total, then blocks with experts, then with KV cache in host memory: 2 of 5, 5 of 5, 0 of 5, none"
+    "2 5 0 0 0  5 5 0 0 0  0 5 0 0 0 " \
+    "serve: layers on a GPU, in total, blocks on a GPU with experts or KV cache in host memory, blocks in host memory by an override: 2 of 5, 5 of 5, 0 of 5, none"
 is "$(grep -c '^vramtrace_layers{pid="300",process="llama-cli",where="gpu"} 2$' "$D/m.om")" 1 "serve: the where label"
 is "$(grep -c -e '^vramtrace_layers{pid="30[24]"' -e '^vramtrace_model_host_bytes{pid="30[24]"' "$D/m.om")" 0 \
     "serve: no placement series without ggml records"
@@ -360,10 +367,7 @@ is "$(jp "$D/reload.json" 'pl["models_at_once"], pl["layers"]["gpu"], pl["layers
     kv 0x4 2 3 $((0x10080000000))
     echo 'end t=10000000 events=2 dropped=0'
 } >"$D/kvsome.vt"
-mkdir -p "$D/kvsome"
-"$GEN" "$D/kvsome.vt" -o "$D/kvsome/kvsome.vtrace" || nok "vtgen kvsome"
-"$VT" report --json "$D/kvsome" >"$D/kvsome.json"
-"$VT" report "$D/kvsome" >"$D/kvsome.txt"
+alone kvsome
 is "$(jp "$D/kvsome.json" 'pl["layers"]["kv_blocks_host"], pl["layers"]["kv_host_of_gpu_blocks_bytes"], pl["advice"], pl["advice_withheld_kv"]')" \
     "(1, $((64 * MiB)), None, 'some_blocks')" "KV of some GPU blocks in host memory: blk.1's 64 MiB; no estimate"
 check "KV of some GPU blocks: the verdict names the layer and that block's KV cache" \
@@ -394,10 +398,7 @@ is "$(grep -c '^vramtrace_layers{pid="309",process="llama-cli",where="gpu_kv_in_
     kv 0x3 0 3 $((0x7f4000000000))
     echo 'end t=10000000 events=1 dropped=0'
 } >"$D/kvexperts.vt"
-mkdir -p "$D/kvexperts"
-"$GEN" "$D/kvexperts.vt" -o "$D/kvexperts/kvexperts.vtrace" || nok "vtgen kvexperts"
-"$VT" report --json "$D/kvexperts" >"$D/kvexperts.json"
-"$VT" report "$D/kvexperts" >"$D/kvexperts.txt"
+alone kvexperts
 is "$(jp "$D/kvexperts.json" 'pl["layers"]["expert_blocks_host"], pl["layers"]["kv_blocks_host"], pl["advice"], pl["advice_withheld_kv"]')" \
     "(4, 4, None, 'with_experts')" "experts and KV cache in host memory: 4 blocks each; no estimate"
 check "experts and KV cache: the verdict names both" \
@@ -413,12 +414,9 @@ is "$(views_disagree "$D/kvexperts")" "" "experts and KV cache: report, top, ser
     sed -n '1p' "$D/partial.vt" | sed 's/pid=300/pid=311/; s|argv=[^ ]*|argv=llama-server,--model,m.gguf,--port,41234,--host,127.0.0.1,--no-webui,-c,8192,-np,2,--cache-type-k,q8_0,--cache-type-v,q8_0,--flash-attn,on,-ngl,2,--log-verbosity,4,--load-mode,none|'
     sed '1d' "$D/partial.vt"
 } >"$D/ollama.vt"
-mkdir -p "$D/ollama"
-"$GEN" "$D/ollama.vt" -o "$D/ollama/ollama.vtrace" || nok "vtgen ollama"
-"$VT" report "$D/ollama" >"$D/ollama.txt"
+alone ollama
 check "ollama's llama-server: the options that place layers and size the KV cache are quoted, nothing else" \
     says "$D/ollama.txt" 'its command line says: -c 8192 -np 2 --cache-type-k q8_0 --cache-type-v q8_0 -ngl 2 --load-mode none\.'
-"$VT" report --json "$D/ollama" >"$D/ollama.json"
 is "$(jp "$D/ollama.json" 'len(pl["program_args"])')" 12 "ollama's llama-server: JSON program_args holds the same 12 words"
 
 done_testing

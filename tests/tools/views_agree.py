@@ -94,7 +94,7 @@ for pid, p in procs.items():
 # serve's layer counts, where the report names layers: on a GPU, in all,
 # and the blocks on a GPU with their experts or KV cache in host memory.
 LAYERS = {"gpu": "gpu", "total": "total", "gpu_experts_in_host": "expert_blocks_host",
-          "gpu_kv_in_host": "kv_blocks_host"}
+          "gpu_kv_in_host": "kv_blocks_host", "host_by_override": "override_blocks"}
 layers = {(int(l["pid"]), l["where"]): v for l, v in samples("vramtrace_layers")}
 for pid, p in procs.items():
     pl = (p.get("placement") or {}).get("layers")
