@@ -113,13 +113,13 @@ traced_run() {
 }
 
 # scenario NAME CARD ARGS...: run_once on the shipped and the stripped
-# tree (ARGS also in $args), checked by check_NAME FLAVOUR DIR, then by
+# tree (the trees $FLAVOURS names, where set; ARGS also in $args), checked by check_NAME FLAVOUR DIR, then by
 # every_scenario FLAVOUR DIR where the suite defines it; nothing may be
 # tagged unknown.
 scenario() {
     name=$1 card=$2; shift 2
     args="$*"
-    for flavour in shipped stripped; do
+    for flavour in ${FLAVOURS:-shipped stripped}; do
         modules=$CACHE/$flavour/node_modules
         d=$TMP/$flavour-$name
         run_once "$d" "$card" "$@"

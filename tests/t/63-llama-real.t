@@ -455,6 +455,12 @@ EXPERT_BYTES=$((3 * 2048 * 5632 * 4 * 2))
 if [ -x "$TMP/libllama_run" ]; then
     python3 tests/llama/make_gguf.py "$TMP/moe.gguf" 4 4
     DENSE_MODEL=$MODEL MODEL=$TMP/moe.gguf RUNNER=$TMP/libllama_run
+    # What these scenarios check is where llama.cpp placed what its options
+    # asked (tensor overrides, the KV cache's place), through the same
+    # libraries the node scenarios above run shipped and stripped on both
+    # releases: the mixture-of-experts ones run on the first release's
+    # stripped tree too, the rest on the shipped trees (make test's time).
+    [ "$VERSION" = 3.21.1 ] || FLAVOURS=shipped
     check_cpu_moe() {
         is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, its experts in host memory"
         check_placement "$@"
@@ -539,6 +545,7 @@ if [ -x "$TMP/libllama_run" ]; then
     }
     scenario ngl_n_cpu_moe 24GiB -ngl 3 -c 512 --n-cpu-moe 3
     MODEL=$DENSE_MODEL
+    FLAVOURS=shipped
 
     # ---- The KV cache in host memory: llama-server's --no-kv-offload ----
     # (LM Studio's "Offload KV Cache to GPU Memory" off). Every block runs
@@ -566,6 +573,15 @@ if [ -x "$TMP/libllama_run" ]; then
         check "$1 $name: so does the HTML page" grep -q "<b>4 blocks on a GPU with their KV cache</b>" "$2.html"
     }
     scenario nkvo 24GiB -ngl 99 -c 512 -nkvo
+    # A quantized KV cache (ollama's OLLAMA_KV_CACHE_TYPE: --cache-type-k/-v
+    # q8_0, which needs flash attention: llama.cpp turns it on): 34 bytes
+    # per 32 values, K and V of 4 blocks x 512 x 512.
+    check_kv_q8() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model with a q8_0 KV cache"
+        check_placement "$@"
+        is "$(val "$2.bytes" place.kv.gpu0)" $((2 * 4 * 512 * 512 / 32 * 34)) "$1 $name: the q8_0 KV cache's bytes on the GPU"
+    }
+    scenario kv_q8 24GiB -ngl 99 -c 512 -ctk q8_0 -ctv q8_0
     # 1200 MiB at -c 32768: 448 MiB of context reserve, 345 MiB of weights
     # and 112 MiB of compute buffers leave 112 MiB above the margin, short
     # of the 256 MiB KV cache.
@@ -692,7 +708,7 @@ if [ -x "$TMP/libllama_run" ]; then
     }
     scenario tied 2GiB -ngl 0 -c 512
     MODEL=$DENSE_MODEL
-    unset RUNNER
+    unset RUNNER FLAVOURS
 else
     ok "mixture of experts # SKIP libllama_run not built (git or cc missing, or the bundle did not clone)"
 fi
