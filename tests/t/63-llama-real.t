@@ -19,6 +19,15 @@ CACHE=${VT_LLAMA_CACHE:-${HOME:-/tmp}/.cache/vramtrace/llama-$VERSION}
 SHIPPED=$CACHE/shipped/node_modules
 STRIPPED=$CACHE/stripped/node_modules
 BINS=@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
+# On the next release, the scenarios whose point is the report's own
+# arithmetic (an estimate followed, repacked weights, where the KV cache,
+# an override or tied embeddings put the bytes) rather than llama.cpp's
+# loader are left to the first release: make test stays within its time.
+# The loader's paths (mmap or not, failures, graphs, two models, two GPUs,
+# the experts' overrides) run on both.
+FIRST_ONLY="partial_small misjudged two_gpus_partial cpu_only_q4"
+FIRST_ONLY="$FIRST_ONLY nkvo kv_q8 nkvo_short nkvo_fits ngl_nkvo ngl1_nkvo ot_blocks ot_ffn_small ngl_ot tied"
+[ "$VERSION" = 3.21.1 ] || SKIP_SCENARIOS=$FIRST_ONLY
 
 . tests/llama/lib.sh
 if [ ! -e "$SHIPPED/$BINS/libggml-cuda.so" ]; then
