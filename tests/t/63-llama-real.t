@@ -158,7 +158,7 @@ check_pool_abort() {
     check_loaded "$1" "$2.vsfits"; check_context "$1" "$2.vsfits"
     is "$(val "$2.bytes" verdict.failed)" 1 "$1 $name: the verdict is OUT OF MEMORY"
     is "$(val "$2.bytes" failed.scratch)" $((2 * MiB)) "$1 $name: the failed request is the pool's 2 MiB granule, tagged scratch"
-    is "$(ended_by <"$2.json")" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
+    is "$(json_of "$2.json" 'p["trace"]["ended_by"]')" abort "$1 $name: the trace ends with the abort (JSON trace.ended_by)"
     check "$1 $name: tipped by the failed cuMemCreate" \
         grep -q "^  Tipped by: cuMemCreate of 2.0 MiB for scratch failed (CUDA_ERROR_OUT_OF_MEMORY)" "$2.txt"
     check "$1 $name: the text says the process aborted" \
@@ -193,9 +193,11 @@ check_sticky() {
         ok "$1 $name: llama.cpp's log names the illegal memory access # SKIP its last lines did not arrive before the abort"
     fi
     is "$(val "$2.bytes" verdict.no_spill)" 1 "$1 $name: the verdict is NO SPILL, not OUT OF MEMORY"
-    is "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["processes"][0]["events"]; f=e["first_failed_not_oom"]; print(e["failed_not_oom"], f["api"], f["result"])' "$2.json")" \
+    # The model's process, not node-llama-cpp's probe beside it (pids wrap:
+    # the probe's may be the lower, and the report lists it first).
+    is "$(json_of "$2.json" '"%d %s %s" % (p["events"]["failed_not_oom"], p["events"]["first_failed_not_oom"]["api"], p["events"]["first_failed_not_oom"]["result"])')" \
         "1 cudaMalloc 700" "$1 $name: one request refused for another reason than memory: cudaMalloc, 700"
-    is "$(ended_by <"$2.json")" abort "$1 $name: the trace ends with the abort"
+    is "$(json_of "$2.json" 'p["trace"]["ended_by"]')" abort "$1 $name: the trace ends with the abort"
     check "$1 $name: the text names the refusal" \
         grep -q "^  1 device request failed with an error other than out of memory: cudaMalloc of .* (cudaErrorIllegalAddress) at " "$2.txt"
     check "$1 $name: no tipping event in the text" sh -c "! grep -q 'Tipped by' '$2.txt'"
