@@ -258,26 +258,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     /* The estimate where the run left layers in host memory or failed, as
      * the text report gives it. */
     const typeof(pl->advice) *ad = &pl->advice;
-    if (pl->advice_withheld_gpus > 1 && (pl->offloaded || p->tip.valid))
-        fprintf(f, "<p>No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
-                   "any of them (the estimate counts one card's room).</p>\n",
-                pl->advice_withheld_gpus);
-    else if (pl->advice_withheld_experts && (pl->offloaded || p->tip.valid))
-        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
-                   "memory, so what a layer more would bring depends on which it is.</p>\n",
-                pl->expert_blocks_host, pl->blocks_gpu);
-    else if (pl->advice_withheld_override && (pl->offloaded || p->tip.valid))
-        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks in host memory %s there by an override, "
-                   "beside what else is, and which a change would move the trace cannot say.</p>\n",
-                pl->override_blocks, pl->blocks - pl->blocks_gpu, pl->override_blocks == 1 ? "is" : "are");
-    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME && (pl->offloaded || p->tip.valid))
-        fprintf(f, "<p>No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
-                   "memory, so what a layer more would bring depends on which it is.</p>\n",
-                pl->kv_blocks_host, pl->blocks_gpu);
-    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_AND_EXPERTS && (pl->offloaded || p->tip.valid))
-        fputs("<p>No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host "
-              "memory, and which of them would move first is the program's choice.</p>\n",
-              f);
+    char withheld[256];
+    vt_advice_withheld_sentence(withheld, sizeof withheld, pl);
+    if (withheld[0] && (pl->offloaded || p->tip.valid))
+        fprintf(f, "<p>%s</p>\n", withheld);   /* numbers and fixed words only */
     if (ad->known && (pl->offloaded || p->tip.valid)) {
         if (ad->of_override)
             fprintf(f, "<p>Estimate: <b>the host-memory weights of %u of the %u blocks an override keeps there</b> fit on "

@@ -329,25 +329,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         }
     }
     const typeof(pl->advice) *ad = &pl->advice;
-    if (pl->advice_withheld_gpus > 1)
-        fprintf(o, "  No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to "
-                   "any of them (the estimate counts one card's room).\n",
-                pl->advice_withheld_gpus);
-    else if (pl->advice_withheld_experts)
-        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
-                   "memory, so what a layer more would bring depends on which it is.\n",
-                pl->expert_blocks_host, pl->blocks_gpu);
-    else if (pl->advice_withheld_override)
-        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks in host memory %s there by an override, "
-                   "beside what else is, and which a change would move the trace cannot say.\n",
-                pl->override_blocks, pl->blocks - pl->blocks_gpu, pl->override_blocks == 1 ? "is" : "are");
-    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME)
-        fprintf(o, "  No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
-                   "memory, so what a layer more would bring depends on which it is.\n",
-                pl->kv_blocks_host, pl->blocks_gpu);
-    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_AND_EXPERTS)
-        fprintf(o, "  No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host "
-                   "memory, and which of them would move first is the program's choice.\n");
+    char withheld[256];
+    vt_advice_withheld_sentence(withheld, sizeof withheld, pl);
+    if (withheld[0])
+        fprintf(o, "  %s\n", withheld);
     if (!ad->known)
         return;
     fprintf(o, "  GPU %d had %s free at the lowest; the %g%% margin is %s", ad->device, vt_fmt_bytes(a, ad->free_lowest),

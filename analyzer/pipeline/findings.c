@@ -169,3 +169,33 @@ void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl)
         snprintf(buf + at, len - at, ".");
     }
 }
+
+void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl)
+{
+    if (pl->advice_withheld_gpus > 1)
+        snprintf(buf, len,
+                 "No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to any of "
+                 "them (the estimate counts one card's room).",
+                 pl->advice_withheld_gpus);
+    else if (pl->advice_withheld_experts)
+        snprintf(buf, len,
+                 "No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "
+                 "memory, so what a layer more would bring depends on which it is.",
+                 pl->expert_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_override)
+        snprintf(buf, len,
+                 "No estimate of the layers that fit: %u of the %u blocks in host memory %s there by an override, "
+                 "beside what else is, and which a change would move the trace cannot say.",
+                 pl->override_blocks, pl->blocks - pl->blocks_gpu, pl->override_blocks == 1 ? "is" : "are");
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_SOME)
+        snprintf(buf, len,
+                 "No estimate of the layers that fit: %u of the %u blocks on the GPU have their KV cache in host "
+                 "memory, so what a layer more would bring depends on which it is.",
+                 pl->kv_blocks_host, pl->blocks_gpu);
+    else if (pl->advice_withheld_kv == VT_WITHHELD_KV_AND_EXPERTS)
+        snprintf(buf, len,
+                 "No estimate of what fits: both the experts and the KV cache of blocks on the GPU are in host "
+                 "memory, and which of them would move first is the program's choice.");
+    else if (len)
+        buf[0] = 0;
+}

@@ -288,6 +288,10 @@ const char *vt_end_how_words(const vt_proc_t *p);
 /* The sentence on models loaded at once (vt_placement_t.models_at_once > 1)
  * into buf, "" without: every view prints the same words. */
 void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl);
+/* Why no offload estimate was made (advice_withheld_*) into buf, "" when
+ * one was or nothing withheld it: the text and the HTML page give the
+ * same words. */
+void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl);
 /* The context reserve (total - free at first sight) and untracked bytes
  * (driver-used - reserve - tracked, at the last driver report) of a device. */
 uint64_t vt_dev_reserve(const vt_dev_t *d);
