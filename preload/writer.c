@@ -968,6 +968,81 @@ static int open_trace(const char *exe)
     return 0;
 }
 
+/* The environment variables that decide where a model goes, as the
+ * process was started with them: /proc/self/environ is what llama-server's
+ * argument parser read at start (ollama passes LLAMA_ARG_FIT_TARGET so),
+ * and reading it races no setenv; a variable the program sets itself later
+ * is not seen. Named one by one, never by prefix: LLAMA_ARG_API_KEY and
+ * LLAMA_ARG_HF_TOKEN share the wanted ones' prefix, and a trace travels. */
+static const char *const placement_env[] = {
+    /* llama.cpp's options (common/arg.cpp's set_env) */
+    "LLAMA_ARG_N_GPU_LAYERS", "LLAMA_ARG_CTX_SIZE", "LLAMA_ARG_N_PARALLEL", "LLAMA_ARG_CACHE_TYPE_K",
+    "LLAMA_ARG_CACHE_TYPE_V", "LLAMA_ARG_KV_OFFLOAD", "LLAMA_ARG_FIT", "LLAMA_ARG_FIT_TARGET", "LLAMA_ARG_FIT_CTX",
+    "LLAMA_ARG_SPLIT_MODE", "LLAMA_ARG_TENSOR_SPLIT", "LLAMA_ARG_MAIN_GPU", "LLAMA_ARG_OVERRIDE_TENSOR",
+    "LLAMA_ARG_CPU_MOE", "LLAMA_ARG_N_CPU_MOE", "LLAMA_ARG_MMAP", "LLAMA_ARG_MLOCK", "LLAMA_ARG_LOAD_MODE",
+    "LLAMA_ARG_REPACK", "LLAMA_ARG_N_GPU_LAYERS_DRAFT",
+    /* ggml's CUDA backend, read when it starts */
+    "GGML_CUDA_ENABLE_UNIFIED_MEMORY",
+    /* which devices the process sees; PyTorch's caching allocator */
+    "CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+    /* ollama's scheduler (envconfig/config.go) */
+    "OLLAMA_NUM_PARALLEL", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_KV_CACHE_TYPE", "OLLAMA_FLASH_ATTENTION",
+    "OLLAMA_GPU_OVERHEAD", "OLLAMA_SCHED_SPREAD",
+};
+#define PLACEMENT_ENV_COUNT (sizeof placement_env / sizeof placement_env[0])
+
+static int is_placement_env(const char *entry, size_t len)
+{
+    for (size_t k = 0; k < PLACEMENT_ENV_COUNT; k++) {
+        size_t name = strlen(placement_env[k]);
+        if (len > name && entry[name] == '=' && !memcmp(entry, placement_env[k], name))
+            return 1;
+    }
+    return 0;
+}
+
+/* The placement variables, NUL-terminated one after the other in found
+ * (at most cap bytes, whole entries only); their count. An entry longer
+ * than VT_MAX_ENV_ENTRY is left out whole rather than cut: a cut value
+ * would be quoted as if it were the program's. Read in blocks through
+ * static buffers: the environment of a container can be large, and this
+ * runs once, on the writer thread. */
+static uint32_t read_placement_env(char *found, size_t cap)
+{
+    static char block[4096], entry[VT_MAX_ENV_ENTRY];
+    int f = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return 0;
+    uint32_t count = 0;
+    size_t used = 0, len = 0;
+    int too_long = 0;
+    for (;;) {
+        ssize_t r = read(f, block, sizeof block);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        for (ssize_t i = 0; i < r; i++) {
+            if (block[i]) {
+                if (len < sizeof entry)
+                    entry[len++] = block[i];
+                else
+                    too_long = 1;
+                continue;
+            }
+            if (!too_long && count < VT_MAX_ENV && is_placement_env(entry, len) && used + len + 1 <= cap) {
+                memcpy(found + used, entry, len);
+                found[used + len] = 0;
+                used += len + 1;
+                count++;
+            }
+            len = 0, too_long = 0;
+        }
+    }
+    close(f);
+    return count;
+}
+
 static int write_header(const char *exe)
 {
     static char cmdline[16384];
@@ -1000,6 +1075,14 @@ static int write_header(const char *exe)
     p = vt_put_varint(p, (writer.stored_chunks ? VT_DEGRADED_NO_ZSTD : 0u) |
                              (vt_stacks_without_libunwind() ? VT_DEGRADED_NO_LIBUNWIND : 0u) |
                              (writer.own_fds ? 0u : VT_DEGRADED_SHARED_FDS));
+    static char env[16384];
+    uint32_t envc = read_placement_env(env, sizeof env);
+    p = vt_put_varint(p, envc);
+    for (size_t i = 0, k = 0; k < envc; k++) {
+        size_t len = strlen(env + i);
+        p = vt_put_str(p, env + i, len, len);
+        i += len + 1;
+    }
 
     /* Prelude and header in one write, like each chunk: a SIGKILL between
      * two writes left a prelude that promised a header the file lacked. */

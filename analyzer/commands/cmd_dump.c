@@ -306,7 +306,17 @@ static void put_process(FILE *out, const vt_rec_process_t *p)
             putc(',', out);
         put_quoted(out, p->argv[i]);
     }
-    fputs("] host=", out);
+    fputs("]", out);
+    if (p->env_recorded) {
+        fputs(" env=[", out);
+        for (uint32_t i = 0; i < p->envc; i++) {
+            if (i)
+                putc(',', out);
+            put_quoted(out, p->env[i]);
+        }
+        fputs("]", out);
+    }
+    fputs(" host=", out);
     put_bare(out, p->hostname);
     fputs(" shim=", out);
     put_bare(out, p->shim_version);

@@ -93,6 +93,9 @@ void vt_model_free(vt_model_t *m)
     for (uint32_t i = 0; i < m->p.argc; i++)
         free(m->p.argv[i]);
     free(m->p.argv);
+    for (uint32_t i = 0; i < m->p.envc; i++)
+        free(m->p.env[i]);
+    free(m->p.env);
     free(m);
 }
 
@@ -156,6 +159,16 @@ int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *pr)
         if (!p->argv[i])
             return VT_E_NOMEM;
         p->argc = i + 1;
+    }
+    p->env_recorded = pr->env_recorded;
+    p->env = calloc(pr->envc ? pr->envc : 1, sizeof *p->env);
+    if (!p->env)
+        return VT_E_NOMEM;
+    for (uint32_t i = 0; i < pr->envc; i++) {
+        p->env[i] = dup_bytes(pr->env[i]);
+        if (!p->env[i])
+            return VT_E_NOMEM;
+        p->envc = i + 1;
     }
     p->have_process = 1;
     return 0;

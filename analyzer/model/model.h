@@ -367,6 +367,19 @@ typedef struct vt_proc {
     char *exe, *hostname, *shim_version;
     char **argv;
     uint32_t argc;
+    /* The variables of the start-up environment that decide where memory
+     * goes ("NAME=VALUE", the shim's list); env_recorded 0: a shim that
+     * did not look, so no envc says a variable was unset. */
+    char **env;
+    uint32_t envc;
+    int env_recorded;
+    /* llama.cpp's --fit: free-memory queries made from under
+     * common_fit_params (llama_params_fit before it moved to common), which
+     * measures the model with no_alloc probes before the load and sets what
+     * was left unset; first and last since trace start. */
+    struct {
+        uint64_t queries, first_ns, last_ns;
+    } llama_fit;
     int have_process;
     /* GGML_BUFFER records marking WEIGHTS or COMPUTE: how many, how many
      * named an allocation of this trace, how many named none (memory the

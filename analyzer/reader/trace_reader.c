@@ -257,6 +257,27 @@ static int get_raw(cur_t *c, const char *field, uint8_t *out, size_t len)
 
 /* ---- payload decoders: 0 or -1 with the cursor's failure set ----------- */
 
+/* count strings into (*arr)[at...], growing it: each string takes at least
+ * its length byte, which bounds the array by the bytes present before
+ * anything is allocated. */
+static int get_strs(cur_t *c, const char *field, uint64_t count, vt_bytes_t **arr, uint32_t *cap, uint32_t at)
+{
+    if (count > c->n - c->i)
+        return cur_fail(c, VT_E_CORRUPT, field, "more strings than bytes left in the record");
+    if (at + count > *cap) {
+        vt_bytes_t *a = realloc(*arr, (size_t)(at + count) * sizeof *a);
+        if (!a)
+            return cur_fail(c, VT_E_NOMEM, field, "cannot allocate the strings");
+        *arr = a;
+        *cap = (uint32_t)(at + count);
+    }
+    for (uint64_t k = 0; k < count; k++)
+        if (get_str(c, field, &(*arr)[at + k]))
+            return -1;
+    return 0;
+}
+
+/* argv and env share one array: argc arguments, then envc variables. */
 static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint32_t *argv_cap)
 {
     uint64_t argc;
@@ -268,29 +289,30 @@ static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint
         return -1;
     if (argc > VT_MAX_ARGC)
         return cur_fail(c, VT_E_LIMIT, "argc", "more than VT_MAX_ARGC (4096) arguments");
-    /* Each argument takes at least its length byte: this bounds the array
-     * by the bytes present before anything is allocated. */
-    if (argc > c->n - c->i)
-        return cur_fail(c, VT_E_CORRUPT, "argv", "more arguments than bytes left in the record");
-    if (argc > *argv_cap) {
-        vt_bytes_t *a = realloc(*argv, (size_t)argc * sizeof *a);
-        if (!a)
-            return cur_fail(c, VT_E_NOMEM, "argv", "cannot allocate argv");
-        *argv = a;
-        *argv_cap = (uint32_t)argc;
-    }
-    for (uint64_t k = 0; k < argc; k++)
-        if (get_str(c, "argv", &(*argv)[k]))
-            return -1;
+    if (get_strs(c, "argv", argc, argv, argv_cap, 0))
+        return -1;
     p->argc = (uint32_t)argc;
-    p->argv = *argv;
-    /* Optional: shims before it end the record at argv. */
+    /* Optional: shims before it end the record at argv, or at degraded. */
     p->time_res_ns = 0;
     if (c->i < c->n && get_varint(c, "time_res_ns", &p->time_res_ns))
         return -1;
     p->degraded = 0;
     if (c->i < c->n && get_varint(c, "degraded", &p->degraded))
         return -1;
+    uint64_t envc = 0;
+    p->env_recorded = c->i < c->n;
+    if (p->env_recorded && get_varint(c, "envc", &envc))
+        return -1;
+    if (envc > VT_MAX_ENV)
+        return cur_fail(c, VT_E_LIMIT, "envc", "more than VT_MAX_ENV (64) environment variables");
+    if (get_strs(c, "env", envc, argv, argv_cap, p->argc))
+        return -1;
+    for (uint64_t k = 0; k < envc; k++)
+        if ((*argv)[argc + k].len > VT_MAX_ENV_ENTRY)
+            return cur_fail(c, VT_E_LIMIT, "env", "a variable longer than VT_MAX_ENV_ENTRY (4096) bytes");
+    p->envc = (uint32_t)envc;
+    p->argv = *argv;
+    p->env = *argv + argc;
     return 0;
 }
 

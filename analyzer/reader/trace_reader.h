@@ -36,6 +36,9 @@ typedef struct vt_rec_process {
     const vt_bytes_t *argv;   /* argc entries */
     uint64_t time_res_ns;     /* grain of EVENT times; 0 = not stated */
     uint64_t degraded;        /* vt_degraded bits; 0 = none stated */
+    uint32_t envc;            /* the placement variables the shim found */
+    const vt_bytes_t *env;    /* envc "NAME=VALUE" entries */
+    int env_recorded;         /* 0: a shim before the field (envc 0 says nothing) */
 } vt_rec_process_t;
 
 typedef struct vt_rec_device {

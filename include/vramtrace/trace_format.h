@@ -63,7 +63,14 @@
  *                   absent (shims before it, generated traces) = unknown;
  *                   then optionally degraded varint: the vt_degraded bits,
  *                   what the shim could not load or do and did without;
- *                   absent = 0 (none, or a shim that did not say).
+ *                   absent = 0 (none, or a shim that did not say);
+ *                   then optionally envc varint (<= VT_MAX_ENV), env str *
+ *                   envc: "NAME=VALUE", the variables of the environment the
+ *                   process started with that decide where memory goes
+ *                   (llama.cpp's LLAMA_ARG_* options, CUDA_VISIBLE_DEVICES,
+ *                   PyTorch's allocator, ollama's scheduler: the shim's list,
+ *                   never all of it), each at most VT_MAX_ENV_ENTRY bytes;
+ *                   absent = not recorded (shims before it).
  *   VT_REC_DEVICE   ordinal zz, time_ns varint (monotonic, absolute),
  *                   total_bytes varint, free_bytes varint (cuMemGetInfo when
  *                   first seen: total - free is the context reserve plus
@@ -335,6 +342,8 @@ enum vt_event_present {
 #define VT_MAX_CHUNK_RAW (64u << 20)
 #define VT_MAX_STRING (64u << 10)
 #define VT_MAX_ARGC 4096u
+#define VT_MAX_ENV 64u
+#define VT_MAX_ENV_ENTRY 4096u
 #define VT_MAX_STACK_DEPTH 256u
 /* POOL_USAGE aux values the report reads (CUmemPool_attribute, cuda.h). */
 #define VT_POOL_ATTR_RESERVED_CURRENT 5u

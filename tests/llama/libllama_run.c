@@ -8,17 +8,26 @@
  *
  * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
  *                     [--n-cpu-moe N] [--no-mmap] [-nkvo] [-ctk T] [-ctv T]
- *                     [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--eval]
+ *                     [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU]
+ *                     [--fit on|off] [-fitt MiB] [-fitc N] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
  *   options       llama-server's, with its defaults but -c 512 (the report
  *                 quotes them as a server's command line)
+ * --fit on is llama-server's default (common/common.cpp), off here: before the
+ * load, common_fit_params (common/fit.h) measures the model with no_alloc
+ * probes and sets what was left at its default (-ngl, and -c 0) to leave
+ * -fitt MiB (default 1024) free on each device. It is a C++ function of
+ * libllama-common, found by its mangled name so the runner stays C; a
+ * release without it exits 4.
  * Loads, makes a context and, with --eval, evaluates 32 tokens once
  * (ggml's mixture-of-experts kernels ask for the card's opt-in shared
  * memory per block, which the simulated GPU reports as an sm_89 card's);
  * llama.cpp's log to stderr. Exit 0, or 3 when the load, the context or
  * the evaluation fails.
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,12 +72,20 @@ static int split_mode(const char *name, enum llama_split_mode *mode)
     return 0;
 }
 
+/* common_fit_params's signature in v0.5.0 (common/fit.h); the extra
+ * model (a draft) is never given. */
+typedef int fit_params_fn(const char *path_model, struct llama_model_params *, struct llama_context_params *,
+                          float *tensor_split, struct llama_model_tensor_buft_override *, size_t *margins,
+                          uint32_t n_ctx_min, const void *extra, enum ggml_log_level);
+#define FIT_PARAMS_SYMBOL \
+    "_Z17common_fit_paramsPKcP18llama_model_paramsP20llama_context_paramsPfP32llama_model_tensor_buft_overridePmjPK22common_fit_extra_model14ggml_log_level"
+
 int main(int argc, char **argv)
 {
     int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0, kv_offload = 1;
     enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
-    int main_gpu = 0;
+    int main_gpu = 0, fit = 0, fit_target_mib = 1024, fit_min_ctx = 4096;
     const char *to_cpu = NULL;   /* -ot PATTERN=CPU: the one target the runner knows */
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -94,6 +111,12 @@ int main(int argc, char **argv)
             main_gpu = atoi(v), i++;
         else if (!strcmp(a, "-ot") && strlen(v) > 4 && !strcmp(v + strlen(v) - 4, "=CPU"))
             to_cpu = v, i++;
+        else if (!strcmp(a, "--fit") && (!strcmp(v, "on") || !strcmp(v, "off")))
+            fit = !strcmp(v, "on"), i++;
+        else if (!strcmp(a, "-fitt"))
+            fit_target_mib = atoi(v), i++;
+        else if (!strcmp(a, "-fitc"))
+            fit_min_ctx = atoi(v), i++;
         else if (!strcmp(a, "--eval"))
             eval = 1;
         else
@@ -101,7 +124,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
-                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--eval]\n");
+                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--fit on|off] [-fitt MiB] [-fitc N] [--eval]\n");
         return 2;
     }
     char bins[4096];
@@ -136,16 +159,41 @@ int main(int argc, char **argv)
     mp.main_gpu = main_gpu;
     mp.load_mode = mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.tensor_buft_overrides = n ? overrides : NULL;
-    struct llama_model *model = llama_model_load_from_file(argv[2], mp);
-    if (!model) {
-        printf("failed: load\n");
-        return 3;
-    }
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)context;
     cp.n_batch = cp.n_ubatch = 512;
     cp.offload_kqv = kv_offload;
     cp.type_k = type_k, cp.type_v = type_v;
+    if (fit) {
+        char common[4200];
+        snprintf(common, sizeof common, "%s/libllama-common.so", bins);
+        void *lib = dlopen(common, RTLD_NOW);
+        fit_params_fn *fit_params = lib ? (fit_params_fn *)dlsym(lib, FIT_PARAMS_SYMBOL) : NULL;
+        if (!fit_params) {
+            fprintf(stderr, "libllama_run: no common_fit_params in %s\n", common);
+            return 4;
+        }
+        /* llama-server's buffers: writable, one entry per device and override. */
+        static float tensor_split[256];
+        static struct llama_model_tensor_buft_override fitted[4096];
+        static size_t margins[256];
+        if (llama_max_devices() > 256 || llama_max_tensor_buft_overrides() > 4096 || n) {
+            fprintf(stderr, "libllama_run: --fit without overrides, on at most 256 devices\n");
+            return 2;
+        }
+        for (size_t d = 0; d < llama_max_devices(); d++)
+            margins[d] = (size_t)fit_target_mib << 20;
+        int status = fit_params(argv[2], &mp, &cp, tensor_split, fitted, margins, (uint32_t)fit_min_ctx, NULL,
+                                GGML_LOG_LEVEL_ERROR);
+        printf("fit %d: -ngl %d -c %u\n", status, mp.n_gpu_layers, cp.n_ctx);
+        for (const struct llama_model_tensor_buft_override *o = mp.tensor_buft_overrides; o && o->pattern; o++)
+            printf("fit -ot %s=%s\n", o->pattern, ggml_backend_buft_name(o->buft));
+    }
+    struct llama_model *model = llama_model_load_from_file(argv[2], mp);
+    if (!model) {
+        printf("failed: load\n");
+        return 3;
+    }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
         printf("failed: context\n");

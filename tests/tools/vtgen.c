@@ -18,8 +18,10 @@
  *
  *   process pid=1 ppid=0 exe=/usr/bin/test argv=a,b,"c d" host=localhost
  *           shim=0.1.0 start=1000000000 wall=1700000000000000000
+ *           [env=NAME=V,... time_res=0 degraded=0]
  *       The header's PROCESS record (start = mono_start_ns). Optional: the
- *       values shown are the defaults, used if the first record comes first.
+ *       values shown are the defaults, used if the first record comes first;
+ *       env= (the placement variables) writes time_res and degraded first.
  *       After the header is written it lands in the current chunk instead.
  *   device ORD total=SIZE free=SIZE name=S uuid=HEX(16 bytes) t=0
  *   module ID base=N size=SIZE path=S build_id=HEX
@@ -366,6 +368,32 @@ static uint64_t abs_time(line_t *l, const char *key)
 
 static void finish_record(line_t *l, uint8_t type, tg_buf_t *p);
 
+/* A comma list of strings (argv=, env=): its count, then each string;
+ * absent, the list dflt (one item, or none when empty). */
+static void put_list(tg_buf_t *p, word_t *w, const char *dflt, const char *what)
+{
+    tg_buf_t items = { 0 };
+    uint64_t count = 0;
+    const char *s = w ? w->val : dflt;
+    if (*s) {
+        for (;;) {
+            tg_buf_t one = { 0 };
+            parse_item(&s, &one, ",");
+            tg_buf_str(&items, (const char *)one.p, one.len);
+            tg_buf_free(&one);
+            count++;
+            if (*s != ',')
+                break;
+            s++;
+        }
+        if (*s)
+            fatal("%s: junk after list", what);
+    }
+    tg_buf_varint(p, count);
+    tg_buf_bytes(p, items.p, items.len);
+    tg_buf_free(&items);
+}
+
 static void emit_process(line_t *l)
 {
     tg_buf_t p = { 0 };
@@ -377,27 +405,13 @@ static void emit_process(line_t *l)
     put_strkey(&p, l, "shim", "0.1.0");
     put_strkey(&p, l, "exe", "/usr/bin/test");
     put_strkey(&p, l, "host", "localhost");
-    word_t *w = find(l, "argv");
-    tg_buf_t items = { 0 };
-    uint64_t argc = 0;
-    const char *s = w ? w->val : "test";
-    if (*s) {
-        for (;;) {
-            tg_buf_t one = { 0 };
-            parse_item(&s, &one, ",");
-            tg_buf_str(&items, (const char *)one.p, one.len);
-            tg_buf_free(&one);
-            argc++;
-            if (*s != ',')
-                break;
-            s++;
-        }
-        if (*s)
-            fatal("argv: junk after list");
+    put_list(&p, find(l, "argv"), "test", "argv");
+    word_t *env = find(l, "env");
+    if (env) {
+        tg_buf_varint(&p, num(l, "time_res", 0));
+        tg_buf_varint(&p, num(l, "degraded", 0));
+        put_list(&p, env, "", "env");
     }
-    tg_buf_varint(&p, argc);
-    tg_buf_bytes(&p, items.p, items.len);
-    tg_buf_free(&items);
     if (!G.header_written)
         tg_set_start(&G, start);
     have_process = 1;
