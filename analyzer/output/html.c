@@ -318,6 +318,23 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         }
         fputs("</code></p>\n", f);
     }
+    nargs = vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX);
+    if (nargs) {
+        fputs("<p>Its environment sets: <code>", f);
+        for (size_t i = 0; i < nargs; i++) {
+            if (i)
+                fputc(' ', f);
+            vt_html_esc(f, args[i]);
+        }
+        fputs("</code></p>\n", f);
+    }
+    char fit[VT_FIT_SENTENCE_MAX];
+    vt_llama_fit_sentence(fit, sizeof fit, p);
+    if (fit[0]) {
+        fputs("<p>", f);
+        vt_html_esc(f, fit);
+        fputs("</p>\n", f);
+    }
     fputs("</div>\n", f);
 }
 

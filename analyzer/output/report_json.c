@@ -555,6 +555,39 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
     for (size_t i = 0; i < n; i++)
         vt_json_str(j, NULL, args[i]);
     vt_json_arr_end(j);
+    n = vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX);
+    vt_json_arr(j, "program_env");
+    for (size_t i = 0; i < n; i++)
+        vt_json_str(j, NULL, args[i]);
+    vt_json_arr_end(j);
+    vt_llama_fit_t fit;
+    vt_proc_llama_fit(p, &fit);
+    if (fit.ran) {
+        static const char *const from[] = { "default", "command_line", "environment" };
+        vt_json_obj(j, "llama_fit");
+        vt_json_u64(j, "queries", p->llama_fit.queries);
+        vt_json_u64(j, "first_ns", p->llama_fit.first_ns);
+        vt_json_u64(j, "last_ns", p->llama_fit.last_ns);
+        vt_json_bool(j, "chose_layers", !fit.ngl);
+        if (fit.ngl)
+            vt_json_str(j, "ngl", fit.ngl);
+        else
+            vt_json_null(j, "ngl");
+        vt_json_str(j, "ngl_from", from[fit.ngl_from]);
+        if (fit.target_bytes)
+            vt_json_u64(j, "target_bytes", fit.target_bytes);
+        else
+            vt_json_null(j, "target_bytes");
+        if (fit.target)
+            vt_json_str(j, "target", fit.target);
+        else
+            vt_json_null(j, "target");
+        vt_json_str(j, "target_from", from[fit.target_from]);
+        vt_json_bool(j, "environment_recorded", fit.env_recorded);
+        vt_json_obj_end(j);
+    } else {
+        vt_json_null(j, "llama_fit");
+    }
     vt_json_u64(j, "tensors", pl->tensors);
     vt_json_u64(j, "tensors_unattributed", pl->tensors_unattributed);
     vt_json_u64(j, "buffers_placed_again", pl->placed_again);
@@ -577,6 +610,14 @@ static void process(vt_json_t *j, const vt_report_t *r, const vt_report_input_t 
     for (uint32_t i = 0; i < p->argc; i++)
         vt_json_str(j, NULL, p->argv[i]);
     vt_json_arr_end(j);
+    if (p->env_recorded) {
+        vt_json_arr(j, "env");
+        for (uint32_t i = 0; i < p->envc; i++)
+            vt_json_str(j, NULL, p->env[i]);
+        vt_json_arr_end(j);
+    } else {
+        vt_json_null(j, "env");
+    }
     vt_json_str(j, "hostname", p->hostname);
     vt_json_u64(j, "start_wall_ns", p->wall_start_ns);
     vt_json_str(j, "verdict", vt_proc_verdict(p, 1));

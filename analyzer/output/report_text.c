@@ -328,6 +328,19 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, ".\n");
         }
     }
+    if (headline) {
+        const char *env[VT_LAYER_ARGS_MAX];
+        size_t nenv = vt_proc_layer_env(p, env, VT_LAYER_ARGS_MAX);
+        if (nenv) {
+            fprintf(o, "  Its environment sets:");
+            for (size_t i = 0; i < nenv; i++)
+                fprintf(o, " %s%s", vt_text(env[i]), i + 1 == nenv ? ".\n" : "");
+        }
+        char fit[VT_FIT_SENTENCE_MAX];
+        vt_llama_fit_sentence(fit, sizeof fit, p);
+        if (fit[0])
+            fprintf(o, "  %s\n", vt_text(fit));
+    }
     const typeof(pl->advice) *ad = &pl->advice;
     char withheld[256];
     vt_advice_withheld_sentence(withheld, sizeof withheld, pl);

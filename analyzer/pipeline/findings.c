@@ -199,3 +199,37 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
     else if (len)
         buf[0] = 0;
 }
+
+void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)
+{
+    vt_llama_fit_t fit;
+    vt_proc_llama_fit(p, &fit);
+    if (!len)
+        return;
+    buf[0] = 0;
+    if (!fit.ran)
+        return;
+    if (fit.ngl) {
+        snprintf(buf, len,
+                 "llama.cpp's --fit ran (its free-memory queries are in the trace, from common_fit_params), but "
+                 "-ngl %.64s was given %s: --fit leaves that as given.",
+                 fit.ngl, fit.ngl_from == VT_FROM_ENV ? "by LLAMA_ARG_N_GPU_LAYERS" : "on the command line");
+        return;
+    }
+    char target[96];
+    if (fit.target_bytes)
+        snprintf(target, sizeof target, "%llu MiB", (unsigned long long)(fit.target_bytes >> 20));
+    else
+        snprintf(target, sizeof target, "%.64s MiB by device", fit.target);
+    const char *from = fit.target_from == VT_FROM_ARGV  ? "--fit-target, from the command line"
+                       : fit.target_from == VT_FROM_ENV ? "--fit-target, from LLAMA_ARG_FIT_TARGET"
+                       : fit.env_recorded
+                           ? "--fit-target: llama.cpp's default, which neither the command line nor the environment sets"
+                           : "--fit-target: llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another (this trace "
+                             "does not record the environment)";
+    snprintf(buf, len,
+             "llama.cpp's --fit chose this split: its free-memory queries are in the trace (from common_fit_params), "
+             "and no -ngl was given. It offloads only as much as leaves %s free on each GPU (%s); an -ngl, which "
+             "--fit then leaves as given, or a smaller --fit-target puts more there.",
+             target, from);
+}

@@ -249,6 +249,24 @@ int vt_verdict_alarming(const char *key);
  * command line short of a contrived one. @return how many (at most cap). */
 #define VT_LAYER_ARGS_MAX 32
 size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
+/* The recorded environment's llama.cpp options (LLAMA_ARG_*, which the
+ * command line overrides), "NAME=VALUE": pointers into p->env. */
+size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap);
+/* llama.cpp's --fit in this process: whether its queries are in the trace,
+ * and what it was told: an -ngl (which it leaves as given) and its target,
+ * each from the command line, the environment or llama.cpp's default
+ * (common/arg.cpp: -ngl auto, --fit-target 1024 MiB per device). */
+enum { VT_FROM_DEFAULT, VT_FROM_ARGV, VT_FROM_ENV };
+typedef struct vt_llama_fit {
+    int ran;
+    const char *ngl;        /* NULL: not given (or auto): --fit chose it */
+    int ngl_from;
+    const char *target;     /* NULL: llama.cpp's default */
+    int target_from;
+    uint64_t target_bytes;  /* every device's; 0 for a per-device list */
+    int env_recorded;       /* 0: a trace without the environment, whose default is a guess */
+} vt_llama_fit_t;
+void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out);
 /* 1 when the process allocated, failed and freed nothing in what was read
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */
@@ -292,6 +310,12 @@ void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl);
  * one was or nothing withheld it: the text and the HTML page give the
  * same words. */
 void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl);
+/* What llama.cpp's --fit did about the split, when its queries are in the
+ * trace ("" otherwise): it chose the layers, to keep its target free, or
+ * was given an -ngl it leaves alone. Plain text (values from the trace, cut
+ * at 64 bytes): each view escapes it. */
+#define VT_FIT_SENTENCE_MAX 512
+void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p);
 /* The context reserve (total - free at first sight) and untracked bytes
  * (driver-used - reserve - tracked, at the last driver report) of a device. */
 uint64_t vt_dev_reserve(const vt_dev_t *d);

@@ -9,6 +9,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,4 +190,78 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
     next:;
     }
     return n;
+}
+
+size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < p->envc && n < cap; i++)
+        if (!strncmp(p->env[i], "LLAMA_ARG_", 10))
+            out[n++] = p->env[i];
+    return n;
+}
+
+/* The value of the last of names on the command line ("-x V" or "-x=V"),
+ * or NULL: llama.cpp takes the last one given. */
+static const char *arg_value(const vt_proc_t *p, const char *const *names, size_t nnames)
+{
+    const char *v = NULL;
+    for (uint32_t i = 1; i < p->argc; i++)
+        for (size_t k = 0; k < nnames; k++) {
+            size_t len = strlen(names[k]);
+            if (strncmp(p->argv[i], names[k], len))
+                continue;
+            if (p->argv[i][len] == '=')
+                v = p->argv[i] + len + 1;
+            else if (!p->argv[i][len] && i + 1 < p->argc)
+                v = p->argv[i + 1];
+        }
+    return v;
+}
+
+/* The value of NAME=VALUE in the recorded environment, or NULL. */
+static const char *env_value(const vt_proc_t *p, const char *name)
+{
+    size_t len = strlen(name);
+    for (uint32_t i = 0; i < p->envc; i++)
+        if (!strncmp(p->env[i], name, len) && p->env[i][len] == '=')
+            return p->env[i] + len + 1;
+    return NULL;
+}
+
+void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ran = p->llama_fit.queries > 0;
+    /* common/arg.cpp: the environment first, then the command line over it. */
+    static const char *const ngl[] = { "-ngl", "--gpu-layers", "--n-gpu-layers" };
+    static const char *const fitt[] = { "-fitt", "--fit-target" };
+    const char *n = arg_value(p, ngl, 3);
+    if (n)
+        out->ngl_from = VT_FROM_ARGV;
+    else if ((n = env_value(p, "LLAMA_ARG_N_GPU_LAYERS")))
+        out->ngl_from = VT_FROM_ENV;
+    /* auto (and -1, its number) is the default --fit sets. */
+    if (n && strcmp(n, "auto") && strcmp(n, "-1"))
+        out->ngl = n;
+    else
+        out->ngl_from = VT_FROM_DEFAULT;
+    const char *t = arg_value(p, fitt, 2);
+    if (t)
+        out->target_from = VT_FROM_ARGV;
+    else if ((t = env_value(p, "LLAMA_ARG_FIT_TARGET")))
+        out->target_from = VT_FROM_ENV;
+    out->target = t;
+    /* One number is every device's margin, in MiB; a list (MiB0,MiB1,...)
+     * is quoted as given. llama.cpp's default: 1024 MiB each. */
+    if (!t) {
+        out->target_bytes = 1024ull << 20;
+    } else {
+        char *end;
+        errno = 0;
+        unsigned long long mib = strtoull(t, &end, 10);
+        if (end != t && !*end && t[0] != '-' && !errno && mib < (1ull << 40))
+            out->target_bytes = (uint64_t)mib << 20;
+    }
+    out->env_recorded = p->env_recorded;
 }

@@ -87,6 +87,12 @@ int main(int argc, char **argv)
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
     int main_gpu = 0, fit = 0, fit_target_mib = 1024, fit_min_ctx = 4096;
     const char *to_cpu = NULL;   /* -ot PATTERN=CPU: the one target the runner knows */
+    /* llama-server's environment, which its command line overrides
+     * (common/arg.cpp: LLAMA_ARG_N_GPU_LAYERS, LLAMA_ARG_FIT_TARGET). */
+    if (getenv("LLAMA_ARG_N_GPU_LAYERS"))
+        gpu_layers = atoi(getenv("LLAMA_ARG_N_GPU_LAYERS"));
+    if (getenv("LLAMA_ARG_FIT_TARGET"))
+        fit_target_mib = atoi(getenv("LLAMA_ARG_FIT_TARGET"));
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "-ngl"))

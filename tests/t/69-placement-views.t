@@ -17,7 +17,7 @@ for f in "$VT" "$GEN"; do
     [ -x "$f" ] || { echo "1..0 # SKIP $f not built (make test-bins)"; exit 0; }
 done
 D=$(tmpdir)
-trap 'rm -rf "$D"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$D"' EXIT
 MiB=1048576
 
 header() { ggml_header "$1" "$2" 8GiB 7.5GiB "${3:-}"; }
@@ -418,5 +418,48 @@ alone ollama
 check "ollama's llama-server: the options that place layers and size the KV cache are quoted, nothing else" \
     says "$D/ollama.txt" 'its command line says: -c 8192 -np 2 --cache-type-k q8_0 --cache-type-v q8_0 -ngl 2 --load-mode none\.'
 is "$(jp "$D/ollama.json" 'len(pl["program_args"])')" 12 "ollama's llama-server: JSON program_args holds the same 12 words"
+
+# ---- llama.cpp's --fit: its free-memory queries (from under
+# common_fit_params, the name a stripped libllama-common still exports)
+# say it chose the split, with its target from the environment, the
+# command line or llama.cpp's default; an -ngl given is one it left ----
+FIT_FN=_Z17common_fit_paramsPKcP18llama_model_paramsP20llama_context_paramsPfP32llama_model_tensor_buft_overridePmjPK22common_fit_extra_model14ggml_log_level
+# fit_trace NAME ARGV [ENV]: partial.vt's placement under that command line
+# and environment, with one free-memory query made by --fit.
+fit_trace() {
+    {
+        sed -n '1p' "$D/partial.vt" | sed "s/pid=300/pid=312/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
+        sed -n '2,/^stack 2 /p' "$D/partial.vt" | sed '1d'
+        echo "frame 0x403000 module=0 offset=0x3000 function=$FIT_FN"
+        echo 'stack 3 parent=0 ip=0x403000'
+        echo 'event t=500000 api=cudaMemGetInfo dev=0 size=7.5GiB aux=8GiB stack=3 flags=runtime'
+        sed '1,/^stack 2 /d' "$D/partial.vt"
+    } >"$D/$1.vt"
+    alone "$1"
+}
+fit_trace fitdefault 'llama-server,-m,m.gguf,--fit,on' '"CUDA_VISIBLE_DEVICES=0"'
+fit_trace fitold 'llama-server,-m,m.gguf,--fit,on' ''
+fit_trace fitenv 'llama-server,-m,m.gguf' '"LLAMA_ARG_FIT_TARGET=3072","CUDA_VISIBLE_DEVICES=0"'
+fit_trace fitargv 'llama-server,-m,m.gguf,--fit-target=512' '"LLAMA_ARG_FIT_TARGET=3072"'
+fit_trace fitngl 'llama-server,-m,m.gguf' '"LLAMA_ARG_N_GPU_LAYERS=2"'
+check "--fit, default target: it chose the split, to keep 1024 MiB free (neither command line nor environment sets one)" \
+    says "$D/fitdefault.txt" "llama.cpp's --fit chose this split: its free-memory queries are in the trace (from common_fit_params), and no -ngl was given\. It offloads only as much as leaves 1024 MiB free on each GPU (--fit-target: llama.cpp's default, which neither the command line nor the environment sets)"
+check "--fit, target from LLAMA_ARG_FIT_TARGET: 3072 MiB, said so" \
+    says "$D/fitenv.txt" 'leaves 3072 MiB free on each GPU (--fit-target, from LLAMA_ARG_FIT_TARGET)'
+check "the environment's llama.cpp options are quoted, nothing else of it" \
+    says "$D/fitenv.txt" 'Its environment sets: LLAMA_ARG_FIT_TARGET=3072\. '
+check "--fit in a trace without the environment: the default is said to be a guess" \
+    says "$D/fitold.txt" "llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another (this trace does not record the environment)"
+check "no llama.cpp option in the environment: no sentence of it" sh -c "! grep -q 'Its environment sets' '$D/fitdefault.txt'"
+check "--fit, --fit-target=512 on the command line overrides the environment's 3072" \
+    says "$D/fitargv.txt" 'leaves 512 MiB free on each GPU (--fit-target, from the command line)'
+check "--fit with -ngl from LLAMA_ARG_N_GPU_LAYERS: --fit left it" \
+    says "$D/fitngl.txt" "but -ngl 2 was given by LLAMA_ARG_N_GPU_LAYERS: --fit leaves that as given\."
+is "$(jp "$D/fitenv.json" 'json.dumps([pl["program_env"], pl["llama_fit"]["queries"], pl["llama_fit"]["chose_layers"], pl["llama_fit"]["target_bytes"], pl["llama_fit"]["target_from"], p["env"]])')" \
+    '[["LLAMA_ARG_FIT_TARGET=3072"], 1, true, 3221225472, "environment", ["LLAMA_ARG_FIT_TARGET=3072", "CUDA_VISIBLE_DEVICES=0"]]' \
+    "--fit: JSON program_env, llama_fit and the process's env"
+is "$(jp "$D/ollama.json" 'json.dumps([pl["llama_fit"], p["env"]])')" '[null, null]' \
+    "no --fit query: llama_fit null; a trace without the environment: env null"
+check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.html' '$D/fitenv' && grep -q 'leaves 3072 MiB free on each GPU' '$D/fitenv.html'"
 
 done_testing
