@@ -296,26 +296,25 @@ static void put_event(FILE *out, const vt_event_t *e, int64_t t)
     fprintf(out, " result=%" PRIu32 " stack=%" PRIu32 "\n", e->result, e->stack);
 }
 
+/* lead, then the strings quoted and comma-separated, then "]". */
+static void put_list(FILE *out, const char *lead, const vt_bytes_t *items, uint32_t n)
+{
+    fputs(lead, out);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            putc(',', out);
+        put_quoted(out, items[i]);
+    }
+    putc(']', out);
+}
+
 static void put_process(FILE *out, const vt_rec_process_t *p)
 {
     fprintf(out, "process pid=%" PRIu64 " ppid=%" PRIu64 " exe=", p->pid, p->ppid);
     put_bare(out, p->exe);
-    fputs(" argv=[", out);
-    for (uint32_t i = 0; i < p->argc; i++) {
-        if (i)
-            putc(',', out);
-        put_quoted(out, p->argv[i]);
-    }
-    fputs("]", out);
-    if (p->env_recorded) {
-        fputs(" env=[", out);
-        for (uint32_t i = 0; i < p->envc; i++) {
-            if (i)
-                putc(',', out);
-            put_quoted(out, p->env[i]);
-        }
-        fputs("]", out);
-    }
+    put_list(out, " argv=[", p->argv, p->argc);
+    if (p->env_recorded)
+        put_list(out, " env=[", p->env, p->envc);
     fputs(" host=", out);
     put_bare(out, p->hostname);
     fputs(" shim=", out);

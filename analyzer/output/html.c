@@ -196,6 +196,20 @@ static void place_cell(FILE *f, const vt_place_bytes_t *b, int place)
 
 /* Where a ggml program's model ran (its GGML_* records: the report's
  * placement lines, as a table). Nothing without them. */
+/* lead and words (escaped, space-separated) as code, when there are any. */
+static void code_words(FILE *f, const char *lead, const char **words, size_t n)
+{
+    if (!n)
+        return;
+    fprintf(f, "<p>%s<code>", lead);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(' ', f);
+        vt_html_esc(f, words[i]);
+    }
+    fputs("</code></p>\n", f);
+}
+
 static void placement(FILE *f, const vt_model_t *m, int pi)
 {
     const vt_proc_t *p = vt_model_proc(m);
@@ -308,26 +322,8 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         }
     }
     const char *args[VT_LAYER_ARGS_MAX];
-    size_t nargs = vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX);
-    if (nargs) {
-        fputs("<p>Its command line says: <code>", f);
-        for (size_t i = 0; i < nargs; i++) {
-            if (i)
-                fputc(' ', f);
-            vt_html_esc(f, args[i]);
-        }
-        fputs("</code></p>\n", f);
-    }
-    nargs = vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX);
-    if (nargs) {
-        fputs("<p>Its environment sets: <code>", f);
-        for (size_t i = 0; i < nargs; i++) {
-            if (i)
-                fputc(' ', f);
-            vt_html_esc(f, args[i]);
-        }
-        fputs("</code></p>\n", f);
-    }
+    code_words(f, "Its command line says: ", args, vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX));
+    code_words(f, "Its environment sets: ", args, vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX));
     char fit[VT_FIT_SENTENCE_MAX];
     vt_llama_fit_sentence(fit, sizeof fit, p);
     if (fit[0]) {
