@@ -2,8 +2,8 @@
  * it, and what the model estimates of its free memory. Owns the device
  * table (a device is added on its first DEVICE record or event, up to
  * VT_MAX_DEVICES), the DEVICE record, the shim's samples of free memory
- * (MEMINFO) and of pool usage (POOL_USAGE), and the event views that carry
- * a device's state (vt_m_view). Promises: free memory is the driver's last
+ * (MEMINFO; those llama.cpp's --fit made are counted) and of pool usage
+ * (POOL_USAGE), and the event views that carry a device's state (vt_m_view). Promises: free memory is the driver's last
  * word minus what this process allocated since (vt_m_free_est); a sample
  * updates the lowest free, the free at the peak, a failure's verdict and
  * the margin crossing from the driver's word (an allocation updates the
@@ -204,4 +204,26 @@ void vt_m_dev_record(vt_model_t *m, const vt_rec_device_t *r)
         d->min_free = d->first_free;
         d->min_free_time_ns = d->first_time_ns;
     }
+}
+
+/* Whether stack is under llama.cpp's --fit: common_fit_params
+ * (common/fit.cpp) or llama_params_fit (libllama, where it began). Both are
+ * exported, so a stripped library still names them. */
+static int under_llama_fit(const vt_model_t *m, uint32_t stack)
+{
+    vt_frame_t frames[64];
+    int n = vt_stacks_get(m->stacks, stack, frames, 64);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(frames[i].name, "common_fit_params") || !strcmp(frames[i].name, "llama_params_fit"))
+            return 1;
+    return 0;
+}
+
+void vt_m_fit_query(vt_model_t *m, const vt_event_t *ev)
+{
+    if (!ev->stack || !under_llama_fit(m, ev->stack))
+        return;
+    m->p.llama_fit.last_ns = vt_m_rel(m, ev->time_ns);
+    if (!m->p.llama_fit.queries++)
+        m->p.llama_fit.first_ns = m->p.llama_fit.last_ns;
 }

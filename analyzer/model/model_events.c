@@ -14,19 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether stack is under llama.cpp's --fit: common_fit_params
- * (common/fit.cpp) or llama_params_fit (libllama, where it began). Both are
- * exported, so a stripped library still names them. */
-static int under_llama_fit(const vt_model_t *m, uint32_t stack)
-{
-    vt_frame_t frames[64];
-    int n = vt_stacks_get(m->stacks, stack, frames, 64);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(frames[i].name, "common_fit_params") || !strcmp(frames[i].name, "llama_params_fit"))
-            return 1;
-    return 0;
-}
-
 /* A failed device request on device di: the OOM spill, the shortfall, the
  * smoking-gun candidate the next driver sample will judge, and the retry
  * the program may make. */
@@ -599,11 +586,7 @@ static int feed_event(vt_model_t *m, const vt_event_t *ev)
         p->pool_trims += ev->result == 0;
         return 0;
     case VT_KIND_MEMINFO:
-        if (ev->stack && under_llama_fit(m, ev->stack)) {
-            p->llama_fit.last_ns = vt_m_rel(m, ev->time_ns);
-            if (!p->llama_fit.queries++)
-                p->llama_fit.first_ns = p->llama_fit.last_ns;
-        }
+        vt_m_fit_query(m, ev);
         if (ev->result == 0) {
             int di = vt_m_dev_for(m, ev->device);
             if (di >= 0)

@@ -245,6 +245,8 @@ static inline uint64_t vt_m_rel(const vt_model_t *m, uint64_t t)
 int vt_m_dev_for(vt_model_t *m, int ordinal);
 void vt_m_view(vt_model_t *m, const vt_event_t *ev, int tag, int dev, vt_event_view_t *v);
 void vt_m_dev_sample(vt_model_t *m, int di, const vt_event_t *ev);
+/* A free-memory query: counted in proc.llama_fit when llama.cpp's --fit made it. */
+void vt_m_fit_query(vt_model_t *m, const vt_event_t *ev);
 void vt_m_dev_pool_usage(vt_model_t *m, int di, const vt_event_t *ev);
 void vt_m_dev_record(vt_model_t *m, const vt_rec_device_t *r);
 
