@@ -137,6 +137,21 @@ static char *dup_bytes(vt_bytes_t b)
     return s;
 }
 
+/* count strings copied into a new array *out; *n counts those copied so
+ * far, so the model's free releases a partial copy. -1 when out of memory. */
+static int dup_all(char ***out, uint32_t *n, const vt_bytes_t *src, uint32_t count)
+{
+    *out = calloc(count ? count : 1, sizeof **out);
+    if (!*out)
+        return -1;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!((*out)[i] = dup_bytes(src[i])))
+            return -1;
+        *n = i + 1;
+    }
+    return 0;
+}
+
 int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *pr)
 {
     vt_proc_t *p = &m->p;
@@ -151,25 +166,11 @@ int vt_model_set_process(vt_model_t *m, const vt_rec_process_t *pr)
     p->exe = dup_bytes(pr->exe);
     p->hostname = dup_bytes(pr->hostname);
     p->shim_version = dup_bytes(pr->shim_version);
-    p->argv = calloc(pr->argc ? pr->argc : 1, sizeof *p->argv);
-    if (!p->exe || !p->hostname || !p->shim_version || !p->argv)
+    if (!p->exe || !p->hostname || !p->shim_version)
         return VT_E_NOMEM;
-    for (uint32_t i = 0; i < pr->argc; i++) {
-        p->argv[i] = dup_bytes(pr->argv[i]);
-        if (!p->argv[i])
-            return VT_E_NOMEM;
-        p->argc = i + 1;
-    }
     p->env_recorded = pr->env_recorded;
-    p->env = calloc(pr->envc ? pr->envc : 1, sizeof *p->env);
-    if (!p->env)
+    if (dup_all(&p->argv, &p->argc, pr->argv, pr->argc) || dup_all(&p->env, &p->envc, pr->env, pr->envc))
         return VT_E_NOMEM;
-    for (uint32_t i = 0; i < pr->envc; i++) {
-        p->env[i] = dup_bytes(pr->env[i]);
-        if (!p->env[i])
-            return VT_E_NOMEM;
-        p->envc = i + 1;
-    }
     p->have_process = 1;
     return 0;
 }
