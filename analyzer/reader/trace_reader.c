@@ -312,7 +312,8 @@ static int decode_process(cur_t *c, vt_rec_process_t *p, vt_bytes_t **argv, uint
             return cur_fail(c, VT_E_LIMIT, "env", "a variable longer than VT_MAX_ENV_ENTRY (4096) bytes");
     p->envc = (uint32_t)envc;
     p->argv = *argv;
-    p->env = *argv + argc;
+    /* No strings at all leaves the array unallocated: NULL + 0 is UB. */
+    p->env = *argv ? *argv + argc : NULL;
     return 0;
 }
 
