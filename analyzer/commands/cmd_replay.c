@@ -275,7 +275,7 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     if (e.of_override)
         fprintf(o, "  Estimate for pid %" PRIu64 ": the host-memory weights of %u of the %u blocks an override keeps "
                    "there fit on this card.\n",
-                p->pid, e.override_blocks_fit, pl->override_blocks);
+                p->pid, e.override_blocks_fit, e.override_n);
     else if (e.of_kv)
         fprintf(o, "  Estimate for pid %" PRIu64 ": the KV cache of the %u blocks with it in host memory (%s) %s on "
                    "this card%s.\n",
@@ -304,9 +304,9 @@ static void print_layers(FILE *o, const vt_report_t *r, const replay_t *rp, cons
     else
         fprintf(o, ": %s short.\n", vt_fmt_bytes(c, (uint64_t)-e.room));
     if (e.of_override) {
-        uint64_t per = pl->override_host / pl->override_blocks;
+        uint64_t per = e.override_bytes / e.override_n;
         fprintf(o, "    A block's are about %s: floor(%s / %s), at most the %u = %u.\n", vt_fmt_bytes(a, per),
-                vt_fmt_bytes(b, e.room > 0 ? (uint64_t)e.room : 0), vt_fmt_bytes(c, per), pl->override_blocks,
+                vt_fmt_bytes(b, e.room > 0 ? (uint64_t)e.room : 0), vt_fmt_bytes(c, per), e.override_n,
                 e.override_blocks_fit);
         return;
     }

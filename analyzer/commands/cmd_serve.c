@@ -187,8 +187,9 @@ static const family_t families[F_COUNT] = {
     [F_LAYERS] = { "vramtrace_layers", "gauge",
                    "a ggml program's layers as llama.cpp counts them (blocks + the output layer): on a GPU, in "
                    "total, the blocks on a GPU whose experts are in host memory (llama-server's --cpu-moe, "
-                   "--n-cpu-moe), those whose KV cache is (--no-kv-offload), and the blocks in host memory by an override "
-                   "(-ot: their KV cache on a GPU)" },
+                   "--n-cpu-moe), those whose KV cache is (--no-kv-offload), the blocks in host memory by an override "
+                   "(-ot: their KV cache on a GPU), and the blocks on a GPU with part of their other weights in host "
+                   "memory (an override of part of a block, or --fit's)" },
     [F_MODELS] = { "vramtrace_models_at_once", "gauge",
                    "a ggml program's models loaded at once (a draft model beside its target: 2); the layer and "
                    "host-memory figures are of the one with the most layers in host memory" },
@@ -302,6 +303,7 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
         const struct { const char *where; uint32_t n; } layers[] = {
             { "gpu", pl->layers_gpu }, { "total", pl->layers_total }, { "gpu_experts_in_host", pl->expert_blocks_host },
             { "gpu_kv_in_host", pl->kv_blocks_host }, { "host_by_override", pl->override_blocks },
+            { "gpu_part_in_host", pl->part_blocks_host },
         };
         for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
             fputs("vramtrace_layers{", f[F_LAYERS]);

@@ -96,17 +96,22 @@ static void placement_lines(FILE *o, const vt_proc_t *p)
                 pl->expert_blocks_host == 1 ? "" : "s");
     if (kv_host)
         fprintf(o, "%s%s of KV cache", pl->layer_weights_host ? ", " : "", vt_fmt_bytes(b, kv_host));
+    if (pl->part_blocks_host)
+        fprintf(o, " (part of the weights of %u block%s on the GPU)", pl->part_blocks_host,
+                pl->part_blocks_host == 1 ? "" : "s");
     if (pl->override_blocks)
-        fprintf(o, " (%u block%s there by an override, -ot)", pl->override_blocks, pl->override_blocks == 1 ? "" : "s");
+        fprintf(o, " (%u block%s there by an override, %s)", pl->override_blocks, pl->override_blocks == 1 ? "" : "s",
+                vt_proc_fit_chose(p) ? "set by --fit" : "-ot");
     if (pl->kv_blocks_host)
         fprintf(o, " (%s of it for %u block%s on the GPU)", vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks),
                 pl->kv_blocks_host, pl->kv_blocks_host == 1 ? "" : "s");
     fputc('\n', o);
     const typeof(pl->advice) *ad = &pl->advice;
     if (ad->known && ad->of_override)
-        fprintf(o, "pid %llu: estimate: the host-memory weights of %u of the %u blocks an override (-ot) keeps there fit "
-                   "on GPU %d\n",
-                (unsigned long long)p->pid, ad->override_blocks_fit, pl->override_blocks, ad->device);
+        fprintf(o, "pid %llu: estimate: the host-memory weights of %u of the %u blocks an override (%s) keeps there "
+                   "fit on GPU %d\n",
+                (unsigned long long)p->pid, ad->override_blocks_fit, ad->override_n,
+                vt_proc_fit_chose(p) ? "set by --fit" : "-ot", ad->device);
     else if (ad->known && ad->of_kv)
         fprintf(o, "pid %llu: estimate: that KV cache %s on GPU %d (%s)\n", (unsigned long long)p->pid,
                 ad->kv_fits ? "fits" : "does not fit", ad->device,

@@ -287,6 +287,14 @@ typedef struct vt_placement {
      * them among the offloaded layers. Their weights' bytes in host memory. */
     uint32_t override_blocks;
     uint64_t override_host;
+    /* Blocks on the GPU (among blocks_gpu) with weights besides their
+     * experts in host memory: an override of part of a block (-ot
+     * blk.N.ffn_up=CPU, or --fit's overflow of its partial layer,
+     * common/fit.cpp's LAYER_FRACTION_*), and those bytes (in
+     * layer_weights_host too). llama.cpp offloads a block whole
+     * otherwise. */
+    uint32_t part_blocks_host;
+    uint64_t part_host;
     /* Models loaded at once (model_placement.c: a block's tensors named
      * again while the buffer of the same names before is live on a GPU or
      * in pinned memory: llama.cpp's draft model beside its target, two
@@ -329,11 +337,18 @@ typedef struct vt_placement {
          * cache in host memory (--no-kv-offload): a layer more is counted
          * without its KV cache (per_layer_kv 0), which stays there. */
         int kv_kept;
-        /* Every block in host memory is an override's (override_blocks) and
-         * nothing else is there: -ngl is not the knob; how many of those
-         * blocks' host weights would fit too. */
+        /* Every block in host memory is an override's (override_blocks),
+         * beside blocks on the GPU with part of their weights in host
+         * memory (part_blocks_host), and nothing else is there: -ngl is
+         * not the knob; how many of those blocks' host weights would fit
+         * too. */
         int of_override;
         uint32_t override_blocks_fit;
+        /* What that estimate moves: the override blocks and the blocks on
+         * the GPU with part of their weights in host memory, and their
+         * host bytes. */
+        uint32_t override_n;
+        uint64_t override_bytes;
     } advice;
     /* The GPUs holding the model's layer weights when more than one: the
      * estimate counts one card's room, so none is made (advice.known 0). */

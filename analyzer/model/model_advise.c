@@ -28,15 +28,21 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     uint64_t output_cost = out_host ? pl->output_bytes : 0;
     uint64_t whole_layer = pl->block_weight_bytes + pl->block_kv_bytes;
     a->need_all = (uint64_t)host_blocks * whole_layer + output_cost + pl->experts_host + pl->kv_host_of_gpu_blocks;
-    /* Every block in host memory an override's: their KV cache is on the
-     * GPU already, their host weights are what would move. */
-    a->of_override = pl->override_blocks && pl->override_blocks == host_blocks && !out_host;
+    /* Every block in host memory an override's, and blocks on the GPU
+     * with part of their weights in host memory, and nothing else there:
+     * their KV cache is on the GPU already, their host weights are what
+     * would move. */
+    a->of_override = pl->override_blocks == host_blocks && !out_host &&
+                     (pl->override_blocks || (pl->part_blocks_host && !pl->expert_blocks_host && !pl->kv_blocks_host));
     a->override_blocks_fit = 0;
+    a->override_n = 0, a->override_bytes = 0;
     if (a->of_override) {
-        a->need_all = pl->override_host;
-        uint64_t per_block = pl->override_host / pl->override_blocks;
+        a->override_n = pl->override_blocks + pl->part_blocks_host;
+        a->override_bytes = pl->override_host + pl->part_host;
+        a->need_all = a->override_bytes;
+        uint64_t per_block = a->override_bytes / a->override_n;
         uint64_t fit = a->room > 0 && per_block ? (uint64_t)a->room / per_block : 0;
-        a->override_blocks_fit = fit < pl->override_blocks ? (uint32_t)fit : pl->override_blocks;
+        a->override_blocks_fit = fit < a->override_n ? (uint32_t)fit : a->override_n;
     }
     a->short_all = (int64_t)a->need_all - a->room;
     /* Blocks on the GPU with their experts in host memory, and nothing
@@ -159,7 +165,8 @@ void vt_m_placement_advise(vt_model_t *m)
     if (a->total > MAX_CARD_BYTES || a->free_lowest > MAX_CARD_BYTES || a->unmet > MAX_CARD_BYTES ||
         pl->block_weight_bytes > MAX_CARD_BYTES || pl->block_kv_bytes > MAX_CARD_BYTES ||
         pl->output_bytes > MAX_CARD_BYTES || pl->experts_host > MAX_CARD_BYTES ||
-        pl->kv_host_of_gpu_blocks > MAX_CARD_BYTES || pl->override_host > MAX_CARD_BYTES)
+        pl->kv_host_of_gpu_blocks > MAX_CARD_BYTES || pl->override_host > MAX_CARD_BYTES ||
+        pl->part_host > MAX_CARD_BYTES)
         return;   /* sizes no card has: no estimate */
     estimate(pl, m->margin_frac, (int64_t)d->min_free, a);
     a->known = 1;

@@ -392,6 +392,10 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
                 pl->kv_blocks_host++;
                 pl->kv_host_of_gpu_blocks += a->kv_host;
             }
+            if (rest_host) {
+                pl->part_blocks_host++;
+                pl->part_host += rest_host;
+            }
         } else if (a->kv_gpu > a->kv_host) {
             /* In host memory with its KV cache on a GPU: llama.cpp places a
              * layer's KV cache on the device -ngl gave the layer, so an

@@ -248,11 +248,17 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
             fprintf(f, "; <b>%u block%s on a GPU with %s experts</b> (ffn_*_exps, %s) <b>in host memory</b>",
                     pl->expert_blocks_host, pl->expert_blocks_host == 1 ? "" : "s",
                     pl->expert_blocks_host == 1 ? "its" : "their", vt_fmt_bytes(a, pl->experts_host));
+        if (pl->part_blocks_host)
+            fprintf(f, "; <b>%u block%s on a GPU with part of %s %sweights</b> (%s) <b>in host memory</b>",
+                    pl->part_blocks_host, pl->part_blocks_host == 1 ? "" : "s",
+                    pl->part_blocks_host == 1 ? "its" : "their", pl->expert_blocks_host ? "other " : "",
+                    vt_fmt_bytes(a, pl->part_host));
         if (pl->override_blocks)
-            fprintf(f, "; <b>%u block%s in host memory by an override</b> (<code>-ot</code>: %s KV cache on the GPU, "
+            fprintf(f, "; <b>%u block%s in host memory by an override</b> (%s: %s KV cache on the GPU, "
                        "%s of weights in host memory)",
-                    pl->override_blocks, pl->override_blocks == 1 ? "" : "s", pl->override_blocks == 1 ? "its" : "their",
-                    vt_fmt_bytes(a, pl->override_host));
+                    pl->override_blocks, pl->override_blocks == 1 ? "" : "s",
+                    vt_proc_fit_chose(p) ? "set by <code>--fit</code>" : "<code>-ot</code>",
+                    pl->override_blocks == 1 ? "its" : "their", vt_fmt_bytes(a, pl->override_host));
         if (pl->kv_blocks_host)
             fprintf(f, "; <b>%u block%s on a GPU with %s KV cache</b> (%s) <b>in host memory</b>",
                     pl->kv_blocks_host, pl->kv_blocks_host == 1 ? "" : "s", pl->kv_blocks_host == 1 ? "its" : "their",
@@ -279,8 +285,12 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     if (ad->known && (pl->offloaded || p->tip.valid)) {
         if (ad->of_override)
             fprintf(f, "<p>Estimate: <b>the host-memory weights of %u of the %u blocks an override keeps there</b> fit on "
-                       "GPU %d too: %s free at the lowest, the %g%% margin %s",
-                    ad->override_blocks_fit, pl->override_blocks, ad->device, vt_fmt_bytes(a, ad->free_lowest),
+                       "GPU %d too%s: %s free at the lowest, the %g%% margin %s",
+                    ad->override_blocks_fit, ad->override_n, ad->device,
+                    vt_proc_fit_chose(p) ? " (llama.cpp: <code>--fit</code> set that override; a smaller "
+                                           "<code>--fit-target</code> puts more on the GPU)"
+                                         : "",
+                    vt_fmt_bytes(a, ad->free_lowest),
                     vt_model_margin(m), vt_fmt_bytes(c, ad->margin));
         else if (ad->of_kv)
             fprintf(f, "<p>Estimate: <b>the KV cache of those %u blocks (%s) %s</b> on GPU %d (llama.cpp: %s "
@@ -305,7 +315,7 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         else
             fprintf(f, ": %s short", vt_fmt_bytes(a, (uint64_t)-ad->room));
         if (ad->of_override) {
-            fprintf(f, "; a block's are about %s.</p>\n", vt_fmt_bytes(b, pl->override_host / pl->override_blocks));
+            fprintf(f, "; a block's are about %s.</p>\n", vt_fmt_bytes(b, ad->override_bytes / ad->override_n));
         } else if (ad->of_kv) {
             fputs(".</p>\n", f);
         } else if (ad->of_experts) {

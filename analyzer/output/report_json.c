@@ -511,6 +511,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "kv_host_of_gpu_blocks_bytes", pl->kv_host_of_gpu_blocks);
         vt_json_u64(j, "override_blocks", pl->override_blocks);
         vt_json_u64(j, "override_host_bytes", pl->override_host);
+        vt_json_u64(j, "part_blocks_host", pl->part_blocks_host);
+        vt_json_u64(j, "part_host_bytes", pl->part_host);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "layers");
@@ -537,6 +539,8 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_bool(j, "kv_kept", a->kv_kept);
         vt_json_bool(j, "of_override", a->of_override);
         vt_json_u64(j, "override_blocks_fit", a->override_blocks_fit);
+        vt_json_u64(j, "override_blocks_counted", a->override_n);
+        vt_json_u64(j, "override_counted_bytes", a->override_bytes);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "advice");
@@ -568,7 +572,30 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "queries", p->llama_fit.queries);
         vt_json_u64(j, "first_ns", p->llama_fit.first_ns);
         vt_json_u64(j, "last_ns", p->llama_fit.last_ns);
-        vt_json_bool(j, "chose_layers", !fit.ngl);
+        /* null: an unrecorded environment could have set an -ngl or an override. */
+        if (vt_proc_fit_chose(p) || fit.ngl || fit.override)
+            vt_json_bool(j, "chose_layers", vt_proc_fit_chose(p));
+        else
+            vt_json_null(j, "chose_layers");
+        if (fit.override) {
+            vt_json_str(j, "override", fit.override);
+            if (fit.override_value)
+                vt_json_str(j, "override_value", fit.override_value);
+            else
+                vt_json_null(j, "override_value");
+        } else {
+            vt_json_null(j, "override");
+            vt_json_null(j, "override_value");
+        }
+        vt_json_str(j, "override_from", from[fit.override_from]);
+        if (fit.split) {
+            vt_json_str(j, "split", fit.split);
+            vt_json_str(j, "split_value", fit.split_value);
+        } else {
+            vt_json_null(j, "split");
+            vt_json_null(j, "split_value");
+        }
+        vt_json_str(j, "split_from", from[fit.split_from]);
         if (fit.ngl)
             vt_json_str(j, "ngl", fit.ngl);
         else

@@ -219,6 +219,7 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     const vt_proc_t *p = vt_model_proc(m);
     const vt_placement_t *pl = &p->placement;
     char a[VT_SIZE_BUF], b[VT_SIZE_BUF], c[VT_SIZE_BUF];
+    int fit_chose = vt_proc_fit_chose(p);
     if (headline && vt_proc_pinned_offload(p)) {
         uint64_t gpu = 0;
         for (int i = 0; i < p->ndevs; i++)
@@ -241,10 +242,14 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 ind, col(C_RED), p->truncated ? "" : "VERDICT: ", col(C_OFF), pl->layers_total);
     } else if (headline) {
         fprintf(o, "%s%s%sPARTIAL OFFLOAD.%s ", ind, col(C_YEL), p->truncated ? "" : "VERDICT: ", col(C_OFF));
-        char kv_too[96] = "";
+        char kv_too[96] = "", part_too[96] = "", also[192];
         if (pl->kv_blocks_host)
             snprintf(kv_too, sizeof kv_too, " and the KV cache of %u (%s)", pl->kv_blocks_host,
                      vt_fmt_bytes(b, pl->kv_host_of_gpu_blocks));
+        if (pl->part_blocks_host)
+            snprintf(part_too, sizeof part_too, " and other weights of %u (%s)", pl->part_blocks_host,
+                     vt_fmt_bytes(c, pl->part_host));
+        snprintf(also, sizeof also, "%s%s", part_too, kv_too);
         if (pl->layers_known && pl->layers_total > pl->layers_gpu && pl->expert_blocks_host)
             fprintf(o, "%u of %u layers run from host memory, and the experts of %u block%s on the GPU (%s)%s: "
                        "generation runs at host-memory speed for them.\n",
@@ -261,14 +266,23 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         else if (pl->layers_known && pl->expert_blocks_host)
             fprintf(o, "Every layer is on the GPU, but the experts of %u of its %u blocks are in host memory "
                        "(%s)%s: generation runs at host-memory speed for them.\n",
-                    pl->expert_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->experts_host), kv_too);
+                    pl->expert_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->experts_host), also);
+        else if (pl->layers_known && pl->part_blocks_host)
+            fprintf(o, "Every layer is on the GPU, but part of the weights of %u of its %u blocks %s in host memory "
+                       "(%s)%s: generation runs at host-memory speed for that part.\n",
+                    pl->part_blocks_host, pl->blocks, pl->part_blocks_host == 1 ? "is" : "are",
+                    vt_fmt_bytes(a, pl->part_host), kv_too);
         else if (pl->layers_known && pl->kv_blocks_host)
             fprintf(o, "All layers are on the GPU, but the KV cache of %u of its %u blocks is in host memory "
                        "(%s): attention over it runs at host-memory speed.\n",
                     pl->kv_blocks_host, pl->blocks, vt_fmt_bytes(a, pl->kv_host_of_gpu_blocks));
-        else
+        else if (vt_place_host(&pl->kv))
             fprintf(o, "All layers are on the GPU, but part of the KV cache is in host memory: attention over "
                        "it runs at host-memory speed.\n");
+        else
+            fprintf(o, "All layers are on the GPU, but %s of their weights are in host memory: what runs from "
+                       "them runs at host-memory speed.\n",
+                    vt_fmt_bytes(a, pl->layer_weights_host));
     } else if (pl->layers_known) {
         fprintf(o, "  Before it, %u of %u layers had been placed in host memory by the program's plan (not a "
                    "fallback).\n",
@@ -281,16 +295,20 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
                 pl->output_layer == 1 ? " + the output layer" : pl->output_layer == 0 ? " (the output layer is in host memory)" : "");
         if (pl->expert_blocks_host)
             fprintf(o, ", %u of those blocks with their experts (ffn_*_exps) in host memory", pl->expert_blocks_host);
+        if (pl->part_blocks_host)
+            fprintf(o, ", %u of those blocks with part of %s %sweights in host memory", pl->part_blocks_host,
+                    pl->part_blocks_host == 1 ? "its" : "their", pl->expert_blocks_host ? "other " : "");
         if (pl->kv_blocks_host)
             fprintf(o, ", %u %s %s KV cache in host memory", pl->kv_blocks_host,
                     pl->expert_blocks_host ? "with" : "of those blocks with",
                     pl->kv_blocks_host == 1 ? "its" : "their");
         fprintf(o, ".\n");
         if (pl->override_blocks)
-            fprintf(o, "  %u of the blocks in host memory %s %s KV cache on the GPU: -ngl placed %s there, and an "
-                       "override (-ot) keeps %s weights in host memory (llama.cpp counts %s as offloaded).\n",
+            fprintf(o, "  %u of the blocks in host memory %s %s KV cache on the GPU: %s placed %s there, and %s "
+                       "keeps %s weights in host memory (llama.cpp counts %s as offloaded).\n",
                     pl->override_blocks, pl->override_blocks == 1 ? "has" : "have",
-                    pl->override_blocks == 1 ? "its" : "their", pl->override_blocks == 1 ? "it" : "them",
+                    pl->override_blocks == 1 ? "its" : "their", fit_chose ? "--fit's -ngl" : "-ngl",
+                    pl->override_blocks == 1 ? "it" : "them", fit_chose ? "an override --fit set" : "an override (-ot)",
                     pl->override_blocks == 1 ? "its" : "their", pl->override_blocks == 1 ? "it" : "them");
     }
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
@@ -380,17 +398,23 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         return;
     }
     if (ad->of_override) {
-        /* -ngl already covers them: the override is the knob. */
-        uint32_t fit = ad->override_blocks_fit, n = pl->override_blocks;
+        /* -ngl already covers them: the override is the knob, or --fit's
+         * target where --fit set the override. */
+        uint32_t fit = ad->override_blocks_fit, n = ad->override_n;
         if (fit == n)
-            fprintf(o, "  Estimate: the weights %s keep%s in host memory (%s) fit on this card too (llama.cpp: "
-                       "without the -ot that keeps them there).",
-                    n == 1 ? "that block" : "those blocks", n == 1 ? "s" : "", vt_fmt_bytes(a, pl->override_host));
+            fprintf(o, "  Estimate: the weights %s keep%s in host memory (%s) fit on this card too (llama.cpp: %s).",
+                    n == 1 ? "that block" : "those blocks", n == 1 ? "s" : "", vt_fmt_bytes(a, ad->override_bytes),
+                    fit_chose ? "--fit keeps them there; a smaller --fit-target puts more on the GPU"
+                              : "without the -ot that keeps them there");
+        else if (fit_chose)
+            fprintf(o, "  Estimate: the host-memory weights of %u of those %u blocks fit on this card too (llama.cpp: "
+                       "--fit keeps them there; a smaller --fit-target puts more on the GPU).",
+                    fit, n);
         else
             fprintf(o, "  Estimate: the host-memory weights of %u of those %u blocks fit on this card too (llama.cpp: "
                        "an -ot that keeps %u block%s weights in host memory).",
                     fit, n, n - fit, n - fit == 1 ? "'s" : "s'");
-        fprintf(o, " A block's are about %s.\n", vt_fmt_bytes(a, pl->override_host / n));
+        fprintf(o, " A block's are about %s.\n", vt_fmt_bytes(a, ad->override_bytes / n));
         if (ad->short_all > 0)
             fprintf(o, "  All of them on the GPU would need %s more: %s more VRAM than this card had above the margin.\n",
                     vt_fmt_bytes(a, ad->need_all), vt_fmt_bytes(b, (uint64_t)ad->short_all));

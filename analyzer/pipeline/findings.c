@@ -7,6 +7,8 @@
  * them from here (contracts in report.h) and only print them, so no two
  * views can disagree on them. Each is a pure function of the finished
  * model: nothing here allocates or keeps state. */
+#include <string.h>
+
 #include "report.h"
 #include "sizes.h"
 
@@ -216,6 +218,19 @@ void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)
                  fit.ngl, fit.ngl_from == VT_FROM_ENV ? "by LLAMA_ARG_N_GPU_LAYERS" : "on the command line");
         return;
     }
+    if (fit.override || fit.split) {
+        /* Quoted as given: "-ot blk...", "--cpu-moe", "LLAMA_ARG_CPU_MOE=1". */
+        int env = (fit.override ? fit.override_from : fit.split_from) == VT_FROM_ENV;
+        const char *name = fit.override ? fit.override : fit.split;
+        const char *value = fit.override ? fit.override_value : fit.split_value;
+        snprintf(buf, len,
+                 "llama.cpp's --fit ran (its free-memory queries are in the trace, from common_fit_params), but "
+                 "%s%s%.64s%s was given %s: %s, --fit leaves the split as given.",
+                 name, !value ? "" : env ? "=" : " ", value ? value : "", value && strlen(value) > 64 ? "..." : "",
+                 env ? "in the environment" : "on the command line",
+                 fit.override ? "with a tensor override set" : "with more than one GPU");
+        return;
+    }
     char target[96];
     if (fit.target_bytes)
         snprintf(target, sizeof target, "%llu MiB", (unsigned long long)(fit.target_bytes >> 20));
@@ -225,11 +240,15 @@ void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)
                        : fit.target_from == VT_FROM_ENV ? "--fit-target, from LLAMA_ARG_FIT_TARGET"
                        : fit.env_recorded
                            ? "--fit-target: llama.cpp's default, which neither the command line nor the environment sets"
-                           : "--fit-target: llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another (this trace "
-                             "does not record the environment)";
+                           : "--fit-target: llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another";
+    /* An -ngl or an override in an unrecorded environment would have
+     * made --fit leave the split: then "chose" is conditional. */
     snprintf(buf, len,
-             "llama.cpp's --fit chose this split: its free-memory queries are in the trace (from common_fit_params), "
-             "and no -ngl was given. It offloads only as much as leaves %s free on each GPU (%s); an -ngl, which "
+             "llama.cpp's --fit chose this split%s: its free-memory queries are in the trace (from common_fit_params), "
+             "and %s. It offloads only as much as leaves %s free on each GPU (%s); an -ngl, which "
              "--fit then leaves as given, or a smaller --fit-target puts more there.",
+             fit.env_recorded ? "" : " unless the environment set an -ngl or a tensor override",
+             fit.env_recorded ? "neither an -ngl nor a tensor override was given"
+                              : "its command line gives neither (this trace does not record the environment)",
              target, from);
 }

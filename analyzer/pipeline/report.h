@@ -253,20 +253,34 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap);
  * command line overrides), "NAME=VALUE": pointers into p->env. */
 size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap);
 /* llama.cpp's --fit in this process: whether its queries are in the trace,
- * and what it was told: an -ngl (which it leaves as given) and its target,
- * each from the command line, the environment or llama.cpp's default
- * (common/arg.cpp: -ngl auto, --fit-target 1024 MiB per device). */
+ * and what it was told: an -ngl or a tensor override (either makes it leave
+ * the split as given: common/fit.cpp throws "already set by user"), a
+ * tensor split or row split (the same, with more than one GPU) and its
+ * target, each from the command line, the environment or llama.cpp's
+ * default (common/arg.cpp: -ngl auto, --fit-target 1024 MiB per device). */
 enum { VT_FROM_DEFAULT, VT_FROM_ARGV, VT_FROM_ENV };
 typedef struct vt_llama_fit {
     int ran;
     const char *ngl;        /* NULL: not given (or auto): --fit chose it */
     int ngl_from;
+    /* The first of -ot, --cpu-moe, --n-cpu-moe N>0, --n-cpu-ffn N>0 given,
+     * as its option's name (argv's spelling, or the LLAMA_ARG_* name) and
+     * value (NULL for a flag): NULL when none. */
+    const char *override, *override_value;
+    int override_from;
+    /* -ts with a nonzero share, or -sm row: NULL when neither. */
+    const char *split, *split_value;
+    int split_from;
     const char *target;     /* NULL: llama.cpp's default */
     int target_from;
     uint64_t target_bytes;  /* every device's; 0 for a per-device list */
     int env_recorded;       /* 0: a trace without the environment, whose default is a guess */
 } vt_llama_fit_t;
 void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out);
+/* 1 when --fit chose the split: it ran, nothing it leaves as given was
+ * given, and the trace records the environment that says so. The views
+ * then name --fit, not -ngl or -ot, as what placed the layers. */
+int vt_proc_fit_chose(const vt_proc_t *p);
 /* 1 when the process allocated, failed and freed nothing in what was read
  * (a GPU probe: ollama's discovery runs one per library). The text report
  * gives it no tables and `serve`, once it ended, no series of its own. */
@@ -314,7 +328,7 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
  * trace ("" otherwise): it chose the layers, to keep its target free, or
  * was given an -ngl it leaves alone. Plain text (values from the trace, cut
  * at 64 bytes): each view escapes it. */
-#define VT_FIT_SENTENCE_MAX 512
+#define VT_FIT_SENTENCE_MAX 768
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p);
 /* The context reserve (total - free at first sight) and untracked bytes
  * (driver-used - reserve - tracked, at the last driver report) of a device. */

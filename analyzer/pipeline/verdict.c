@@ -168,7 +168,7 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
                                               "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
                                               "-sm", "--split-mode", "-ts", "--tensor-split",
                                               "-mg", "--main-gpu", "-ot", "--override-tensor",
-                                              "-ncmoe", "--n-cpu-moe", "--load-mode", "-ngld", "--n-gpu-layers-draft" };
+                                              "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn", "--load-mode", "-ngld", "--n-gpu-layers-draft" };
     static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
     size_t n = 0;
     for (uint32_t i = 1; i < p->argc && n < cap; i++) {
@@ -202,8 +202,9 @@ size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap)
 }
 
 /* The value of the last of names on the command line ("-x V" or "-x=V"),
- * or NULL: llama.cpp takes the last one given. */
-static const char *arg_value(const vt_proc_t *p, const char *const *names, size_t nnames)
+ * or NULL: llama.cpp takes the last one given. *name (may be NULL) gets
+ * the name it was given by. */
+static const char *arg_value_of(const vt_proc_t *p, const char *const *names, size_t nnames, const char **name)
 {
     const char *v = NULL;
     for (uint32_t i = 1; i < p->argc; i++)
@@ -215,8 +216,27 @@ static const char *arg_value(const vt_proc_t *p, const char *const *names, size_
                 v = p->argv[i] + len + 1;
             else if (!p->argv[i][len] && i + 1 < p->argc)
                 v = p->argv[i + 1];
+            else
+                continue;
+            if (name)
+                *name = names[k];
         }
     return v;
+}
+
+static const char *arg_value(const vt_proc_t *p, const char *const *names, size_t nnames)
+{
+    return arg_value_of(p, names, nnames, NULL);
+}
+
+/* A flag (no value) on the command line: its name as given, or NULL. */
+static const char *arg_flag(const vt_proc_t *p, const char *const *names, size_t nnames)
+{
+    for (uint32_t i = 1; i < p->argc; i++)
+        for (size_t k = 0; k < nnames; k++)
+            if (!strcmp(p->argv[i], names[k]))
+                return names[k];
+    return NULL;
 }
 
 /* The value of NAME=VALUE in the recorded environment, or NULL. */
@@ -227,6 +247,76 @@ static const char *env_value(const vt_proc_t *p, const char *name)
         if (!strncmp(p->env[i], name, len) && p->env[i][len] == '=')
             return p->env[i] + len + 1;
     return NULL;
+}
+
+/* common/arg.cpp's is_truthy, for a flag's LLAMA_ARG_* variable. */
+static int truthy(const char *v)
+{
+    return v && (!strcmp(v, "on") || !strcmp(v, "enabled") || !strcmp(v, "true") || !strcmp(v, "1"));
+}
+
+/* --n-cpu-moe 0 adds no override (common.h's llm_add_n_cpu_ffn_overrides
+ * loops N times); anything but a positive number adds none we can name. */
+static int positive(const char *v)
+{
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && !*end && n > 0;
+}
+
+/* -ts "3,1" or "0,0": only a nonzero share is a split set by the user
+ * (common/fit.cpp checks each against 0). */
+static int nonzero_split(const char *v)
+{
+    for (; v && *v; v++)
+        if (*v >= '1' && *v <= '9')
+            return 1;
+    return 0;
+}
+
+/* Overrides add up, the environment's and the command line's alike
+ * (common/arg.cpp pushes each onto tensor_buft_overrides): any one makes
+ * --fit leave the split as given. The command line's is named first. */
+static void fit_overrides(const vt_proc_t *p, vt_llama_fit_t *out)
+{
+    static const char *const ot[] = { "-ot", "--override-tensor" }, *const cmoe[] = { "-cmoe", "--cpu-moe" },
+                             *const ncmoe[] = { "-ncmoe", "--n-cpu-moe" }, *const ncffn[] = { "-ncffn", "--n-cpu-ffn" },
+                             *const ts[] = { "-ts", "--tensor-split" }, *const sm[] = { "-sm", "--split-mode" };
+    const char *name = NULL, *v;
+    if ((v = arg_value_of(p, ot, 2, &name)) && *v)
+        out->override = name, out->override_value = v;
+    else if ((name = arg_flag(p, cmoe, 2)))
+        out->override = name;
+    else if (positive(v = arg_value_of(p, ncmoe, 2, &name)) || positive(v = arg_value_of(p, ncffn, 2, &name)))
+        out->override = name, out->override_value = v;
+    if (out->override) {
+        out->override_from = VT_FROM_ARGV;
+    } else {
+        out->override_from = VT_FROM_ENV;
+        if ((v = env_value(p, "LLAMA_ARG_OVERRIDE_TENSOR")) && *v)
+            out->override = "LLAMA_ARG_OVERRIDE_TENSOR", out->override_value = v;
+        else if (truthy(env_value(p, "LLAMA_ARG_CPU_MOE")))
+            out->override = "LLAMA_ARG_CPU_MOE", out->override_value = env_value(p, "LLAMA_ARG_CPU_MOE");
+        else if (positive(v = env_value(p, "LLAMA_ARG_N_CPU_MOE")))
+            out->override = "LLAMA_ARG_N_CPU_MOE", out->override_value = v;
+        else if (positive(v = env_value(p, "LLAMA_ARG_N_CPU_FFN")))
+            out->override = "LLAMA_ARG_N_CPU_FFN", out->override_value = v;
+        else
+            out->override_from = VT_FROM_DEFAULT;
+    }
+    /* The command line's -ts or -sm replaces the environment's. */
+    const char *tsv = arg_value_of(p, ts, 2, &name);
+    if (tsv) {
+        if (nonzero_split(tsv))
+            out->split = name, out->split_value = tsv, out->split_from = VT_FROM_ARGV;
+    } else if (nonzero_split(tsv = env_value(p, "LLAMA_ARG_TENSOR_SPLIT"))) {
+        out->split = "LLAMA_ARG_TENSOR_SPLIT", out->split_value = tsv, out->split_from = VT_FROM_ENV;
+    }
+    const char *smv = arg_value_of(p, sm, 2, &name);
+    if (!out->split && smv && !strcmp(smv, "row"))
+        out->split = name, out->split_value = smv, out->split_from = VT_FROM_ARGV;
+    else if (!out->split && !smv && (smv = env_value(p, "LLAMA_ARG_SPLIT_MODE")) && !strcmp(smv, "row"))
+        out->split = "LLAMA_ARG_SPLIT_MODE", out->split_value = smv, out->split_from = VT_FROM_ENV;
 }
 
 void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
@@ -264,4 +354,12 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
             out->target_bytes = (uint64_t)mib << 20;
     }
     out->env_recorded = p->env_recorded;
+    fit_overrides(p, out);
+}
+
+int vt_proc_fit_chose(const vt_proc_t *p)
+{
+    vt_llama_fit_t fit;
+    vt_proc_llama_fit(p, &fit);
+    return fit.ran && !fit.ngl && !fit.override && !fit.split && fit.env_recorded;
 }

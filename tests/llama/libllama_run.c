@@ -183,8 +183,8 @@ int main(int argc, char **argv)
         static float tensor_split[256];
         static struct llama_model_tensor_buft_override fitted[4096];
         static size_t margins[256];
-        if (llama_max_devices() > 256 || llama_max_tensor_buft_overrides() > 4096 || n) {
-            fprintf(stderr, "libllama_run: --fit without overrides, on at most 256 devices\n");
+        if (llama_max_devices() > 256 || llama_max_tensor_buft_overrides() > 4096) {
+            fprintf(stderr, "libllama_run: --fit on at most 256 devices\n");
             return 2;
         }
         for (size_t d = 0; d < llama_max_devices(); d++)

@@ -23,6 +23,11 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
   advice.need_all     what every layer on the GPU would add, in bytes
   layers.override_blocks, layers.override_host, advice.of_override,
   advice.override_blocks_fit   blocks in host memory by an override (-ot)
+  layers.part_blocks_host, layers.part_host   blocks on the GPU with part of
+                      their other weights in host memory (an override of part
+                      of a block)
+  fit.ran, fit.chose  1 when --fit's queries are in the trace, and when it
+                      chose the split (JSON llama_fit; chose -1 for null)
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -70,6 +75,8 @@ if procs:
             out["layers.kv_host"] = pl["layers"]["kv_host_of_gpu_blocks_bytes"]
             out["layers.override_blocks"] = pl["layers"]["override_blocks"]
             out["layers.override_host"] = pl["layers"]["override_host_bytes"]
+            out["layers.part_blocks_host"] = pl["layers"]["part_blocks_host"]
+            out["layers.part_host"] = pl["layers"]["part_host_bytes"]
         if pl["advice"]:
             out["advice.gpu_layers"] = pl["advice"]["gpu_layers"]
             out["advice.expert_blocks_fit"] = pl["advice"]["expert_blocks_fit"]
@@ -77,6 +84,10 @@ if procs:
             out["advice.override_blocks_fit"] = pl["advice"]["override_blocks_fit"]
             for flag in ("of_kv", "kv_fits", "kv_kept", "of_override"):
                 out["advice." + flag] = int(pl["advice"][flag])
+    fit = (pl or {}).get("llama_fit")
+    out["fit.ran"] = int(fit is not None)
+    if fit is not None:
+        out["fit.chose"] = -1 if fit["chose_layers"] is None else int(fit["chose_layers"])
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):
     print(k, out[k])

@@ -555,7 +555,96 @@ if [ -x "$TMP/libllama_run" ]; then
             says "$2.txt" 'No estimate of the layers that fit: 1 of the 2 blocks on the GPU have their experts in host memory'
     }
     scenario ngl_n_cpu_moe 24GiB -ngl 3 -c 512 --n-cpu-moe 3
+
+    # ---- llama.cpp's --fit (llama-server's default, and ollama's way of
+    # starting it): common_fit_params, called by the runner as llama-server
+    # calls it, queries free memory and picks -ngl and tensor overrides
+    # that leave --fit-target (1024 MiB) free. The report said "the
+    # program chose this split" and never that --fit did, nor by which
+    # target; with an -ngl or an override given, --fit leaves the split,
+    # and the report must not say it chose. The runner prints what --fit
+    # chose ("fit STATUS: -ngl N -c N", "fit -ot PATTERN=BUFT").
+    # fit_ngl FILE: the -ngl --fit printed, -1 (every layer) as layers.total.
+    fit_ngl() {
+        n=$(sed -n 's/^fit [0-9]*: -ngl \(-*[0-9]*\) .*/\1/p' "$1.out")
+        [ "$n" = -1 ] && n=$(val "$1.bytes" layers.total)
+        echo "$n"
+    }
+    check_fit_common() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model as --fit set it"
+        check_placement "$@"
+        is "$(val "$2.bytes" fit.ran)" 1 "$1 $name: --fit's free-memory queries are in the trace (stacks through common_fit_params)"
+    }
+    # On 2 GiB, --fit keeps every layer on the GPU and moves experts out:
+    # block 1's whole feed-forward (its router too: 2048 x 4 f32 = 32 KiB,
+    # LAYER_FRACTION_MOE's overflow pattern) and the experts of blocks 2-3.
+    check_fit_moe() {
+        check_fit_common "$@"
+        is "$(val "$2.bytes" layers.gpu)/$(fit_ngl "$2")" "$(val "$2.bytes" layers.total)/$(val "$2.bytes" layers.total)" \
+            "$1 $name: every layer on the GPU, as --fit chose"
+        is "$(val "$2.bytes" layers.expert_blocks_host)/$(val "$2.bytes" layers.experts_host)" "3/$((3 * EXPERT_BYTES))" \
+            "$1 $name: the experts of 3 blocks in host memory, as --fit's overrides say"
+        is "$(val "$2.bytes" layers.part_blocks_host)/$(val "$2.bytes" layers.part_host)/$(val "$2.bytes" fit.chose)" \
+            "1/32768/1" "$1 $name: block 1's router in host memory too; --fit chose the split"
+        check "$1 $name: the verdict says what is in host memory" \
+            says "$2.txt" 'Every layer is on the GPU, but the experts of 3 of its 4 blocks are in host memory (792.0 MiB) and other weights of 1 (32.0 KiB)'
+        check "$1 $name: and that --fit chose it" says "$2.txt" "llama.cpp's --fit chose this split"
+    }
+    scenario fit_moe 2GiB --fit on -c 0
     MODEL=$DENSE_MODEL
+    # 1800 MiB: --fit leaves 1 GiB free and so leaves layers in host memory
+    # (-ngl 3 on the first release) that the card had room for.
+    check_fit_dense() {
+        check_fit_common "$@"
+        is "$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" fit.chose)" "$(fit_ngl "$2")/1" \
+            "$1 $name: the layers on the GPU are --fit's -ngl, and the report says --fit chose them"
+        check "$1 $name: fewer than all: a partial offload" test "$(val "$2.bytes" layers.gpu)" -lt "$(val "$2.bytes" layers.total)"
+        check "$1 $name: the text names --fit and its default target" \
+            says "$2.txt" "llama.cpp's --fit chose this split: .* leaves 1024 MiB free on each GPU (--fit-target: llama.cpp's default, which neither the command line nor the environment sets)"
+    }
+    scenario fit_dense 1800MiB --fit on -c 0
+    # ollama's way: LLAMA_ARG_FIT_TARGET in the environment. A smaller
+    # target puts more layers on the GPU, as the report says it would.
+    check_fit_target_env() {
+        check_fit_common "$@"
+        is "$(val "$2.bytes" layers.gpu)" "$(fit_ngl "$2")" "$1 $name: the layers on the GPU are --fit's -ngl"
+        check "$1 $name: more layers than with the default target (fit_dense)" \
+            test "$(val "$2.bytes" layers.gpu)" -gt "$(val "$TMP/$1-fit_dense.bytes" layers.gpu)"
+        check "$1 $name: the text quotes the environment and its target" \
+            says "$2.txt" 'Its environment sets: LLAMA_ARG_FIT_TARGET=960\. .* leaves 960 MiB free on each GPU (--fit-target, from LLAMA_ARG_FIT_TARGET)'
+    }
+    export LLAMA_ARG_FIT_TARGET=960
+    scenario fit_target_env 1800MiB --fit on -c 0
+    unset LLAMA_ARG_FIT_TARGET
+    # An -ngl given: --fit leaves it (common/fit.cpp: "n_gpu_layers already
+    # set by user", status 1).
+    check_fit_ngl() {
+        check_fit_common "$@"
+        is "$(sed -n 's/^fit \([0-9]*\):.*/\1/p' "$2.out")/$(val "$2.bytes" layers.gpu)/$(val "$2.bytes" fit.chose)" "1/4/0" \
+            "$1 $name: --fit gives up, the -ngl 4 given is what loads, and the report does not say --fit chose"
+        check "$1 $name: the text says --fit left it" \
+            says "$2.txt" "but -ngl 4 was given on the command line: --fit leaves that as given\."
+    }
+    scenario fit_ngl 1800MiB --fit on -c 0 -ngl 4
+    # A tensor override given: --fit leaves the split too, every layer on
+    # the GPU (-ngl's default) and block 0's ffn_up (2048 x 5632 f16 = 22
+    # MiB) in host memory. The report said "--fit chose this split" and
+    # "All layers are on the GPU, but part of the KV cache is in host
+    # memory" (none was).
+    check_fit_ot() {
+        check_fit_common "$@"
+        is "$(sed -n 's/^fit \([0-9]*\):.*/\1/p' "$2.out")/$(val "$2.bytes" fit.chose)" "1/0" \
+            "$1 $name: --fit gives up, and the report does not say it chose"
+        is "$(val "$2.bytes" layers.part_blocks_host)/$(val "$2.bytes" layers.part_host)/$(val "$2.bytes" place.kv.host)" \
+            "1/$((2048 * 5632 * 2))/0" "$1 $name: part of block 0 in host memory, no KV cache there"
+        check "$1 $name: the verdict says so" \
+            says "$2.txt" 'Every layer is on the GPU, but part of the weights of 1 of its 4 blocks is in host memory (22.0 MiB)'
+        check "$1 $name: the text says --fit left the split" \
+            says "$2.txt" 'was given on the command line: with a tensor override set, --fit leaves the split as given\.'
+        is "$(val "$2.bytes" advice.of_override)/$(val "$2.bytes" advice.override_blocks_fit)" "1/1" \
+            "$1 $name: the estimate is of the override's weights: they fit"
+    }
+    scenario fit_ot 1800MiB --fit on -c 0 -ot 'blk\.0\.ffn_up.*=CPU'
     FLAVOURS=shipped
 
     # ---- The KV cache in host memory: llama-server's --no-kv-offload ----

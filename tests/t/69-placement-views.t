@@ -171,8 +171,8 @@ is "$(sample vramtrace_model_host_bytes 'pid="301"')" "0 0 " "serve: the full of
 is "$(grep -c '^vramtrace_model_host_bytes{pid="300",process="llama-cli",content="weights"} ' "$D/m.om")" 1 \
     "serve: the content label names weights"
 is "$(sample vramtrace_layers 'pid="300"') $(sample vramtrace_layers 'pid="301"') $(sample vramtrace_layers 'pid="303"')" \
-    "2 5 0 0 0  5 5 0 0 0  0 5 0 0 0 " \
-    "serve: layers on a GPU, in total, blocks on a GPU with experts or KV cache in host memory, blocks in host memory by an override: 2 of 5, 5 of 5, 0 of 5, none"
+    "2 5 0 0 0 0  5 5 0 0 0 0  0 5 0 0 0 0 " \
+    "serve: layers on a GPU, in total, blocks on a GPU with experts, KV cache or part of their weights in host memory, blocks in host memory by an override: 2 of 5, 5 of 5, 0 of 5, none"
 is "$(grep -c '^vramtrace_layers{pid="300",process="llama-cli",where="gpu"} 2$' "$D/m.om")" 1 "serve: the where label"
 is "$(grep -c -e '^vramtrace_layers{pid="30[24]"' -e '^vramtrace_model_host_bytes{pid="30[24]"' "$D/m.om")" 0 \
     "serve: no placement series without ggml records"
@@ -443,13 +443,13 @@ fit_trace fitenv 'llama-server,-m,m.gguf' '"LLAMA_ARG_FIT_TARGET=3072","CUDA_VIS
 fit_trace fitargv 'llama-server,-m,m.gguf,--fit-target=512' '"LLAMA_ARG_FIT_TARGET=3072"'
 fit_trace fitngl 'llama-server,-m,m.gguf' '"LLAMA_ARG_N_GPU_LAYERS=2"'
 check "--fit, default target: it chose the split, to keep 1024 MiB free (neither command line nor environment sets one)" \
-    says "$D/fitdefault.txt" "llama.cpp's --fit chose this split: its free-memory queries are in the trace (from common_fit_params), and no -ngl was given\. It offloads only as much as leaves 1024 MiB free on each GPU (--fit-target: llama.cpp's default, which neither the command line nor the environment sets)"
+    says "$D/fitdefault.txt" "llama.cpp's --fit chose this split: its free-memory queries are in the trace (from common_fit_params), and neither an -ngl nor a tensor override was given\. It offloads only as much as leaves 1024 MiB free on each GPU (--fit-target: llama.cpp's default, which neither the command line nor the environment sets)"
 check "--fit, target from LLAMA_ARG_FIT_TARGET: 3072 MiB, said so" \
     says "$D/fitenv.txt" 'leaves 3072 MiB free on each GPU (--fit-target, from LLAMA_ARG_FIT_TARGET)'
 check "the environment's llama.cpp options are quoted, nothing else of it" \
     says "$D/fitenv.txt" 'Its environment sets: LLAMA_ARG_FIT_TARGET=3072\. '
-check "--fit in a trace without the environment: the default is said to be a guess" \
-    says "$D/fitold.txt" "llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another (this trace does not record the environment)"
+check "--fit in a trace without the environment: that it chose, and its default, are said to be conditional" \
+    says "$D/fitold.txt" "llama.cpp's --fit chose this split unless the environment set an -ngl or a tensor override: its free-memory queries are in the trace (from common_fit_params), and its command line gives neither (this trace does not record the environment)\. .*(--fit-target: llama.cpp's default, unless LLAMA_ARG_FIT_TARGET set another)"
 check "no llama.cpp option in the environment: no sentence of it" sh -c "! grep -q 'Its environment sets' '$D/fitdefault.txt'"
 check "--fit, --fit-target=512 on the command line overrides the environment's 3072" \
     says "$D/fitargv.txt" 'leaves 512 MiB free on each GPU (--fit-target, from the command line)'
@@ -460,6 +460,89 @@ is "$(jp "$D/fitenv.json" 'json.dumps([pl["program_env"], pl["llama_fit"]["queri
     "--fit: JSON program_env, llama_fit and the process's env"
 is "$(jp "$D/ollama.json" 'json.dumps([pl["llama_fit"], p["env"]])')" '[null, null]' \
     "no --fit query: llama_fit null; a trace without the environment: env null"
+is "$(jp "$D/fitold.json" 'json.dumps([pl["llama_fit"]["chose_layers"], pl["llama_fit"]["environment_recorded"]])')" '[null, false]' \
+    "--fit without the environment: JSON chose_layers null"
+# A tensor override, or a tensor or row split (with more than one GPU),
+# makes --fit leave the split as given (common/fit.cpp: "already set by
+# user"); the report said it chose. --n-cpu-moe 0 adds no override.
+fit_trace fitot 'llama-server,-m,m.gguf,-ot,blk.0.ffn_up=CPU' '"LLAMA_ARG_FIT_TARGET=3072"'
+fit_trace fitcmoe 'llama-server,-m,m.gguf' '"LLAMA_ARG_CPU_MOE=1"'
+fit_trace fitcmoeoff 'llama-server,-m,m.gguf,--n-cpu-moe,0' '"LLAMA_ARG_CPU_MOE=0"'
+fit_trace fitncffn 'llama-server,-m,m.gguf,-ncffn,2' ''
+fit_trace fitts 'llama-server,-m,m.gguf,--tensor-split=3/1' '"LLAMA_ARG_SPLIT_MODE=row"'
+fit_trace fitrow 'llama-server,-m,m.gguf' '"LLAMA_ARG_SPLIT_MODE=row","LLAMA_ARG_TENSOR_SPLIT=0,0"'
+check "--fit with -ot: it left the split, and the override is quoted" \
+    says "$D/fitot.txt" "llama.cpp's --fit ran (its free-memory queries are in the trace, from common_fit_params), but -ot blk\.0\.ffn_up=CPU was given on the command line: with a tensor override set, --fit leaves the split as given\."
+check "--fit with -ot: no sentence says it chose" sh -c "! grep -q 'fit chose' '$D/fitot.txt'"
+check "--fit with LLAMA_ARG_CPU_MOE=1: the environment's override is named" \
+    says "$D/fitcmoe.txt" "but LLAMA_ARG_CPU_MOE=1 was given in the environment: with a tensor override set, --fit leaves the split as given\."
+check "--n-cpu-moe 0 and LLAMA_ARG_CPU_MOE=0 set no override: --fit chose" \
+    says "$D/fitcmoeoff.txt" "llama.cpp's --fit chose this split"
+check "--fit with --n-cpu-ffn 2 (dense blocks' feed-forward): an override, quoted on the command line too" \
+    says "$D/fitncffn.txt" "its command line says: -ncffn 2\. .*but -ncffn 2 was given on the command line: with a tensor override set"
+check "--fit with --tensor-split 3/1: left as given where there is more than one GPU (the command line's, over the environment's row)" \
+    says "$D/fitts.txt" "but --tensor-split 3/1 was given on the command line: with more than one GPU, --fit leaves the split as given\."
+check "--fit with LLAMA_ARG_SPLIT_MODE=row (the all-zero split is none)" \
+    says "$D/fitrow.txt" "but LLAMA_ARG_SPLIT_MODE=row was given in the environment: with more than one GPU"
+is "$(jp "$D/fitot.json" 'json.dumps([pl["llama_fit"][k] for k in ("chose_layers", "override", "override_value", "override_from", "split")])')" \
+    '[false, "-ot", "blk.0.ffn_up=CPU", "command_line", null]' "--fit with -ot: JSON llama_fit names the override"
+is "$(jp "$D/fitrow.json" 'json.dumps([pl["llama_fit"][k] for k in ("chose_layers", "override", "split", "split_value", "split_from")])')" \
+    '[null, null, "LLAMA_ARG_SPLIT_MODE", "row", "environment"]' "--fit with a row split: JSON chose_layers null (one GPU or more, unknown)"
 check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.html' '$D/fitenv' && grep -q 'leaves 3072 MiB free on each GPU' '$D/fitenv.html'"
+
+# ---- Part of a block in host memory: every layer on the GPU, block 0's
+# ffn_up (128 MiB) in a host buffer by an override (-ot
+# blk.0.ffn_up=CPU; --fit's partial layer does the same). The report said
+# "All layers are on the GPU, but part of the KV cache is in host memory"
+# with none there, and advised the -ngl the run had ----
+# part_trace NAME ARGV [ENV [FIT]]: that placement; FIT: one free-memory
+# query made by --fit.
+part_trace() {
+    {
+        header 313 "$2${3:+ env=$3}"
+        [ -z "${4:-}" ] || { echo "frame 0x403000 module=0 offset=0x3000 function=$FIT_FN"; echo 'stack 3 parent=0 ip=0x403000'
+            echo 'event t=500000 api=cudaMemGetInfo dev=0 size=7.5GiB aux=8GiB stack=3 flags=runtime'; }
+        echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=2176MiB stack=1 flags=runtime'
+        echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=2176MiB name=CUDA0 host=1'
+        echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=384MiB name=CPU_Mapped host=2'
+        echo 'ggml_tensor t=1300000 buffer=0x2 data=0x7f0000000000 nbytes=256MiB name=token_embd.weight'
+        d=$((0x10000000000))
+        for w in attn_q attn_k attn_v; do
+            echo "ggml_tensor t=1400000 buffer=0x1 data=$d nbytes=128MiB name=blk.0.$w.weight"
+            d=$((d + 128 * MiB))
+        done
+        echo 'ggml_tensor t=1400000 buffer=0x2 data=0x7f0010000000 nbytes=128MiB name=blk.0.ffn_up.weight'
+        blocks 0x1 1 3 $((0x10000000000 + 384 * MiB))
+        echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10078000000 nbytes=256MiB name=output.weight'
+        echo 'event t=2000000 api=cudaMalloc dev=0 ptr=0x100a0000000 size=256MiB stack=2 flags=runtime'
+        echo 'ggml_buffer t=2100000 buffer=0x3 usage=ANY base=0x100a0000000 size=256MiB name=CUDA0 host=1'
+        kv 0x3 0 3 $((0x100a0000000))
+        echo 'event t=3000000 api=cudaMalloc dev=0 ptr=0x100b0000000 size=128MiB stack=1 flags=runtime'
+        echo 'ggml_buffer t=3100000 buffer=0x5 usage=COMPUTE base=0x100b0000000 size=128MiB name=CUDA0 host=1'
+        echo 'end t=10000000 events=3 dropped=0'
+    } >"$D/$1.vt"
+    alone "$1"
+}
+part_trace part 'llama-server,-m,m.gguf,-ngl,99,-ot,blk.0.ffn_up=CPU' '"CUDA_VISIBLE_DEVICES=0"'
+is "$(jp "$D/part.json" 'json.dumps([pl["layers"][k] for k in ("gpu", "total", "part_blocks_host", "part_host_bytes", "override_blocks")] + [pl["kv"]["host_bytes"], p["verdict"]])')" \
+    "[5, 5, 1, $((128 * MiB)), 0, 0, \"partial_offload\"]" "part of a block: 5 of 5 layers on the GPU, 1 block with 128 MiB in host memory, no KV cache there"
+check "part of a block: the verdict says what is in host memory, not the KV cache" \
+    says "$D/part.txt" 'VERDICT: PARTIAL OFFLOAD\. Every layer is on the GPU, but part of the weights of 1 of its 4 blocks is in host memory (128\.0 MiB): generation runs at host-memory speed for that part\.'
+check "part of a block: the layers line says which" \
+    says "$D/part.txt" 'on the GPU: 4 blocks + the output layer, 1 of those blocks with part of its weights in host memory\.'
+is "$(jp "$D/part.json" 'json.dumps([pl["advice"][k] for k in ("of_override", "override_blocks_counted", "override_counted_bytes", "override_blocks_fit")])')" \
+    "[true, 1, $((128 * MiB)), 1]" "part of a block: the estimate is of those weights, and they fit"
+check "part of a block: the estimate names the override, not -ngl" \
+    says "$D/part.txt" 'Estimate: the weights that block keeps in host memory (128\.0 MiB) fit on this card too (llama.cpp: without the -ot that keeps them there)\.'
+"$VT" top --once "$D/part" >"$D/part.top" 2>&1
+check "part of a block: top says it" grep -q "in host memory: 128.0 MiB of layer weights (part of the weights of 1 block on the GPU)" "$D/part.top"
+"$VT" report --html "$D/part.html" "$D/part" >/dev/null 2>&1
+check "part of a block: so does the HTML page" grep -q "<b>1 block on a GPU with part of its weights</b> (128.0 MiB) <b>in host memory</b>" "$D/part.html"
+is "$(views_disagree "$D/part")" "" "part of a block: report, top, serve, the HTML page and the gate agree"
+# --fit set that override (its queries in the trace, nothing given):
+# the knob is its target.
+part_trace partfit 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"' fit
+check "part of a block by --fit: the estimate names --fit's target" \
+    says "$D/partfit.txt" 'Estimate: the weights that block keeps in host memory (128\.0 MiB) fit on this card too (llama.cpp: --fit keeps them there; a smaller --fit-target puts more on the GPU)\.'
 
 done_testing

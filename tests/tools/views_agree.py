@@ -92,9 +92,11 @@ for pid, p in procs.items():
             bad.append("pid %d GPU %d: report least free %d, serve %d" % (pid, d["ordinal"], mf, minfree[key]))
 
 # serve's layer counts, where the report names layers: on a GPU, in all,
-# and the blocks on a GPU with their experts or KV cache in host memory.
+# and the blocks on a GPU with their experts, KV cache or part of their other
+# weights in host memory, and the blocks in host memory by an override.
 LAYERS = {"gpu": "gpu", "total": "total", "gpu_experts_in_host": "expert_blocks_host",
-          "gpu_kv_in_host": "kv_blocks_host", "host_by_override": "override_blocks"}
+          "gpu_kv_in_host": "kv_blocks_host", "host_by_override": "override_blocks",
+          "gpu_part_in_host": "part_blocks_host"}
 layers = {(int(l["pid"]), l["where"]): v for l, v in samples("vramtrace_layers")}
 for pid, p in procs.items():
     pl = (p.get("placement") or {}).get("layers")
