@@ -597,4 +597,22 @@ int vt_model_stack_tag(const vt_model_t *m, uint32_t stack);
 /* Index in proc->devs of ordinal, or -1. */
 int vt_model_dev_index(const vt_model_t *m, int ordinal);
 
+/* llama.cpp's options of a process as common/arg.cpp reads them
+ * (proc_options.c): the environment's LLAMA_ARG_* first, the command line
+ * over it, the last of an option given winning. */
+/* The value of the last of names on the command line ("-x V" or "-x=V"),
+ * or NULL; *name (may be NULL) gets the name it was given by. */
+const char *vt_proc_arg_value(const vt_proc_t *p, const char *const *names, size_t nnames, const char **name);
+/* A flag (no value) on the command line: its name as given, or NULL. */
+const char *vt_proc_arg_flag(const vt_proc_t *p, const char *const *names, size_t nnames);
+/* The value of NAME=VALUE in the recorded environment, or NULL. */
+const char *vt_proc_env_value(const vt_proc_t *p, const char *name);
+/* common/arg.cpp's is_truthy and is_falsey, for a flag's variable. */
+int vt_llama_truthy(const char *v);
+int vt_llama_falsey(const char *v);
+/* 1 when llama.cpp was told to keep the KV cache in host memory: the last
+ * of -nkvo/--no-kv-offload and -kvo/--kv-offload on the command line, else
+ * LLAMA_ARG_KV_OFFLOAD off. */
+int vt_proc_no_kv_offload(const vt_proc_t *p);
+
 #endif

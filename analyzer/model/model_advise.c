@@ -79,16 +79,6 @@ static void estimate(const vt_placement_t *pl, double margin_frac, int64_t free_
     a->gpu_layers = (uint32_t)layers;
 }
 
-/* llama.cpp's flag that keeps every block's KV cache in host memory,
- * on the program's command line as given. */
-static int says_no_kv_offload(const vt_proc_t *p)
-{
-    for (uint32_t i = 1; i < p->argc; i++)
-        if (p->argv[i] && (!strcmp(p->argv[i], "-nkvo") || !strcmp(p->argv[i], "--no-kv-offload")))
-            return 1;
-    return 0;
-}
-
 void vt_m_placement_advise(vt_model_t *m)
 {
     vt_placement_t *pl = &m->p.placement;
@@ -146,8 +136,8 @@ void vt_m_placement_advise(vt_model_t *m)
         a->experts_kept = 1;
     }
     /* With no block on the GPU, none shows where a block's KV cache would
-     * go; the command line does where it names --no-kv-offload. */
-    int kv_stays = !pl->blocks_gpu && vt_place_host(&pl->kv) && says_no_kv_offload(&m->p);
+     * go; the options do where they say --no-kv-offload. */
+    int kv_stays = !pl->blocks_gpu && vt_place_host(&pl->kv) && vt_proc_no_kv_offload(&m->p);
     if (pl->kv_blocks_host || kv_stays) {
         int layers_host = pl->blocks_gpu < pl->blocks || pl->output_layer == 0;
         if (layers_host ? pl->kv_blocks_host < pl->blocks_gpu : pl->expert_blocks_host > 0) {

@@ -169,7 +169,8 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
                                               "-sm", "--split-mode", "-ts", "--tensor-split",
                                               "-mg", "--main-gpu", "-ot", "--override-tensor",
                                               "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn", "--load-mode", "-ngld", "--n-gpu-layers-draft" };
-    static const char *const flags[] = { "-nkvo", "--no-kv-offload", "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
+    static const char *const flags[] = { "-nkvo", "--no-kv-offload", "-kvo",  "--kv-offload",
+                                         "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };
     size_t n = 0;
     for (uint32_t i = 1; i < p->argc && n < cap; i++) {
         const char *a = p->argv[i];
@@ -201,58 +202,9 @@ size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap)
     return n;
 }
 
-/* The value of the last of names on the command line ("-x V" or "-x=V"),
- * or NULL: llama.cpp takes the last one given. *name (may be NULL) gets
- * the name it was given by. */
-static const char *arg_value_of(const vt_proc_t *p, const char *const *names, size_t nnames, const char **name)
-{
-    const char *v = NULL;
-    for (uint32_t i = 1; i < p->argc; i++)
-        for (size_t k = 0; k < nnames; k++) {
-            size_t len = strlen(names[k]);
-            if (strncmp(p->argv[i], names[k], len))
-                continue;
-            if (p->argv[i][len] == '=')
-                v = p->argv[i] + len + 1;
-            else if (!p->argv[i][len] && i + 1 < p->argc)
-                v = p->argv[i + 1];
-            else
-                continue;
-            if (name)
-                *name = names[k];
-        }
-    return v;
-}
-
 static const char *arg_value(const vt_proc_t *p, const char *const *names, size_t nnames)
 {
-    return arg_value_of(p, names, nnames, NULL);
-}
-
-/* A flag (no value) on the command line: its name as given, or NULL. */
-static const char *arg_flag(const vt_proc_t *p, const char *const *names, size_t nnames)
-{
-    for (uint32_t i = 1; i < p->argc; i++)
-        for (size_t k = 0; k < nnames; k++)
-            if (!strcmp(p->argv[i], names[k]))
-                return names[k];
-    return NULL;
-}
-
-/* The value of NAME=VALUE in the recorded environment, or NULL. */
-static const char *env_value(const vt_proc_t *p, const char *name)
-{
-    size_t len = strlen(name);
-    for (uint32_t i = 0; i < p->envc; i++)
-        if (!strncmp(p->env[i], name, len) && p->env[i][len] == '=')
-            return p->env[i] + len + 1;
-    return NULL;
-}
-
-/* common/arg.cpp's is_truthy, for a flag's LLAMA_ARG_* variable. */
-static int truthy(const char *v)
-{
-    return v && (!strcmp(v, "on") || !strcmp(v, "enabled") || !strcmp(v, "true") || !strcmp(v, "1"));
+    return vt_proc_arg_value(p, names, nnames, NULL);
 }
 
 /* --n-cpu-moe 0 adds no override (common.h's llm_add_n_cpu_ffn_overrides
@@ -283,39 +235,39 @@ static void fit_overrides(const vt_proc_t *p, vt_llama_fit_t *out)
                              *const ncmoe[] = { "-ncmoe", "--n-cpu-moe" }, *const ncffn[] = { "-ncffn", "--n-cpu-ffn" },
                              *const ts[] = { "-ts", "--tensor-split" }, *const sm[] = { "-sm", "--split-mode" };
     const char *name = NULL, *v;
-    if ((v = arg_value_of(p, ot, 2, &name)) && *v)
+    if ((v = vt_proc_arg_value(p, ot, 2, &name)) && *v)
         out->override = name, out->override_value = v;
-    else if ((name = arg_flag(p, cmoe, 2)))
+    else if ((name = vt_proc_arg_flag(p, cmoe, 2)))
         out->override = name;
-    else if (positive(v = arg_value_of(p, ncmoe, 2, &name)) || positive(v = arg_value_of(p, ncffn, 2, &name)))
+    else if (positive(v = vt_proc_arg_value(p, ncmoe, 2, &name)) || positive(v = vt_proc_arg_value(p, ncffn, 2, &name)))
         out->override = name, out->override_value = v;
     if (out->override) {
         out->override_from = VT_FROM_ARGV;
     } else {
         out->override_from = VT_FROM_ENV;
-        if ((v = env_value(p, "LLAMA_ARG_OVERRIDE_TENSOR")) && *v)
+        if ((v = vt_proc_env_value(p, "LLAMA_ARG_OVERRIDE_TENSOR")) && *v)
             out->override = "LLAMA_ARG_OVERRIDE_TENSOR", out->override_value = v;
-        else if (truthy(env_value(p, "LLAMA_ARG_CPU_MOE")))
-            out->override = "LLAMA_ARG_CPU_MOE", out->override_value = env_value(p, "LLAMA_ARG_CPU_MOE");
-        else if (positive(v = env_value(p, "LLAMA_ARG_N_CPU_MOE")))
+        else if (vt_llama_truthy(vt_proc_env_value(p, "LLAMA_ARG_CPU_MOE")))
+            out->override = "LLAMA_ARG_CPU_MOE", out->override_value = vt_proc_env_value(p, "LLAMA_ARG_CPU_MOE");
+        else if (positive(v = vt_proc_env_value(p, "LLAMA_ARG_N_CPU_MOE")))
             out->override = "LLAMA_ARG_N_CPU_MOE", out->override_value = v;
-        else if (positive(v = env_value(p, "LLAMA_ARG_N_CPU_FFN")))
+        else if (positive(v = vt_proc_env_value(p, "LLAMA_ARG_N_CPU_FFN")))
             out->override = "LLAMA_ARG_N_CPU_FFN", out->override_value = v;
         else
             out->override_from = VT_FROM_DEFAULT;
     }
     /* The command line's -ts or -sm replaces the environment's. */
-    const char *tsv = arg_value_of(p, ts, 2, &name);
+    const char *tsv = vt_proc_arg_value(p, ts, 2, &name);
     if (tsv) {
         if (nonzero_split(tsv))
             out->split = name, out->split_value = tsv, out->split_from = VT_FROM_ARGV;
-    } else if (nonzero_split(tsv = env_value(p, "LLAMA_ARG_TENSOR_SPLIT"))) {
+    } else if (nonzero_split(tsv = vt_proc_env_value(p, "LLAMA_ARG_TENSOR_SPLIT"))) {
         out->split = "LLAMA_ARG_TENSOR_SPLIT", out->split_value = tsv, out->split_from = VT_FROM_ENV;
     }
-    const char *smv = arg_value_of(p, sm, 2, &name);
+    const char *smv = vt_proc_arg_value(p, sm, 2, &name);
     if (!out->split && smv && !strcmp(smv, "row"))
         out->split = name, out->split_value = smv, out->split_from = VT_FROM_ARGV;
-    else if (!out->split && !smv && (smv = env_value(p, "LLAMA_ARG_SPLIT_MODE")) && !strcmp(smv, "row"))
+    else if (!out->split && !smv && (smv = vt_proc_env_value(p, "LLAMA_ARG_SPLIT_MODE")) && !strcmp(smv, "row"))
         out->split = "LLAMA_ARG_SPLIT_MODE", out->split_value = smv, out->split_from = VT_FROM_ENV;
 }
 
@@ -329,7 +281,7 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
     const char *n = arg_value(p, ngl, 3);
     if (n)
         out->ngl_from = VT_FROM_ARGV;
-    else if ((n = env_value(p, "LLAMA_ARG_N_GPU_LAYERS")))
+    else if ((n = vt_proc_env_value(p, "LLAMA_ARG_N_GPU_LAYERS")))
         out->ngl_from = VT_FROM_ENV;
     /* auto (and -1, its number) is the default --fit sets. */
     if (n && strcmp(n, "auto") && strcmp(n, "-1"))
@@ -339,7 +291,7 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
     const char *t = arg_value(p, fitt, 2);
     if (t)
         out->target_from = VT_FROM_ARGV;
-    else if ((t = env_value(p, "LLAMA_ARG_FIT_TARGET")))
+    else if ((t = vt_proc_env_value(p, "LLAMA_ARG_FIT_TARGET")))
         out->target_from = VT_FROM_ENV;
     out->target = t;
     /* One number is every device's margin, in MiB; a list (MiB0,MiB1,...)

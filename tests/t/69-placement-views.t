@@ -545,4 +545,38 @@ part_trace partfit 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"' fit
 check "part of a block by --fit: the estimate names --fit's target" \
     says "$D/partfit.txt" 'Estimate: the weights that block keeps in host memory (128\.0 MiB) fit on this card too (llama.cpp: --fit keeps them there; a smaller --fit-target puts more on the GPU)\.'
 
+# ---- The KV cache kept in host memory by the environment: no block on
+# the GPU shows where a block's KV cache would go, so the options say it
+# (LLAMA_ARG_KV_OFFLOAD=0, llama-server's -nkvo; a -kvo after it undoes
+# it). Only the output layer on the GPU. ----
+# nkvo_trace NAME ARGV ENV
+nkvo_trace() {
+    {
+        header 314 "$2 env=$3"
+        echo 'event t=1000000 api=cudaMalloc dev=0 ptr=0x10000000000 size=256MiB stack=1 flags=runtime'
+        echo 'ggml_buffer t=1100000 buffer=0x1 usage=WEIGHTS base=0x10000000000 size=256MiB name=CUDA0 host=1'
+        echo 'ggml_buffer t=1200000 buffer=0x2 usage=WEIGHTS base=0x7f0000000000 size=2304MiB name=CPU_Mapped host=2'
+        echo 'ggml_tensor t=1300000 buffer=0x2 data=0x7f0000000000 nbytes=256MiB name=token_embd.weight'
+        blocks 0x2 0 3 $((0x7f0010000000))
+        echo 'ggml_tensor t=1600000 buffer=0x1 data=0x10000000000 nbytes=256MiB name=output.weight'
+        echo 'ggml_buffer t=2200000 buffer=0x4 usage=ANY base=0x7f1000000000 size=256MiB name=CPU host=2'
+        kv 0x4 0 3 $((0x7f1000000000))
+        echo 'event t=3000000 api=cudaMalloc dev=0 ptr=0x10050000000 size=128MiB stack=1 flags=runtime'
+        echo 'ggml_buffer t=3100000 buffer=0x5 usage=COMPUTE base=0x10050000000 size=128MiB name=CUDA0 host=1'
+        echo 'end t=10000000 events=2 dropped=0'
+    } >"$D/$1.vt"
+    alone "$1"
+}
+nkvo_trace nkvoenv 'llama-server,-m,m.gguf,-ngl,1' '"LLAMA_ARG_KV_OFFLOAD=0"'
+nkvo_trace nkvoundone 'llama-server,-m,m.gguf,-ngl,1,-nkvo,-kvo' '"LLAMA_ARG_KV_OFFLOAD=0"'
+nkvo_trace nkvoon 'llama-server,-m,m.gguf,-ngl,1' '"LLAMA_ARG_KV_OFFLOAD=on"'
+is "$(jp "$D/nkvoenv.json" 'json.dumps([pl["layers"]["gpu"], pl["advice"]["kv_kept"], pl["advice"]["per_layer_kv_bytes"]])')" \
+    '[1, true, 0]' "LLAMA_ARG_KV_OFFLOAD=0, no block on the GPU: a layer more is counted without its KV cache"
+check "LLAMA_ARG_KV_OFFLOAD=0: the text says the KV cache stays" \
+    says "$D/nkvoenv.txt" 'with the KV cache kept in host memory as now'
+is "$(jp "$D/nkvoundone.json" 'json.dumps([pl["advice"]["kv_kept"], pl["advice"]["per_layer_kv_bytes"]])')" \
+    "[false, $((64 * MiB))]" "-nkvo then -kvo on the command line, over the environment: counted with its KV cache"
+is "$(jp "$D/nkvoon.json" 'pl["advice"]["kv_kept"]')" False "LLAMA_ARG_KV_OFFLOAD=on: counted with its KV cache"
+check "-kvo is quoted with the options that place the KV cache" says "$D/nkvoundone.txt" 'its command line says: -ngl 1 -nkvo -kvo\.'
+
 done_testing
