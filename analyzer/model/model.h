@@ -353,6 +353,11 @@ typedef struct vt_placement {
     /* The GPUs holding the model's layer weights when more than one: the
      * estimate counts one card's room, so none is made (advice.known 0). */
     uint32_t advice_withheld_gpus;
+    /* The GPUs this process used (DEVICE records) when more than one and
+     * the layers are on one or none of them: llama.cpp's -sm layer spreads
+     * what it offloads over every GPU it sees, so no one card's room says
+     * what fits. 0 where the options pin it to one GPU (vt_proc_one_gpu). */
+    uint32_t advice_withheld_devices;
     /* Layers in host memory, and some blocks on the GPU with their experts
      * in host memory but not all: what a layer more costs depends on which
      * (--n-cpu-moe counts from the first), so no estimate is made. */
@@ -614,5 +619,9 @@ int vt_llama_falsey(const char *v);
  * of -nkvo/--no-kv-offload and -kvo/--kv-offload on the command line, else
  * LLAMA_ARG_KV_OFFLOAD off. */
 int vt_proc_no_kv_offload(const vt_proc_t *p);
+/* 1 when llama.cpp was told to offload to one GPU whatever it sees: -sm
+ * none (LLAMA_ARG_SPLIT_MODE=none), or -dev/--device (LLAMA_ARG_DEVICE)
+ * naming a single device. */
+int vt_proc_one_gpu(const vt_proc_t *p);
 
 #endif

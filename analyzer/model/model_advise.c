@@ -95,6 +95,18 @@ void vt_m_placement_advise(vt_model_t *m)
         pl->advice_withheld_gpus = gpus;
         return;
     }
+    /* The layers on one GPU or none, but others in use: with -sm layer
+     * (llama.cpp's default) a larger -ngl spreads all the offloaded layers
+     * over every GPU, by their free memory at load or -ts, and each takes
+     * compute buffers of its own. One card's room says neither more nor
+     * fewer; this process's devices are those it made a context on. */
+    uint32_t used = 0;
+    for (int i = 0; i < m->p.ndevs; i++)
+        used += m->p.devs[i].have_info;
+    if (used > 1 && !vt_proc_one_gpu(&m->p)) {
+        pl->advice_withheld_devices = used;
+        return;
+    }
     int best = -1;
     uint64_t most = 0;
     for (int i = 0; i < VT_MAX_DEVICES; i++) {

@@ -69,3 +69,19 @@ int vt_proc_no_kv_offload(const vt_proc_t *p)
     }
     return off >= 0 ? off : vt_llama_falsey(vt_proc_env_value(p, "LLAMA_ARG_KV_OFFLOAD"));
 }
+
+int vt_proc_one_gpu(const vt_proc_t *p)
+{
+    static const char *const sm[] = { "-sm", "--split-mode" }, *const dev[] = { "-dev", "--device" };
+    const char *mode = vt_proc_arg_value(p, sm, 2, NULL);
+    if (!mode)
+        mode = vt_proc_env_value(p, "LLAMA_ARG_SPLIT_MODE");
+    if (mode && !strcmp(mode, "none"))
+        return 1;
+    /* A list of one device (parse_device_list: names split at ','); "none"
+     * offloads nothing, and so no layer more either. */
+    const char *devices = vt_proc_arg_value(p, dev, 2, NULL);
+    if (!devices)
+        devices = vt_proc_env_value(p, "LLAMA_ARG_DEVICE");
+    return devices && devices[0] && !strchr(devices, ',') && strcmp(devices, "none");
+}

@@ -278,7 +278,7 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     /* The estimate where the run left layers in host memory or failed, as
      * the text report gives it. */
     const typeof(pl->advice) *ad = &pl->advice;
-    char withheld[256];
+    char withheld[VT_WITHHELD_SENTENCE_MAX];
     vt_advice_withheld_sentence(withheld, sizeof withheld, pl);
     if (withheld[0] && (pl->offloaded || p->tip.valid))
         fprintf(f, "<p>%s</p>\n", withheld);   /* numbers and fixed words only */

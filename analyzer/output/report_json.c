@@ -546,6 +546,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_null(j, "advice");
     }
     vt_json_u64(j, "advice_withheld_gpus", pl->advice_withheld_gpus);
+    vt_json_u64(j, "advice_withheld_devices", pl->advice_withheld_devices);
     vt_json_bool(j, "advice_withheld_experts", pl->advice_withheld_experts);
     vt_json_bool(j, "advice_withheld_override", pl->advice_withheld_override);
     if (pl->advice_withheld_kv)

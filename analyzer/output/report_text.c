@@ -360,7 +360,7 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
             fprintf(o, "  %s\n", vt_text(fit));
     }
     const typeof(pl->advice) *ad = &pl->advice;
-    char withheld[256];
+    char withheld[VT_WITHHELD_SENTENCE_MAX];
     vt_advice_withheld_sentence(withheld, sizeof withheld, pl);
     if (withheld[0])
         fprintf(o, "  %s\n", withheld);

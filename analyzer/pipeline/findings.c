@@ -179,6 +179,12 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
                  "No estimate of the layers that fit: the layers are on %u GPUs, and a layer more could go to any of "
                  "them (the estimate counts one card's room).",
                  pl->advice_withheld_gpus);
+    else if (pl->advice_withheld_devices > 1)
+        snprintf(buf, len,
+                 "No estimate of the layers that fit: this process used %u GPUs, and llama.cpp spreads the layers it "
+                 "offloads over all of them (-sm layer, its default), in shares set by their free memory or -ts "
+                 "(the estimate counts one card's room; -sm none or -dev with one GPU would keep it to one).",
+                 pl->advice_withheld_devices);
     else if (pl->advice_withheld_experts)
         snprintf(buf, len,
                  "No estimate of the layers that fit: %u of the %u blocks on the GPU have their experts in host "

@@ -322,7 +322,8 @@ const char *vt_end_how_words(const vt_proc_t *p);
 void vt_other_models_sentence(char *buf, size_t len, const vt_placement_t *pl);
 /* Why no offload estimate was made (advice_withheld_*) into buf, "" when
  * one was or nothing withheld it: the text and the HTML page give the
- * same words. */
+ * same words; VT_WITHHELD_SENTENCE_MAX holds the longest. */
+#define VT_WITHHELD_SENTENCE_MAX 512
 void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl);
 /* What llama.cpp's --fit did about the split, when its queries are in the
  * trace ("" otherwise): it chose the layers, to keep its target free, or

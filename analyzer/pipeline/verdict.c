@@ -167,7 +167,7 @@ size_t vt_proc_layer_args(const vt_proc_t *p, const char **out, size_t cap)
                                               "-np", "--parallel", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v",
                                               "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx",
                                               "-sm", "--split-mode", "-ts", "--tensor-split",
-                                              "-mg", "--main-gpu", "-ot", "--override-tensor",
+                                              "-mg", "--main-gpu", "-dev", "--device", "-ot", "--override-tensor",
                                               "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn", "--load-mode", "-ngld", "--n-gpu-layers-draft" };
     static const char *const flags[] = { "-nkvo", "--no-kv-offload", "-kvo",  "--kv-offload",
                                          "--no-mmap", "--mlock", "-cmoe", "--cpu-moe" };

@@ -9,12 +9,12 @@ D=$(tmpdir)
 long=$(head -c 5000 /dev/zero | tr '\0' x)
 env -i PATH="$PATH" LLAMA_ARG_FIT_TARGET=1536 LLAMA_ARG_N_GPU_LAYERS=7 'LLAMA_ARG_OVERRIDE_TENSOR=blk\.[01]\.=CPU' \
     LLAMA_ARG_API_KEY=secret LLAMA_ARG_HF_TOKEN=hf_secret LLAMA_ARG_CTX_SIZE="$long" LLAMA_ARG_FIT_TARGETX=1 \
-    LLAMA_ARG_N_CPU_FFN=2 OLLAMA_GPU_OVERHEAD=536870912 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True CUDA_VISIBLE_DEVICES= \
+    LLAMA_ARG_N_CPU_FFN=2 LLAMA_ARG_DEVICE=CUDA1 OLLAMA_GPU_OVERHEAD=536870912 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True CUDA_VISIBLE_DEVICES= \
     LD_LIBRARY_PATH=$SIM LD_PRELOAD="$SHIM_PRELOAD" VRAMTRACE_DIR=$D $P >/dev/null 2>&1
 is "$?" 0 "the program ran unchanged"
 $VT dump $D/*.vtrace >$D/dump 2>&1
 is "$(sed -n 's/^process .* env=\[\(.*\)\] host=.*/\1/p' $D/dump)" \
-    '"LLAMA_ARG_FIT_TARGET=1536","LLAMA_ARG_N_GPU_LAYERS=7","LLAMA_ARG_OVERRIDE_TENSOR=blk\\.[01]\\.=CPU","LLAMA_ARG_N_CPU_FFN=2","OLLAMA_GPU_OVERHEAD=536870912","PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True","CUDA_VISIBLE_DEVICES="' \
+    '"LLAMA_ARG_FIT_TARGET=1536","LLAMA_ARG_N_GPU_LAYERS=7","LLAMA_ARG_OVERRIDE_TENSOR=blk\\.[01]\\.=CPU","LLAMA_ARG_N_CPU_FFN=2","LLAMA_ARG_DEVICE=CUDA1","OLLAMA_GPU_OVERHEAD=536870912","PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True","CUDA_VISIBLE_DEVICES="' \
     "the placement variables, in the environment's order, values as given (an empty one too)"
 check "no secret of the same prefix (LLAMA_ARG_API_KEY, LLAMA_ARG_HF_TOKEN) is in the trace" \
     sh -c "! grep -a -q 'secret' $D/*.vtrace $D/dump"

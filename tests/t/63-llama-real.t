@@ -647,6 +647,37 @@ if [ -x "$TMP/libllama_run" ]; then
     scenario fit_ot 1800MiB --fit on -c 0 -ot 'blk\.0\.ffn_up.*=CPU'
     FLAVOURS=shipped
 
+    # ---- Two GPUs, the layers on neither: --fit on two 1 GiB cards keeps
+    # them all in host memory (neither card has its 1 GiB target free).
+    # With -sm layer (llama.cpp's default) a larger -ngl spreads what it
+    # offloads over both by their free memory, each with compute buffers of
+    # its own; the estimate counted GPU 0's room alone ("5 of 5 layers fit
+    # on this card"). No estimate is made, and the text says why.
+    check_fit_two_gpus() {
+        check_fit_common "$@"
+        is "$(val "$2.bytes" layers.gpu)/$(fit_ngl "$2")" "0/0" "$1 $name: --fit leaves every layer in host memory"
+        is "$(json_of "$2.json" '(p["placement"]["advice"], p["placement"]["advice_withheld_devices"])')" "(None, 2)" \
+            "$1 $name: no estimate: the process used 2 GPUs"
+        check "$1 $name: the text says why" \
+            says "$2.txt" 'No estimate of the layers that fit: this process used 2 GPUs, and llama.cpp spreads the layers it offloads over all of them'
+        check "$1 $name: and names no card's room" sh -c "! grep -qE 'Estimate:|had .* free at the lowest' '$2.txt'"
+    }
+    scenario fit_two_gpus 1GiB,1GiB --fit on -c 0
+    # -sm none -mg 1: llama.cpp offloads to GPU 1 alone, and the estimate
+    # counts its room. Followed: -ngl 5 loads there with no failed request.
+    check_two_gpus_sm_none() {
+        is "$(cat "$2.rc")/$(json_of "$2.json" '(p["placement"]["advice"]["device"], p["placement"]["advice_withheld_devices"])')" \
+            "0/(1, 0)" "$1 $name: the estimate counts GPU 1, the one -sm none -mg 1 offloads to"
+        is "$(val "$2.bytes" advice.gpu_layers)" 5 "$1 $name: estimate: all 5 layers fit"
+        run_llama "$2-advised" "$card" -ngl 5 -c 512 -sm none -mg 1
+        loads_clean "$2-advised" "$1 $name: -ngl 5 -sm none -mg 1 loads with no failed request, above the margin"
+        near "$(val "$2-advised.bytes" place.layer_weights.gpu1)" "$(mib_bytes "$2-advised.log" "CUDA1 model buffer size")" \
+            "$1 $name: the layer weights on GPU 1 = llama.cpp's CUDA1 model buffer"
+        is "$(val "$2-advised.bytes" layers.gpu)/$(val "$2-advised.bytes" place.layer_weights.gpu0)" "5/0" \
+            "$1 $name: every layer on GPU 1, none on GPU 0"
+    }
+    scenario two_gpus_sm_none 1GiB,1GiB -ngl 0 -c 512 -sm none -mg 1
+
     # ---- The KV cache in host memory: llama-server's --no-kv-offload ----
     # (LM Studio's "Offload KV Cache to GPU Memory" off). Every block runs
     # on the GPU but its attention runs from host memory. The report said

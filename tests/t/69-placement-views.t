@@ -490,6 +490,39 @@ is "$(jp "$D/fitrow.json" 'json.dumps([pl["llama_fit"][k] for k in ("chose_layer
     '[null, null, "LLAMA_ARG_SPLIT_MODE", "row", "environment"]' "--fit with a row split: JSON chose_layers null (one GPU or more, unknown)"
 check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.html' '$D/fitenv' && grep -q 'leaves 3072 MiB free on each GPU' '$D/fitenv.html'"
 
+# ---- Layers on one GPU of two: llama.cpp's -sm layer would spread a
+# larger -ngl over both (shares from free memory or -ts), so one card's
+# room is no estimate; -sm none or a single -dev keeps it to one GPU. The
+# estimate counted GPU 0 alone. ----
+# two_gpu_trace NAME ARGV [ENV]: partial's placement, a second 8 GiB GPU seen.
+two_gpu_trace() {
+    {
+        sed -n '1p' "$D/partial.vt" | sed "s/pid=300/pid=313/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
+        sed -n '2p' "$D/partial.vt"
+        echo 'device 1 total=8GiB free=7.5GiB name="NVIDIA Sim" uuid=0123456789abcdef0123456789abcdf0 t=0'
+        sed '1,2d' "$D/partial.vt"
+    } >"$D/$1.vt"
+    alone "$1"
+}
+two_gpu_trace twogpu 'llama-server,-m,m.gguf,-ngl,2' '"LLAMA_ARG_DEVICE=CUDA0,CUDA1"'
+two_gpu_trace twogpunone 'llama-server,-m,m.gguf,-ngl,2,--split-mode,none' ''
+two_gpu_trace twogpuenv 'llama-server,-m,m.gguf,-ngl,2' '"LLAMA_ARG_SPLIT_MODE=none"'
+two_gpu_trace twogpudev 'llama-server,-m,m.gguf,-ngl,2,-dev,CUDA0' '"LLAMA_ARG_DEVICE=CUDA0,CUDA1"'
+is "$(jp "$D/twogpu.json" 'json.dumps([pl["advice"], pl["advice_withheld_devices"], pl["advice_withheld_gpus"]])')" '[null, 2, 0]' \
+    "layers on one GPU of two, no option keeping llama.cpp to one: no estimate, JSON advice_withheld_devices 2"
+check "the text says why, and names no card's room" \
+    says "$D/twogpu.txt" "No estimate of the layers that fit: this process used 2 GPUs, and llama\.cpp spreads the layers it offloads over all of them (-sm layer, its default), in shares set by their free memory or -ts (the estimate counts one card's room; -sm none or -dev with one GPU would keep it to one)\."
+check "no estimate line" sh -c "! grep -qE 'Estimate:|had .* free at the lowest' '$D/twogpu.txt'"
+for v in twogpunone twogpuenv twogpudev; do
+    is "$(jp "$D/$v.json" 'json.dumps([pl["advice"]["device"], pl["advice"]["gpu_layers"], pl["advice_withheld_devices"]])')" '[0, 5, 0]' \
+        "$v: an option keeps llama.cpp to GPU 0 (-sm none, LLAMA_ARG_SPLIT_MODE=none, -dev CUDA0 over the environment's list): its estimate"
+done
+check "-dev is quoted with the command line" says "$D/twogpudev.txt" 'its command line says: -ngl 2 -dev CUDA0\.'
+"$VT" top --once "$D/twogpu" >"$D/twogpu.top" 2>&1
+check "top makes no estimate either" sh -c "grep -q 'in host memory' '$D/twogpu.top' && ! grep -q 'estimate' '$D/twogpu.top'"
+"$VT" report --html "$D/twogpu.html" "$D/twogpu" >/dev/null 2>&1
+check "the HTML page says why" grep -q "this process used 2 GPUs, and llama.cpp spreads" "$D/twogpu.html"
+
 # ---- Part of a block in host memory: every layer on the GPU, block 0's
 # ffn_up (128 MiB) in a host buffer by an override (-ot
 # blk.0.ffn_up=CPU; --fit's partial layer does the same). The report said
