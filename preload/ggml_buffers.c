@@ -66,6 +66,7 @@ typedef void *(*tensor_first_fn)(void *ctx);
 typedef const char *(*tensor_name_fn)(const void *tensor);
 typedef size_t (*tensor_nbytes_fn)(const void *tensor);
 typedef void *(*tensor_data_fn)(const void *tensor);
+typedef int64_t (*tensor_nrows_fn)(const void *tensor);
 
 VT_EXPORT void ggml_backend_buffer_set_usage(void *buffer, int usage);
 VT_EXPORT void *ggml_backend_alloc_ctx_tensors_from_buft(void *ctx, void *buft);
@@ -109,7 +110,7 @@ typedef struct ggml_copy {
     uintptr_t lo, hi;
     const void *anchor;   /* the hooked function found in it */
     void *get_base, *get_size, *get_name, *get_usage, *is_host, *is_multi, *is_meta;
-    void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data;
+    void *first_tensor, *next_tensor, *tensor_name, *tensor_nbytes, *tensor_data, *tensor_nrows;
     _Atomic int holds_llama; /* 0 not looked at yet, 1 no, 2 llama.cpp is in the same object */
 } ggml_copy_t;
 #define GGML_COPIES 8
@@ -149,6 +150,7 @@ static ggml_copy_t *copy_of(const void *real)
             c->anchor = real;
             c->get_base = c->get_size = c->get_name = c->get_usage = c->is_host = c->is_multi = c->is_meta = NULL;
             c->first_tensor = c->next_tensor = c->tensor_name = c->tensor_nbytes = c->tensor_data = NULL;
+            c->tensor_nrows = NULL;
             atomic_store_explicit(&c->holds_llama, 0, memory_order_relaxed);
             atomic_store_explicit(&c->state, 2, memory_order_release);
             return c;
@@ -330,6 +332,13 @@ static void note_tensor(void *buffer, void *tensor, const void *real)
     n.size = nbytes_of(tensor);
     if (!n.addr || !n.size)
         return;
+    /* ggml_nrows: ne[1] x ne[2] x ne[3], read through ggml's own function
+     * rather than struct ggml_tensor's layout. A KV cache tensor is
+     * [n_embd_gqa, kv_size, n_stream] (llama-kv-cache.cpp): its rows are
+     * the cells the context has, over all sequences. */
+    tensor_nrows_fn rows_of = (tensor_nrows_fn)copy_symbol(&c->tensor_nrows, "ggml_nrows", c);
+    int64_t rows = rows_of ? rows_of(tensor) : 0;
+    n.rows = rows > 0 ? (uint64_t)rows : 0;
     copy_name(n.name, name_of(tensor));
     queue_note(&n);
 }

@@ -90,6 +90,7 @@ static void emit_note(vt_emit_fn emit, const vt_ggml_note_t *n)
         p = vt_put_varint(p, n->addr);
         p = vt_put_varint(p, n->size);
         p = vt_put_str(p, n->name, name_len, VT_GGML_NAME_LEN);
+        p = vt_put_varint(p, n->rows);
         break;
     case VT_REC_GGML_FREE:
         break;

@@ -586,6 +586,7 @@ typedef struct vt_ggml_note {
     uint64_t time_ns, buffer;
     uint64_t addr;     /* BUFFER: its base (0 for a multi-buffer); TENSOR: its data */
     uint64_t size;     /* bytes */
+    uint64_t rows;     /* TENSOR: ggml_nrows, 0 not known */
     char name[VT_GGML_NAME_LEN];  /* the buffer's or the tensor's, NUL-terminated */
 } vt_ggml_note_t;
 /* Queues one record (copied); any thread, before or after start-up.

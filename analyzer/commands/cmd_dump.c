@@ -437,6 +437,8 @@ static void put_record(FILE *out, const vt_record_t *rec, uint64_t start)
         fprintf(out, "ggml_tensor t=%" PRId64 " buffer=0x%" PRIx64 " data=0x%" PRIx64 " nbytes=%" PRIu64 " name=",
                 REL(t->time_ns), t->buffer, t->data, t->nbytes);
         put_quoted(out, t->name);
+        if (t->rows)
+            fprintf(out, " rows=%" PRIu64, t->rows);
         putc('\n', out);
         break;
     }

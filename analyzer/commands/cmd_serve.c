@@ -58,7 +58,7 @@ static void usage(FILE *out)
             "http://ADDR:PORT/metrics, reading them again at every scrape. Per process:\n"
             "vramtrace_verdict (1 for the report's verdict), and for a ggml program\n"
             "vramtrace_model_host_bytes (weights, KV cache in host memory) and\n"
-            "vramtrace_layers (on a GPU, total).\n"
+            "vramtrace_layers (on a GPU, total), vramtrace_kv_cache_cells.\n"
             "\n"
             "  --metrics [ADDR:]PORT  listen there; ADDR defaults to 127.0.0.1\n"
             "                         (give 0.0.0.0 or [::] to be reachable from other\n"
@@ -121,6 +121,7 @@ enum {
     F_MODEL_HOST,
     F_LAYERS,
     F_MODELS,
+    F_KV_CELLS,
     F_EVENTS,
     F_DROPPED,
     F_PARTIAL,
@@ -190,6 +191,9 @@ static const family_t families[F_COUNT] = {
                    "--n-cpu-moe), those whose KV cache is (--no-kv-offload), the blocks in host memory by an override "
                    "(-ot: their KV cache on a GPU), and the blocks on a GPU with part of their other weights in host "
                    "memory (an override of part of a block, or --fit's)" },
+    [F_KV_CELLS] = { "vramtrace_kv_cache_cells", "gauge",
+                     "a ggml program's KV cache cells (its context's tokens over all sequences: llama.cpp's \"N "
+                     "cells\"), at the moment the report pictures; absent where the trace does not say" },
     [F_MODELS] = { "vramtrace_models_at_once", "gauge",
                    "a ggml program's models loaded at once (a draft model beside its target: 2); the layer and "
                    "host-memory figures are of the one with the most layers in host memory" },
@@ -309,6 +313,11 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
             fputs("vramtrace_layers{", f[F_LAYERS]);
             proc_labels(f[F_LAYERS], p);
             fprintf(f[F_LAYERS], ",where=\"%s\"} %u\n", layers[i].where, layers[i].n);
+        }
+        if (pl->kv_cells) {
+            fputs("vramtrace_kv_cache_cells{", f[F_KV_CELLS]);
+            proc_labels(f[F_KV_CELLS], p);
+            fprintf(f[F_KV_CELLS], "} %u\n", pl->kv_cells);
         }
         fputs("vramtrace_models_at_once{", f[F_MODELS]);
         proc_labels(f[F_MODELS], p);

@@ -256,6 +256,11 @@ typedef struct vt_placement {
     uint32_t layers_total, layers_gpu;   /* llama.cpp's count: blocks + the output layer */
     uint32_t layers_by_dev[VT_MAX_DEVICES];
     uint32_t kv_blocks, kv_blocks_gpu;
+    /* The KV cache's cells pictured: the most rows of its K or V tensors
+     * (ggml_nrows: kv_size x n_stream, the context llama.cpp made over
+     * all its sequences, "N cells" in its log); 0 where the trace does
+     * not say (shims before it, a recurrent model's states alone). */
+    uint32_t kv_cells;
     uint64_t block_weight_bytes, block_kv_bytes;   /* per block, on average */
     uint64_t ggml_records, tensors, tensors_unattributed;
     /* Buffers ended because their tensors' names were placed again (a

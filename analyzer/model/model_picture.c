@@ -350,6 +350,8 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
         if (pt->block < 0)
             continue;
         block_acc_t *a = &acc[pt->block];
+        if (pt->content == C_KV && pt->cells > pl->kv_cells)
+            pl->kv_cells = pt->cells;
         if (pt->content == C_KV) {
             *(on_gpu ? &a->kv_gpu : &a->kv_host) += pt->bytes;
         } else {

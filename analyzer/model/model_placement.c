@@ -391,12 +391,17 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
         return 0;   /* a tensor no name speaks for: its buffer's content decides */
     uint8_t content = kv ? C_KV : C_WEIGHTS;
     uint8_t experts = !kv && block >= 0 && experts_tensor(name, len);
+    /* A K or V tensor's rows are its cells (trace_format.h); a recurrent
+     * model's r and s states have one row per sequence, no context. */
+    uint32_t cells = kv && (name[6] == 'k' || name[6] == 'v') ? (t->rows > UINT32_MAX ? UINT32_MAX : (uint32_t)t->rows) : 0;
     if (s->npart) {
         part_t *last = &s->part[s->npart - 1];
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
             last->output == output && last->experts == experts) {
             last->bytes += t->nbytes;
             last->output_matrix |= (uint8_t)matrix;
+            if (cells > last->cells)
+                last->cells = cells;
             return 0;
         }
     }
@@ -432,7 +437,7 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
         return VT_E_NOMEM;
     s->part[s->npart++] =
-        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, (uint8_t)matrix, model, experts, t->nbytes };
+        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, (uint8_t)matrix, model, experts, cells, t->nbytes };
     return 0;
 }
 

@@ -237,6 +237,8 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
+    if (pl->kv_cells)
+        fprintf(f, "<p>KV cache: <b>%u cells</b> (tokens of context, over all sequences).</p>\n", pl->kv_cells);
     if (pl->layers_known) {
         fprintf(f, "<p>Layers on a GPU: <b>%u of %u</b> (as llama.cpp counts them: %u block%s%s; on a GPU %u block%s%s)",
                 pl->layers_gpu, pl->layers_total, pl->blocks, pl->blocks == 1 ? "" : "s",
@@ -336,6 +338,12 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     code_words(f, "Its environment sets: ", args, vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX));
     char fit[VT_FIT_SENTENCE_MAX];
     vt_llama_fit_sentence(fit, sizeof fit, p);
+    if (fit[0]) {
+        fputs("<p>", f);
+        vt_html_esc(f, fit);
+        fputs("</p>\n", f);
+    }
+    vt_llama_context_sentence(fit, sizeof fit, p);
     if (fit[0]) {
         fputs("<p>", f);
         vt_html_esc(f, fit);

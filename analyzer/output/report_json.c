@@ -487,6 +487,10 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_obj_end(j);
     }
     vt_json_arr_end(j);
+    if (pl->kv_cells)
+        vt_json_u64(j, "kv_cells", pl->kv_cells);
+    else
+        vt_json_null(j, "kv_cells");
     if (pl->layers_known) {
         vt_json_obj(j, "layers");
         vt_json_u64(j, "gpu", pl->layers_gpu);
@@ -612,6 +616,21 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
             vt_json_null(j, "target");
         vt_json_str(j, "target_from", from[fit.target_from]);
         vt_json_bool(j, "environment_recorded", fit.env_recorded);
+        /* null: an unrecorded environment could have set the context. */
+        if (fit.ctx || fit.env_recorded)
+            vt_json_bool(j, "chose_context", !fit.ctx);
+        else
+            vt_json_null(j, "chose_context");
+        if (fit.ctx)
+            vt_json_str(j, "ctx", fit.ctx);
+        else
+            vt_json_null(j, "ctx");
+        vt_json_str(j, "ctx_from", from[fit.ctx_from]);
+        if (fit.fit_ctx)
+            vt_json_str(j, "fit_ctx", fit.fit_ctx);
+        else
+            vt_json_null(j, "fit_ctx");
+        vt_json_str(j, "fit_ctx_from", from[fit.fit_ctx_from]);
         vt_json_obj_end(j);
     } else {
         vt_json_null(j, "llama_fit");

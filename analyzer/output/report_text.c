@@ -314,7 +314,12 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
     uint64_t kv_host = vt_place_host(&pl->kv), kv_all = kv_host + pl->kv.gpu;
     if (kv_all) {
-        host_share(o, ";\n  KV cache:", kv_host, kv_all, &pl->kv);
+        char what[64];
+        if (pl->kv_cells)
+            snprintf(what, sizeof what, ";\n  KV cache (%u cells):", pl->kv_cells);
+        else
+            snprintf(what, sizeof what, ";\n  KV cache:");
+        host_share(o, what, kv_host, kv_all, &pl->kv);
     }
     fprintf(o, ".\n");
     if (pl->input_host)
@@ -356,6 +361,9 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
         }
         char fit[VT_FIT_SENTENCE_MAX];
         vt_llama_fit_sentence(fit, sizeof fit, p);
+        if (fit[0])
+            fprintf(o, "  %s\n", vt_text(fit));
+        vt_llama_context_sentence(fit, sizeof fit, p);
         if (fit[0])
             fprintf(o, "  %s\n", vt_text(fit));
     }
@@ -470,8 +478,12 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
 static void no_spill_lines(FILE *o, const vt_model_t *m)
 {
     const vt_proc_t *p = vt_model_proc(m);
-    char a[VT_SIZE_BUF];
+    char a[VT_SIZE_BUF], context[VT_FIT_SENTENCE_MAX];
     picture_moment(o, &p->placement);
+    /* Every layer fit: the context --fit may have shrunk to get there. */
+    vt_llama_context_sentence(context, sizeof context, p);
+    if (context[0])
+        fprintf(o, "  %s\n", vt_text(context));
     uint64_t host_weights = vt_place_host(&p->placement.weights);
     if (!vt_proc_placement_unseen(p))
         return;

@@ -208,6 +208,34 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
         buf[0] = 0;
 }
 
+void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p)
+{
+    vt_llama_fit_t fit;
+    vt_proc_llama_fit(p, &fit);
+    if (!len)
+        return;
+    buf[0] = 0;
+    uint32_t cells = p->placement.kv_cells;
+    if (!fit.ran || fit.ctx || !cells)
+        return;
+    char floor[128];
+    if (fit.fit_ctx)
+        snprintf(floor, sizeof floor, "--fit-ctx %.64s (%s)", fit.fit_ctx,
+                 fit.fit_ctx_from == VT_FROM_ENV ? "from LLAMA_ARG_FIT_CTX" : "from the command line");
+    else
+        snprintf(floor, sizeof floor, "--fit-ctx (4096 by default%s)",
+                 fit.env_recorded ? "" : ", unless LLAMA_ARG_FIT_CTX set another");
+    /* common/fit.cpp sizes the context before it counts layers, -ngl given
+     * or not: this holds for every --fit that ran. */
+    snprintf(buf, len,
+             "No -c was given%s, so llama.cpp's --fit chose the context%s: the KV cache has %u cells (tokens of "
+             "context, over all sequences). --fit shrinks the model's trained context, as far as %s, before it leaves "
+             "any layer in host memory; -c sets it, and -c 0 keeps the trained context whole.",
+             fit.env_recorded ? "" : " on the command line",
+             fit.env_recorded ? "" : " unless LLAMA_ARG_CTX_SIZE set it (this trace does not record the environment)",
+             cells, floor);
+}
+
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)
 {
     vt_llama_fit_t fit;

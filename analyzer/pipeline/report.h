@@ -275,6 +275,13 @@ typedef struct vt_llama_fit {
     int target_from;
     uint64_t target_bytes;  /* every device's; 0 for a per-device list */
     int env_recorded;       /* 0: a trace without the environment, whose default is a guess */
+    /* The context: given by -c/--ctx-size or LLAMA_ARG_CTX_SIZE (ctx, NULL
+     * when neither: --fit sizes it, shrinking the model's trained context
+     * as far as --fit-ctx before it leaves layers in host memory; any
+     * value given, 0 too, stops that: common/arg.cpp), and --fit-ctx
+     * (fit_ctx, NULL: llama.cpp's default, 4096). */
+    const char *ctx, *fit_ctx;
+    int ctx_from, fit_ctx_from;
 } vt_llama_fit_t;
 void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out);
 /* 1 when --fit chose the split: it ran, nothing it leaves as given was
@@ -331,6 +338,10 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
  * at 64 bytes): each view escapes it. */
 #define VT_FIT_SENTENCE_MAX 768
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p);
+/* The context --fit chose, when it ran, no -c or LLAMA_ARG_CTX_SIZE was
+ * given and the KV cache's cells are in the trace ("" otherwise): its
+ * cells, and how --fit sizes it. Plain text (values cut at 64 bytes). */
+void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p);
 /* The context reserve (total - free at first sight) and untracked bytes
  * (driver-used - reserve - tracked, at the last driver report) of a device. */
 uint64_t vt_dev_reserve(const vt_dev_t *d);

@@ -307,6 +307,15 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
     }
     out->env_recorded = p->env_recorded;
     fit_overrides(p, out);
+    static const char *const ctx[] = { "-c", "--ctx-size" }, *const fitc[] = { "-fitc", "--fit-ctx" };
+    if ((out->ctx = arg_value(p, ctx, 2)))
+        out->ctx_from = VT_FROM_ARGV;
+    else if ((out->ctx = vt_proc_env_value(p, "LLAMA_ARG_CTX_SIZE")))
+        out->ctx_from = VT_FROM_ENV;
+    if ((out->fit_ctx = arg_value(p, fitc, 2)))
+        out->fit_ctx_from = VT_FROM_ARGV;
+    else if ((out->fit_ctx = vt_proc_env_value(p, "LLAMA_ARG_FIT_CTX")))
+        out->fit_ctx_from = VT_FROM_ENV;
 }
 
 int vt_proc_fit_chose(const vt_proc_t *p)

@@ -534,7 +534,7 @@ static int decode_ggml_tensor(cur_t *c, vt_rec_ggml_tensor_t *t)
 {
     return get_varint(c, "time_ns", &t->time_ns) || get_varint(c, "buffer", &t->buffer) ||
                    get_varint(c, "data", &t->data) || get_varint(c, "nbytes", &t->nbytes) ||
-                   get_str(c, "name", &t->name)
+                   get_str(c, "name", &t->name) || (t->rows = 0, c->i < c->n && get_varint(c, "rows", &t->rows))
                ? -1
                : 0;
 }

@@ -101,6 +101,7 @@ typedef struct vt_rec_ggml_buffer {
 
 typedef struct vt_rec_ggml_tensor {
     uint64_t time_ns, buffer, data, nbytes;
+    uint64_t rows;   /* ggml_nrows; 0 not known */
     vt_bytes_t name;
 } vt_rec_ggml_tensor_t;
 

@@ -12,12 +12,12 @@
  *                     [--fit on|off] [-fitt MiB] [-fitc N] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
- *   options       llama-server's, with its defaults but -c 512 (the report
- *                 quotes them as a server's command line)
+ *   options       llama-server's, with its defaults but -c 512 without
+ *                 --fit (the report quotes them as a server's command line)
  * --fit on is llama-server's default (common/common.cpp), off here: before the
  * load, common_fit_params (common/fit.h) measures the model with no_alloc
- * probes and sets what was left at its default (-ngl, and -c 0) to leave
- * -fitt MiB (default 1024) free on each device. It is a C++ function of
+ * probes and sets what was left at its default (-ngl, and the context
+ * where no -c is given) to leave -fitt MiB (default 1024) free on each device. It is a C++ function of
  * libllama-common, found by its mangled name so the runner stays C; a
  * release without it exits 4.
  * Loads, makes a context and, with --eval, evaluates 32 tokens once
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
     int gpu_layers = -1, context = 512, cpu_moe = -1, mmap = 1, eval = 0, kv_offload = 1;
     enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
-    int main_gpu = 0, fit = 0, fit_target_mib = 1024, fit_min_ctx = 4096;
+    int main_gpu = 0, fit = 0, fit_target_mib = 1024, fit_min_ctx = 4096, context_given = 0;
     const char *to_cpu = NULL;   /* -ot PATTERN=CPU: the one target the runner knows */
     /* llama-server's environment, which its command line overrides
      * (common/arg.cpp: LLAMA_ARG_N_GPU_LAYERS, LLAMA_ARG_FIT_TARGET). */
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-ngl"))
             gpu_layers = atoi(v), i++;
         else if (!strcmp(a, "-c"))
-            context = atoi(v), i++;
+            context = atoi(v), context_given = 1, i++;
         else if (!strcmp(a, "--cpu-moe"))
             cpu_moe = 0;
         else if (!strcmp(a, "--n-cpu-moe"))
@@ -159,6 +159,13 @@ int main(int argc, char **argv)
         snprintf(ot_pattern, sizeof ot_pattern, "%.*s", (int)(strlen(to_cpu) - 4), to_cpu);
         overrides[n++] = (struct llama_model_tensor_buft_override){ ot_pattern, ggml_backend_dev_buffer_type(cpu) };
     }
+    /* llama-server's context (common/arg.cpp): 0, the model's trained
+     * one, unless -c says; --fit shrinks that as far as -fitc, but not a
+     * -c given, 0 included. The runner's own default without --fit: 512. */
+    if (fit && !context_given)
+        context = 0;
+    else if (fit && context == 0)
+        fit_min_ctx = -1;   /* UINT32_MAX: the trained context whole */
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = gpu_layers;
     mp.split_mode = split;

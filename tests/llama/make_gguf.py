@@ -14,7 +14,8 @@ Mixtral's (the llama architecture with llama.expert_count): a router
 (ffn_gate_inp) and the experts' gate, down and up stacked in one tensor each
 (ffn_*_exps, 88 MiB per expert per block), 2 experts used per token.
 
-FLAGS: tied, q4_0. With tied, there is no output.weight: the output layer reads the token
+FLAGS: tied, q4_0, ctx=N (the trained context, llama.context_length; 4096
+by default). With tied, there is no output.weight: the output layer reads the token
 embeddings, as models with tied embeddings do (Llama 3.2 1B/3B, Gemma,
 small Qwen2.5); llama.cpp then loads token_embd.weight a second time, as
 the output layer's tensor (TENSOR_DUPLICATED). With q4_0, the blocks' matrices are Q4_0 (18 bytes
@@ -63,6 +64,7 @@ def main():
     n_expert = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     flags = sys.argv[4].split(",") if len(sys.argv) > 4 else []
     tied = "tied" in flags
+    n_ctx = next((int(f[4:]) for f in flags if f.startswith("ctx=")), N_CTX)
     W = Q4_0 if "q4_0" in flags else F16   # the blocks' matrices
     tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)]
     types = [2, 3, 3] + [6] * 256
@@ -71,7 +73,7 @@ def main():
         kv_string("general.architecture", "llama"),
         kv_string("general.name", "vramtrace-zero-llama"),
         kv_u32("general.alignment", ALIGN),
-        kv_u32("llama.context_length", N_CTX),
+        kv_u32("llama.context_length", n_ctx),
         kv_u32("llama.embedding_length", N_EMBD),
         kv_u32("llama.block_count", n_layer),
         kv_u32("llama.feed_forward_length", N_FF),

@@ -28,6 +28,8 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
                       of a block)
   fit.ran, fit.chose  1 when --fit's queries are in the trace, and when it
                       chose the split (JSON llama_fit; chose -1 for null)
+  fit.chose_context   1 when it chose the context (no -c given), -1 for null
+  kv_cells            the KV cache's cells (placement.kv_cells), when known
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -61,6 +63,8 @@ if procs:
     pl = p.get("placement")
     if pl:
         out["offloaded"] = int(pl["offloaded"])
+        if pl["kv_cells"] is not None:
+            out["kv_cells"] = pl["kv_cells"]
         for content in ("weights", "layer_weights", "kv", "compute"):
             for place, v in pl[content]["by_place"].items():
                 out["place.%s.%s" % (content, place)] = v
@@ -88,6 +92,7 @@ if procs:
     out["fit.ran"] = int(fit is not None)
     if fit is not None:
         out["fit.chose"] = -1 if fit["chose_layers"] is None else int(fit["chose_layers"])
+        out["fit.chose_context"] = -1 if fit["chose_context"] is None else int(fit["chose_context"])
     out["above_margin"] = int(all(d["headroom"].get("above_margin", False) for d in p["devices"]))
 for k in sorted(out):
     print(k, out[k])

@@ -100,7 +100,19 @@ check_loaded() {
         is "$(val "$2.bytes" weights.pinned)" 0 "$1 $name: no pinned weights (llama.cpp logged no CUDA_Host model buffer)"
     fi
 }
+# kv_cells FILE: the cells of llama.cpp's last KV cache line ("size = ...
+# ( N cells"), the one it made for the load (--fit's probes log theirs
+# first).
+kv_cells() {
+    cat "$1.log" "$1.out" 2>/dev/null | sed -n 's/^llama_kv_cache: size = .*( *\([0-9]*\) cells.*/\1/p' | tail -1
+}
 check_context() {
+    want=$(kv_cells "$2")
+    if [ -n "$want" ]; then
+        is "$(val "$2.bytes" kv_cells)" "$want" "$1 $name: the KV cache's cells = llama.cpp's (its log's N cells)"
+    else
+        ok "$1 $name: KV cells # SKIP llama.cpp's KV cache line did not reach the log"
+    fi
     want=$(mib_bytes "$2.log" "CUDA0 KV buffer size")
     if [ -n "$want" ]; then
         near "$(val "$2.bytes" kv.device)" "$want" "$1 $name: GPU KV = llama.cpp's CUDA0 KV buffer"
@@ -574,6 +586,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model as --fit set it"
         check_placement "$@"
         is "$(val "$2.bytes" fit.ran)" 1 "$1 $name: --fit's free-memory queries are in the trace (stacks through common_fit_params)"
+        is "$(val "$2.bytes" kv_cells)" "$(kv_cells "$2")" "$1 $name: the KV cache's cells = llama.cpp's (its log's N cells)"
     }
     # On 2 GiB, --fit keeps every layer on the GPU and moves experts out:
     # block 1's whole feed-forward (its router too: 2048 x 4 f32 = 32 KiB,
@@ -645,6 +658,49 @@ if [ -x "$TMP/libllama_run" ]; then
             "$1 $name: the estimate is of the override's weights: they fit"
     }
     scenario fit_ot 1800MiB --fit on -c 0 -ot 'blk\.0\.ffn_up.*=CPU'
+    # ---- The context --fit chose: llama-server's context is the model's
+    # trained one unless -c says, and --fit shrinks it (32768 here) as far
+    # as --fit-ctx (4096) before it leaves layers in host memory. The
+    # report said nothing of it: NO SPILL at a context cut to 26880, or a
+    # partial offload at 4096. The KV cache is 4 blocks x K,V x 512 x 2
+    # bytes = 8 KiB a cell.
+    python3 tests/llama/make_gguf.py "$TMP/long.gguf" 4 0 ctx=32768
+    MODEL=$TMP/long.gguf
+    fit_ctx() { sed -n 's/^fit [0-9]*: -ngl -*[0-9]* -c \([0-9]*\)$/\1/p' "$1.out"; }
+    check_fit_ctx() {
+        check_fit_common "$@"
+        c=$(fit_ctx "$2")
+        is "$(val "$2.bytes" kv_cells)/$(val "$2.bytes" fit.chose_context)/$(val "$2.bytes" verdict.no_spill)" "$c/1/1" \
+            "$1 $name: every layer fits, at the context --fit chose: the KV cache's cells are its -c"
+        check "$1 $name: shrunk, not to the floor: 4096 < $c < 32768" test "$c" -gt 4096 -a "$c" -lt 32768
+        is "$(val "$2.bytes" place.kv.gpu0)" $((c * 8192)) "$1 $name: the KV cache's bytes are its cells' (8 KiB each)"
+        check "$1 $name: the text says --fit chose the context, and how" \
+            says "$2.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has $c cells (tokens of context, over all sequences)\. --fit shrinks the model's trained context, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
+        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
+        check "$1 $name: so does the HTML page" grep -q "<b>$c cells</b>" "$2.html"
+        "$VT" serve --once "$2" >"$2.om" 2>&1
+        check "$1 $name: serve's vramtrace_kv_cache_cells" grep -qE "^vramtrace_kv_cache_cells\{.*\} $c\$" "$2.om"
+    }
+    scenario fit_ctx 2100MiB --fit on
+    # 1800 MiB: at 4096 cells the model still does not fit, and --fit
+    # leaves layers in host memory.
+    check_fit_ctx_floor() {
+        check_fit_common "$@"
+        is "$(fit_ctx "$2")/$(val "$2.bytes" kv_cells)/$(val "$2.bytes" layers.gpu)" "4096/4096/$(fit_ngl "$2")" \
+            "$1 $name: the context at --fit-ctx, layers as --fit's -ngl"
+        check "$1 $name: the KV line names the cells" says "$2.txt" "KV cache (4096 cells): "
+        check "$1 $name: and the context sentence follows --fit's" says "$2.txt" "the KV cache has 4096 cells"
+    }
+    scenario fit_ctx_floor 1800MiB --fit on
+    # -c 0 asks for the trained context whole: --fit does not shrink it.
+    check_fit_ctx_whole() {
+        check_fit_common "$@"
+        is "$(val "$2.bytes" kv_cells)/$(val "$2.bytes" fit.chose_context)" "32768/0" \
+            "$1 $name: the trained context's 32768 cells; --fit did not choose it"
+        check "$1 $name: no sentence says it did" sh -c "! grep -q 'chose the context' '$2.txt'"
+    }
+    scenario fit_ctx_whole 1800MiB --fit on -c 0
+    MODEL=$DENSE_MODEL
     FLAVOURS=shipped
 
     # ---- Two GPUs, the layers on neither: --fit on two 1 GiB cards keeps

@@ -490,6 +490,52 @@ is "$(jp "$D/fitrow.json" 'json.dumps([pl["llama_fit"][k] for k in ("chose_layer
     '[null, null, "LLAMA_ARG_SPLIT_MODE", "row", "environment"]' "--fit with a row split: JSON chose_layers null (one GPU or more, unknown)"
 check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.html' '$D/fitenv' && grep -q 'leaves 3072 MiB free on each GPU' '$D/fitenv.html'"
 
+# ---- The context --fit chose: with no -c, --fit sizes the context
+# (shrinking the trained one before it leaves layers in host memory); the
+# KV cache's rows (ggml_nrows, 8192 here) are its cells. The report said
+# nothing of it. ----
+# ctx_trace NAME ARGV [ENV]: partial's placement, --fit's query, KV rows.
+ctx_trace() {
+    sed 's/name=cache_\([kv]\)_l\([0-9]*\)$/& rows=8192/' "$D/partial.vt" >"$D/rows.vt"
+    {
+        sed -n '1p' "$D/rows.vt" | sed "s/pid=300/pid=314/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
+        sed -n '2,/^stack 2 /p' "$D/rows.vt" | sed '1d'
+        echo "frame 0x403000 module=0 offset=0x3000 function=$FIT_FN"
+        echo 'stack 3 parent=0 ip=0x403000'
+        echo 'event t=500000 api=cudaMemGetInfo dev=0 size=7.5GiB aux=8GiB stack=3 flags=runtime'
+        sed '1,/^stack 2 /d' "$D/rows.vt"
+    } >"$D/$1.vt"
+    alone "$1"
+}
+ctx_trace ctxfit 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"'
+ctx_trace ctxold 'llama-server,-m,m.gguf' ''
+ctx_trace ctxenv 'llama-server,-m,m.gguf' '"LLAMA_ARG_CTX_SIZE=8192"'
+ctx_trace ctxfitc 'llama-server,-m,m.gguf,--fit-ctx,2048' '"LLAMA_ARG_FIT_CTX=1024"'
+ctx_trace ctxzero 'llama-server,-m,m.gguf,-c,0' '"CUDA_VISIBLE_DEVICES=0"'
+check "--fit with no -c: it chose the context, and the KV cache's cells are said" \
+    says "$D/ctxfit.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has 8192 cells (tokens of context, over all sequences)\. --fit shrinks the model's trained context, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
+check "the KV line names the cells" says "$D/ctxfit.txt" "KV cache (8192 cells): 192\.0 MiB of 256\.0 MiB"
+check "a trace without the environment: the choice is conditional, and so is the floor" \
+    says "$D/ctxold.txt" "No -c was given on the command line, so llama\.cpp's --fit chose the context unless LLAMA_ARG_CTX_SIZE set it (this trace does not record the environment): the KV cache has 8192 cells .* as far as --fit-ctx (4096 by default, unless LLAMA_ARG_FIT_CTX set another)"
+check "LLAMA_ARG_CTX_SIZE given: no sentence says --fit chose the context" sh -c "! grep -q 'chose the context' '$D/ctxenv.txt'"
+check "-c 0 given: none either (--fit keeps the trained context whole)" sh -c "! grep -q 'chose the context' '$D/ctxzero.txt'"
+check "--fit-ctx on the command line, over the environment's" says "$D/ctxfitc.txt" "as far as --fit-ctx 2048 (from the command line), before"
+is "$(jp "$D/ctxfit.json" 'json.dumps([pl["kv_cells"]] + [pl["llama_fit"][k] for k in ("chose_context", "ctx", "ctx_from", "fit_ctx", "fit_ctx_from")])')" \
+    '[8192, true, null, "default", null, "default"]' "--fit chose the context: JSON kv_cells, llama_fit.chose_context"
+is "$(jp "$D/ctxenv.json" 'json.dumps([pl["llama_fit"][k] for k in ("chose_context", "ctx", "ctx_from")])')" \
+    '[false, "8192", "environment"]' "LLAMA_ARG_CTX_SIZE: JSON chose_context false, ctx and where from"
+is "$(jp "$D/ctxold.json" 'json.dumps([pl["llama_fit"]["chose_context"]])')" '[null]' "no environment recorded: chose_context null"
+is "$(jp "$D/ctxfitc.json" 'json.dumps([pl["llama_fit"][k] for k in ("fit_ctx", "fit_ctx_from")])')" '["2048", "command_line"]' \
+    "--fit-ctx: JSON fit_ctx and where from"
+is "$(jp "$D/fitdefault.json" 'json.dumps(pl["kv_cells"])')" 'null' \
+    "a trace without the KV tensors' rows: kv_cells null"
+check "and no cells in its KV line" sh -c "grep -q 'KV cache: ' '$D/fitdefault.txt' && ! grep -q 'cells' '$D/fitdefault.txt'"
+"$VT" serve --once "$D/ctxfit" >"$D/ctxfit.om" 2>&1
+check "serve: vramtrace_kv_cache_cells" grep -qE '^vramtrace_kv_cache_cells\{.*pid="314".*\} 8192$' "$D/ctxfit.om"
+"$VT" report --html "$D/ctxfit.html" "$D/ctxfit" >/dev/null 2>&1
+check "the HTML page: the cells, and the sentence" sh -c "grep -q '<b>8192 cells</b>' '$D/ctxfit.html' && grep -q 'chose the context: the KV cache has 8192 cells' '$D/ctxfit.html'"
+is "$(views_disagree "$D/ctxfit")" "" "--fit's context: report, top, serve, the HTML page, the gate and diff agree"
+
 # ---- Layers on one GPU of two: llama.cpp's -sm layer would spread a
 # larger -ngl over both (shares from free memory or -ts), so one card's
 # room is no estimate; -sm none or a single -dev keeps it to one GPU. The

@@ -41,7 +41,8 @@
  *               [host=0|1|2]
  *       ggml's mark on a buffer (preload/ggml_buffers.c); t is exact; host
  *       (1 device, 2 host memory) only when given, as older shims wrote none.
- *   ggml_tensor t=T buffer=N data=N nbytes=SIZE name=S
+ *   ggml_tensor t=T buffer=N data=N nbytes=SIZE name=S [rows=N]
+ *       rows (ggml_nrows) only when given, as older shims wrote none.
  *   ggml_free t=T buffer=N
  *   ggml_lost t=T lost=N
  *   record type=N payload=HEX [in=header]
@@ -612,6 +613,8 @@ static void do_line(line_t *l)
         tg_buf_varint(&p, num(l, "data", 0));
         tg_buf_varint(&p, num(l, "nbytes", 0));
         put_strkey(&p, l, "name", "");
+        if (find(l, "rows"))
+            tg_buf_varint(&p, num(l, "rows", 0));
         finish_record(l, VT_REC_GGML_TENSOR, &p);
     } else if (!strcmp(d, "ggml_free")) {
         tg_buf_varint(&p, abs_time(l, "t"));
