@@ -162,10 +162,19 @@ static ggml_copy_t *copy_of(const void *real)
     return NULL;
 }
 
-/* One of copy c's functions, found on first use. */
+/* A function copy c does not define (ggml_backend_buffer_is_meta before
+ * ggml had it), kept as looked for: else each of a model's thousands of
+ * marks and tensors would look again, each look a dlopen and dlclose
+ * under the loader's lock. */
+static char absent;
+#define ABSENT ((void *)&absent)
+
+/* One of copy c's functions, found on first use; NULL where it has none. */
 static void *copy_symbol(void **cache, const char *name, ggml_copy_t *c)
 {
     void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (fn == ABSENT)
+        return NULL;
     if (!fn) {
         fn = defined_near(c->anchor, name);
         if (!fn) {
@@ -175,7 +184,7 @@ static void *copy_symbol(void **cache, const char *name, ggml_copy_t *c)
             if (is_ours(fn))
                 fn = NULL;
         }
-        __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
+        __atomic_store_n(cache, fn ? fn : ABSENT, __ATOMIC_RELEASE);
     }
     return fn;
 }
