@@ -382,6 +382,14 @@ void vt_json_str(vt_json_t *j, const char *key, const char *s)
     vt_json_strn(j, key, s ? s : "", s ? strlen(s) : 0);
 }
 
+void vt_json_str_or_null(vt_json_t *j, const char *key, const char *s)
+{
+    if (s)
+        vt_json_str(j, key, s);
+    else
+        vt_json_null(j, key);
+}
+
 void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len)
 {
     item(j, key);

@@ -48,6 +48,8 @@ void vt_json_num(vt_json_t *j, const char *key, double v);
 void vt_json_bool(vt_json_t *j, const char *key, int v);
 void vt_json_null(vt_json_t *j, const char *key);
 void vt_json_str(vt_json_t *j, const char *key, const char *s);
+/* s, or null where s is NULL (a value not given). */
+void vt_json_str_or_null(vt_json_t *j, const char *key, const char *s);
 void vt_json_strn(vt_json_t *j, const char *key, const char *s, size_t len);
 /* Ends the document with a newline. */
 void vt_json_finish(vt_json_t *j);

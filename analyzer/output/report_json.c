@@ -582,38 +582,19 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
             vt_json_bool(j, "chose_layers", vt_proc_fit_chose(p));
         else
             vt_json_null(j, "chose_layers");
-        if (fit.override) {
-            vt_json_str(j, "override", fit.override);
-            if (fit.override_value)
-                vt_json_str(j, "override_value", fit.override_value);
-            else
-                vt_json_null(j, "override_value");
-        } else {
-            vt_json_null(j, "override");
-            vt_json_null(j, "override_value");
-        }
+        vt_json_str_or_null(j, "override", fit.override);
+        vt_json_str_or_null(j, "override_value", fit.override ? fit.override_value : NULL);
         vt_json_str(j, "override_from", from[fit.override_from]);
-        if (fit.split) {
-            vt_json_str(j, "split", fit.split);
-            vt_json_str(j, "split_value", fit.split_value);
-        } else {
-            vt_json_null(j, "split");
-            vt_json_null(j, "split_value");
-        }
+        vt_json_str_or_null(j, "split", fit.split);
+        vt_json_str_or_null(j, "split_value", fit.split ? fit.split_value : NULL);
         vt_json_str(j, "split_from", from[fit.split_from]);
-        if (fit.ngl)
-            vt_json_str(j, "ngl", fit.ngl);
-        else
-            vt_json_null(j, "ngl");
+        vt_json_str_or_null(j, "ngl", fit.ngl);
         vt_json_str(j, "ngl_from", from[fit.ngl_from]);
         if (fit.target_bytes)
             vt_json_u64(j, "target_bytes", fit.target_bytes);
         else
             vt_json_null(j, "target_bytes");
-        if (fit.target)
-            vt_json_str(j, "target", fit.target);
-        else
-            vt_json_null(j, "target");
+        vt_json_str_or_null(j, "target", fit.target);
         vt_json_str(j, "target_from", from[fit.target_from]);
         vt_json_bool(j, "environment_recorded", fit.env_recorded);
         /* null: an unrecorded environment could have set the context. */
@@ -621,15 +602,9 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
             vt_json_bool(j, "chose_context", !fit.ctx);
         else
             vt_json_null(j, "chose_context");
-        if (fit.ctx)
-            vt_json_str(j, "ctx", fit.ctx);
-        else
-            vt_json_null(j, "ctx");
+        vt_json_str_or_null(j, "ctx", fit.ctx);
         vt_json_str(j, "ctx_from", from[fit.ctx_from]);
-        if (fit.fit_ctx)
-            vt_json_str(j, "fit_ctx", fit.fit_ctx);
-        else
-            vt_json_null(j, "fit_ctx");
+        vt_json_str_or_null(j, "fit_ctx", fit.fit_ctx);
         vt_json_str(j, "fit_ctx_from", from[fit.fit_ctx_from]);
         vt_json_obj_end(j);
     } else {

@@ -208,15 +208,22 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
         buf[0] = 0;
 }
 
+/* --fit's options into fit, buf emptied: 1 when --fit ran and buf has room
+ * for a sentence of it. */
+static int fit_sentence_start(const vt_proc_t *p, vt_llama_fit_t *fit, char *buf, size_t len)
+{
+    vt_proc_llama_fit(p, fit);
+    if (!len)
+        return 0;
+    buf[0] = 0;
+    return fit->ran;
+}
+
 void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p)
 {
     vt_llama_fit_t fit;
-    vt_proc_llama_fit(p, &fit);
-    if (!len)
-        return;
-    buf[0] = 0;
     uint32_t cells = p->placement.kv_cells;
-    if (!fit.ran || fit.ctx || !cells)
+    if (!fit_sentence_start(p, &fit, buf, len) || fit.ctx || !cells)
         return;
     char floor[128];
     if (fit.fit_ctx)
@@ -239,11 +246,7 @@ void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p)
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)
 {
     vt_llama_fit_t fit;
-    vt_proc_llama_fit(p, &fit);
-    if (!len)
-        return;
-    buf[0] = 0;
-    if (!fit.ran)
+    if (!fit_sentence_start(p, &fit, buf, len))
         return;
     if (fit.ngl) {
         snprintf(buf, len,

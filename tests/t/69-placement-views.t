@@ -424,16 +424,17 @@ is "$(jp "$D/ollama.json" 'len(pl["program_args"])')" 12 "ollama's llama-server:
 # say it chose the split, with its target from the environment, the
 # command line or llama.cpp's default; an -ngl given is one it left ----
 FIT_FN=_Z17common_fit_paramsPKcP18llama_model_paramsP20llama_context_paramsPfP32llama_model_tensor_buft_overridePmjPK22common_fit_extra_model14ggml_log_level
-# fit_trace NAME ARGV [ENV]: partial.vt's placement under that command line
+# fit_trace NAME ARGV [ENV [FROM]]: partial.vt's placement (or FROM's) under that command line
 # and environment, with one free-memory query made by --fit.
 fit_trace() {
+    src=${4:-$D/partial.vt}
     {
-        sed -n '1p' "$D/partial.vt" | sed "s/pid=300/pid=312/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
-        sed -n '2,/^stack 2 /p' "$D/partial.vt" | sed '1d'
+        sed -n '1p' "$src" | sed "s/pid=300/pid=312/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
+        sed -n '2,/^stack 2 /p' "$src" | sed '1d'
         echo "frame 0x403000 module=0 offset=0x3000 function=$FIT_FN"
         echo 'stack 3 parent=0 ip=0x403000'
         echo 'event t=500000 api=cudaMemGetInfo dev=0 size=7.5GiB aux=8GiB stack=3 flags=runtime'
-        sed '1,/^stack 2 /d' "$D/partial.vt"
+        sed '1,/^stack 2 /d' "$src"
     } >"$D/$1.vt"
     alone "$1"
 }
@@ -494,18 +495,10 @@ check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.h
 # (shrinking the trained one before it leaves layers in host memory); the
 # KV cache's rows (ggml_nrows, 8192 here) are its cells. The report said
 # nothing of it. ----
-# ctx_trace NAME ARGV [ENV]: partial's placement, --fit's query, KV rows.
+# ctx_trace NAME ARGV [ENV]: fit_trace's, with the KV tensors' rows.
 ctx_trace() {
     sed 's/name=cache_\([kv]\)_l\([0-9]*\)$/& rows=8192/' "$D/partial.vt" >"$D/rows.vt"
-    {
-        sed -n '1p' "$D/rows.vt" | sed "s/pid=300/pid=314/; s|argv=[^ ]*|argv=$2${3:+ env=$3}|"
-        sed -n '2,/^stack 2 /p' "$D/rows.vt" | sed '1d'
-        echo "frame 0x403000 module=0 offset=0x3000 function=$FIT_FN"
-        echo 'stack 3 parent=0 ip=0x403000'
-        echo 'event t=500000 api=cudaMemGetInfo dev=0 size=7.5GiB aux=8GiB stack=3 flags=runtime'
-        sed '1,/^stack 2 /d' "$D/rows.vt"
-    } >"$D/$1.vt"
-    alone "$1"
+    fit_trace "$1" "$2" "${3:-}" "$D/rows.vt"
 }
 ctx_trace ctxfit 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"'
 ctx_trace ctxold 'llama-server,-m,m.gguf' ''
@@ -531,7 +524,7 @@ is "$(jp "$D/fitdefault.json" 'json.dumps(pl["kv_cells"])')" 'null' \
     "a trace without the KV tensors' rows: kv_cells null"
 check "and no cells in its KV line" sh -c "grep -q 'KV cache: ' '$D/fitdefault.txt' && ! grep -q 'cells' '$D/fitdefault.txt'"
 "$VT" serve --once "$D/ctxfit" >"$D/ctxfit.om" 2>&1
-check "serve: vramtrace_kv_cache_cells" grep -qE '^vramtrace_kv_cache_cells\{.*pid="314".*\} 8192$' "$D/ctxfit.om"
+check "serve: vramtrace_kv_cache_cells" grep -qE '^vramtrace_kv_cache_cells\{.*pid="312".*\} 8192$' "$D/ctxfit.om"
 "$VT" report --html "$D/ctxfit.html" "$D/ctxfit" >/dev/null 2>&1
 check "the HTML page: the cells, and the sentence" sh -c "grep -q '<b>8192 cells</b>' '$D/ctxfit.html' && grep -q 'chose the context: the KV cache has 8192 cells' '$D/ctxfit.html'"
 is "$(views_disagree "$D/ctxfit")" "" "--fit's context: report, top, serve, the HTML page, the gate and diff agree"
