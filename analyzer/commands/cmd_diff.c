@@ -12,7 +12,8 @@
  *  - where ggml programs' models ran (their GGML_* records), in the text
  *    when either run's records name layers or put some of the model in
  *    host memory: layers on a GPU of all, layer weights and KV cache in
- *    host memory, summed over the processes that have them.
+ *    host memory, summed over the processes that have them, and the KV
+ *    cache's cells (its context) where either run's trace records them.
  * Deltas are B - A, relative to A ("n/a" when A is 0).
  *
  * Below the rows, the call sites: addresses differ from run to run (ASLR,
@@ -63,8 +64,8 @@ typedef struct side {
     /* The worst process's verdict key (vt_verdict_rank), NULL for none. */
     const char *verdict;
     /* Placement: processes with ggml's records, and with layers named. */
-    int placed, layered;
-    uint64_t layers_gpu, layers_total, host_weights, host_kv;
+    int placed, layered, celled;
+    uint64_t layers_gpu, layers_total, host_weights, host_kv, kv_cells;
 } side_t;
 
 static void usage(FILE *f)
@@ -108,6 +109,8 @@ static void reduce(const vt_report_t *r, side_t *s)
             s->placed++;
             s->host_weights += pl->layer_weights_host;
             s->host_kv += vt_place_host(&pl->kv);
+            s->celled += pl->kv_cells > 0;
+            s->kv_cells += pl->kv_cells;
         }
         if (pl->known && pl->layers_known) {
             s->layered++;
@@ -346,6 +349,15 @@ static void placement_text(FILE *o, int color, const side_t *s)
             fprintf(o, " %s%12s%s", delta ? (delta < 0 ? up : down) : "", d, delta ? off : "");
         fputc('\n', o);
     }
+    /* The context each run made: a KV cache of more cells holds more. */
+    if (s[0].celled || s[1].celled) {
+        for (int k = 0; k < 2; k++)
+            snprintf(k ? b : a, sizeof a, s[k].celled ? "%" PRIu64 : "-", s[k].kv_cells);
+        fprintf(o, "%-18s %12s %12s", "kv_cells", a, b);
+        if (s[0].celled && s[1].celled)
+            fprintf(o, " %+12" PRId64, (int64_t)(s[1].kv_cells - s[0].kv_cells));
+        fputc('\n', o);
+    }
     static const char *const names[] = { "host_weights", "host_kv" };
     for (int r = 0; r < 2; r++) {
         uint64_t va = r ? s[0].host_kv : s[0].host_weights, vb = r ? s[1].host_kv : s[1].host_weights;
@@ -496,6 +508,10 @@ static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n,
             }
             vt_json_u64(&j, "host_weights_bytes", s[k].host_weights);
             vt_json_u64(&j, "host_kv_bytes", s[k].host_kv);
+            if (s[k].celled)
+                vt_json_u64(&j, "kv_cells", s[k].kv_cells);
+            else
+                vt_json_null(&j, "kv_cells");
             vt_json_obj_end(&j);
         } else {
             vt_json_null(&j, "placement");

@@ -497,7 +497,7 @@ check "--fit: the HTML page says it too" sh -c "'$VT' report --html '$D/fitenv.h
 # nothing of it. ----
 # ctx_trace NAME ARGV [ENV]: fit_trace's, with the KV tensors' rows.
 ctx_trace() {
-    sed 's/name=cache_\([kv]\)_l\([0-9]*\)$/& rows=8192/' "$D/partial.vt" >"$D/rows.vt"
+    sed "s/name=cache_\\([kv]\\)_l\\([0-9]*\\)\$/& rows=${ROWS:-8192}/" "$D/partial.vt" >"$D/rows.vt"
     fit_trace "$1" "$2" "${3:-}" "$D/rows.vt"
 }
 ctx_trace ctxfit 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"'
@@ -528,6 +528,16 @@ check "serve: vramtrace_kv_cache_cells" grep -qE '^vramtrace_kv_cache_cells\{.*p
 "$VT" report --html "$D/ctxfit.html" "$D/ctxfit" >/dev/null 2>&1
 check "the HTML page: the cells, and the sentence" sh -c "grep -q '<b>8192 cells</b>' '$D/ctxfit.html' && grep -q 'chose the context: the KV cache has 8192 cells' '$D/ctxfit.html'"
 is "$(views_disagree "$D/ctxfit")" "" "--fit's context: report, top, serve, the HTML page, the gate and diff agree"
+ROWS=2048 ctx_trace ctxsmall 'llama-server,-m,m.gguf' '"CUDA_VISIBLE_DEVICES=0"'
+"$VT" diff --color never "$D/ctxfit" "$D/ctxsmall" >"$D/dctx.txt" 2>&1
+is "$(grep -E '^kv_cells ' "$D/dctx.txt")" "kv_cells                   8192         2048        -6144" \
+    "diff: the KV cache's cells of each run, and the change"
+"$VT" diff --color never "$D/ctxfit" "$D/fitdefault" >"$D/dctx2.txt" 2>&1
+is "$(grep -E '^kv_cells ' "$D/dctx2.txt")" "kv_cells                   8192            -" "diff: - for a run whose trace does not record them"
+check "diff: no kv_cells row where neither does" sh -c "! grep -q '^kv_cells' '$D/d.txt'"
+"$VT" diff --json "$D/ctxfit" "$D/fitdefault" >"$D/dctx.json" 2>&1
+is "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["a"]["placement"]["kv_cells"], d["b"]["placement"]["kv_cells"])' "$D/dctx.json")" \
+    "8192 None" "diff --json: placement.kv_cells, null where not recorded"
 
 # ---- Layers on one GPU of two: llama.cpp's -sm layer would spread a
 # larger -ngl over both (shares from free memory or -ts), so one card's
