@@ -318,7 +318,7 @@ def story_3a_untracked(traces):
 SAMPLES = [
     ("README.md", "the report says it, with how many layers fit:", story("demo", *DEMO)),
     ("README.md", "<!-- demo-layer -->", figure("demo", *DEMO, r"A layer here is about\s+(\S+ \S+) of weights")),
-    ("README.md", "<!-- demo-kv -->", figure("demo", *DEMO, r"KV cache: \S+ \S+ of (\S+ \S+) \(")),
+    ("README.md", "<!-- demo-kv -->", figure("demo", *DEMO, r"KV cache(?: \(\d+ cells\))?: \S+ \S+ of (\S+ \S+) \(")),
     ("README.md", "<!-- 1a-free -->", figure(
         "ngl39", *NGL39, r"(?s)True headroom: (\S+ \S+) free at the lowest.*Stayed above the 15% margin")),
     ("README.md", "<!-- 1a-host -->", figure(

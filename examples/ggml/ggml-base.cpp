@@ -36,13 +36,14 @@ GGML_API void ggml_free(struct ggml_context *ctx)
     delete ctx;
 }
 
-static ggml_tensor *new_tensor(ggml_context *ctx, enum ggml_type type, int64_t ne0, ggml_tensor *view_src,
-                               size_t view_offs)
+static ggml_tensor *new_tensor(ggml_context *ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
+                               ggml_tensor *view_src, size_t view_offs)
 {
     ggml_tensor *t = new ggml_tensor{};
     t->type = type;
     t->ne[0] = ne0;
-    t->ne[1] = t->ne[2] = t->ne[3] = 1;
+    t->ne[1] = ne1;
+    t->ne[2] = t->ne[3] = 1;
     t->nb[0] = type == GGML_TYPE_F32 ? 4 : 1;
     for (int i = 1; i < 4; i++)
         t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
@@ -58,13 +59,24 @@ static ggml_tensor *new_tensor(ggml_context *ctx, enum ggml_type type, int64_t n
 
 GGML_API struct ggml_tensor *ggml_new_tensor_1d(struct ggml_context *ctx, enum ggml_type type, int64_t ne0)
 {
-    return new_tensor(ctx, type, ne0, nullptr, 0);
+    return new_tensor(ctx, type, ne0, 1, nullptr, 0);
+}
+
+GGML_API struct ggml_tensor *ggml_new_tensor_2d(struct ggml_context *ctx, enum ggml_type type, int64_t ne0,
+                                                int64_t ne1)
+{
+    return new_tensor(ctx, type, ne0, ne1, nullptr, 0);
+}
+
+GGML_API int64_t ggml_nrows(const struct ggml_tensor *tensor)
+{
+    return tensor->ne[1] * tensor->ne[2] * tensor->ne[3];
 }
 
 /* ggml names a view after its source: "cache_k_l0 (view)". */
 GGML_API struct ggml_tensor *ggml_view_1d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, size_t offset)
 {
-    ggml_tensor *t = new_tensor(ctx, a->type, ne0, a->view_src ? a->view_src : a, a->view_offs + offset);
+    ggml_tensor *t = new_tensor(ctx, a->type, ne0, 1, a->view_src ? a->view_src : a, a->view_offs + offset);
     ggml_format_name(t, "%s (view)", a->name);
     return t;
 }

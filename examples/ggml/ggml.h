@@ -88,6 +88,8 @@ struct ggml_context;
 GGML_API struct ggml_context *ggml_init(struct ggml_init_params params);
 GGML_API void ggml_free(struct ggml_context *ctx);
 GGML_API struct ggml_tensor *ggml_new_tensor_1d(struct ggml_context *ctx, enum ggml_type type, int64_t ne0);
+GGML_API struct ggml_tensor *ggml_new_tensor_2d(struct ggml_context *ctx, enum ggml_type type, int64_t ne0, int64_t ne1);
+GGML_API int64_t ggml_nrows(const struct ggml_tensor *tensor);
 GGML_API struct ggml_tensor *ggml_view_1d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, size_t offset);
 GGML_API struct ggml_tensor *ggml_set_name(struct ggml_tensor *tensor, const char *name);
 GGML_API struct ggml_tensor *ggml_format_name(struct ggml_tensor *tensor, const char *fmt, ...)

@@ -468,16 +468,17 @@ NOINLINE llama_kv_cache::llama_kv_cache(const llama_model &model, uint32_t kv_si
     ctxs.push_back({ggml_backend_cpu_buffer_type(), no_alloc_ctx()});
     for (int d = 0; d < model.n_devices; d++)
         ctxs.push_back({ggml_backend_cuda_buffer_type(d), no_alloc_ctx()});
-    size_t per_layer = (size_t)kv_size * model.shape.kv_bytes_token;
+    /* [bytes a cell, cells], as llama.cpp's [n_embd_gqa, kv_size, n_stream] */
+    size_t cell = model.shape.kv_bytes_token;
     for (int il = 0; il < model.shape.n_layer; il++) {
         int d = offload ? model.dev[il] : -1;
         ggml_context *c = ctxs[d >= 0 ? 1 + d : 0].ctx;
-        ggml_tensor *k = ggml_format_name(ggml_new_tensor_1d(c, GGML_TYPE_I8, (int64_t)(per_layer / 2)), "cache_k_l%d", il);
-        ggml_tensor *v = ggml_format_name(ggml_new_tensor_1d(c, GGML_TYPE_I8, (int64_t)(per_layer - per_layer / 2)),
+        ggml_tensor *k = ggml_format_name(ggml_new_tensor_2d(c, GGML_TYPE_I8, (int64_t)(cell / 2), kv_size), "cache_k_l%d", il);
+        ggml_tensor *v = ggml_format_name(ggml_new_tensor_2d(c, GGML_TYPE_I8, (int64_t)(cell - cell / 2), kv_size),
                                           "cache_v_l%d", il);
         /* the per-stream views llama.cpp keeps of each */
-        ggml_view_1d(c, k, k->ne[0], 0);
-        ggml_view_1d(c, v, v->ne[0], 0);
+        ggml_view_1d(c, k, k->ne[0] * k->ne[1], 0);
+        ggml_view_1d(c, v, v->ne[0] * v->ne[1], 0);
     }
     for (buft_ctx &c : ctxs) {
         if (!ggml_get_first_tensor(c.ctx))
@@ -495,7 +496,7 @@ NOINLINE llama_kv_cache::llama_kv_cache(const llama_model &model, uint32_t kv_si
     }
     free_ctxs(ctxs);
     fprintf(stderr, "llama_kv_cache: size = %8.2f MiB (%6u cells, %3d layers)\n",
-            mib(per_layer * model.shape.n_layer), kv_size, model.shape.n_layer);
+            mib((size_t)kv_size * cell * model.shape.n_layer), kv_size, model.shape.n_layer);
 }
 
 struct llama_context {
