@@ -625,8 +625,9 @@ int vt_llama_falsey(const char *v);
  * LLAMA_ARG_KV_OFFLOAD off. */
 int vt_proc_no_kv_offload(const vt_proc_t *p);
 /* 1 when llama.cpp was told to offload to one GPU whatever it sees: -sm
- * none (LLAMA_ARG_SPLIT_MODE=none), or -dev/--device (LLAMA_ARG_DEVICE)
- * naming a single device. */
+ * none (LLAMA_ARG_SPLIT_MODE=none), -dev/--device (LLAMA_ARG_DEVICE)
+ * naming a single device, or a -ts/--tensor-split (LLAMA_ARG_TENSOR_SPLIT)
+ * with one share above 0. */
 int vt_proc_one_gpu(const vt_proc_t *p);
 
 #endif

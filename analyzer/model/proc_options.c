@@ -4,6 +4,7 @@
  * command line over it, the last of an option given winning. The model's
  * estimate and the pipeline's sentences ask here, so both read an option
  * alike (contracts in model.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -70,9 +71,30 @@ int vt_proc_no_kv_offload(const vt_proc_t *p)
     return off >= 0 ? off : vt_llama_falsey(vt_proc_env_value(p, "LLAMA_ARG_KV_OFFLOAD"));
 }
 
+/* The shares of a -ts list above 0 (common/arg.cpp splits it at ',' and
+ * '/' and reads each with std::stof). */
+static int positive_shares(const char *v)
+{
+    int n = 0;
+    while (v && *v) {
+        while (*v == ',' || *v == '/')
+            v++;
+        if (!*v)
+            break;
+        char *end;
+        double share = strtod(v, &end);
+        n += end != v && share > 0;
+        v = end;
+        while (*v && *v != ',' && *v != '/')
+            v++;
+    }
+    return n;
+}
+
 int vt_proc_one_gpu(const vt_proc_t *p)
 {
-    static const char *const sm[] = { "-sm", "--split-mode" }, *const dev[] = { "-dev", "--device" };
+    static const char *const sm[] = { "-sm", "--split-mode" }, *const dev[] = { "-dev", "--device" },
+                             *const ts[] = { "-ts", "--tensor-split" };
     const char *mode = vt_proc_arg_value(p, sm, 2, NULL);
     if (!mode)
         mode = vt_proc_env_value(p, "LLAMA_ARG_SPLIT_MODE");
@@ -83,5 +105,11 @@ int vt_proc_one_gpu(const vt_proc_t *p)
     const char *devices = vt_proc_arg_value(p, dev, 2, NULL);
     if (!devices)
         devices = vt_proc_env_value(p, "LLAMA_ARG_DEVICE");
-    return devices && devices[0] && !strchr(devices, ',') && strcmp(devices, "none");
+    if (devices && devices[0] && !strchr(devices, ',') && strcmp(devices, "none"))
+        return 1;
+    /* A split that gives every layer to one GPU (-ts 1,0). */
+    const char *shares = vt_proc_arg_value(p, ts, 2, NULL);
+    if (!shares)
+        shares = vt_proc_env_value(p, "LLAMA_ARG_TENSOR_SPLIT");
+    return positive_shares(shares) == 1;
 }

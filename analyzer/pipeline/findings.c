@@ -183,7 +183,7 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
         snprintf(buf, len,
                  "No estimate of the layers that fit: this process used %u GPUs, and llama.cpp spreads the layers it "
                  "offloads over all of them (-sm layer, its default), in shares set by their free memory or -ts "
-                 "(the estimate counts one card's room; -sm none or -dev with one GPU would keep it to one).",
+                 "(the estimate counts one card's room; -sm none, -dev with one GPU or a -ts with one share would keep it to one).",
                  pl->advice_withheld_devices);
     else if (pl->advice_withheld_experts)
         snprintf(buf, len,

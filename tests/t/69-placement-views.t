@@ -557,15 +557,20 @@ two_gpu_trace twogpu 'llama-server,-m,m.gguf,-ngl,2' '"LLAMA_ARG_DEVICE=CUDA0,CU
 two_gpu_trace twogpunone 'llama-server,-m,m.gguf,-ngl,2,--split-mode,none' ''
 two_gpu_trace twogpuenv 'llama-server,-m,m.gguf,-ngl,2' '"LLAMA_ARG_SPLIT_MODE=none"'
 two_gpu_trace twogpudev 'llama-server,-m,m.gguf,-ngl,2,-dev,CUDA0' '"LLAMA_ARG_DEVICE=CUDA0,CUDA1"'
+two_gpu_trace twogputs 'llama-server,-m,m.gguf,-ngl,2,-ts,1/0' '"LLAMA_ARG_TENSOR_SPLIT=1,1"'
+two_gpu_trace twogputsenv 'llama-server,-m,m.gguf,-ngl,2' '"LLAMA_ARG_TENSOR_SPLIT=,0,3.5"'
+two_gpu_trace twogputs2 'llama-server,-m,m.gguf,-ngl,2,--tensor-split,0.5/0.5' ''
 is "$(jp "$D/twogpu.json" 'json.dumps([pl["advice"], pl["advice_withheld_devices"], pl["advice_withheld_gpus"]])')" '[null, 2, 0]' \
     "layers on one GPU of two, no option keeping llama.cpp to one: no estimate, JSON advice_withheld_devices 2"
 check "the text says why, and names no card's room" \
-    says "$D/twogpu.txt" "No estimate of the layers that fit: this process used 2 GPUs, and llama\.cpp spreads the layers it offloads over all of them (-sm layer, its default), in shares set by their free memory or -ts (the estimate counts one card's room; -sm none or -dev with one GPU would keep it to one)\."
+    says "$D/twogpu.txt" "No estimate of the layers that fit: this process used 2 GPUs, and llama\.cpp spreads the layers it offloads over all of them (-sm layer, its default), in shares set by their free memory or -ts (the estimate counts one card's room; -sm none, -dev with one GPU or a -ts with one share would keep it to one)\."
 check "no estimate line" sh -c "! grep -qE 'Estimate:|had .* free at the lowest' '$D/twogpu.txt'"
-for v in twogpunone twogpuenv twogpudev; do
+for v in twogpunone twogpuenv twogpudev twogputs twogputsenv; do
     is "$(jp "$D/$v.json" 'json.dumps([pl["advice"]["device"], pl["advice"]["gpu_layers"], pl["advice_withheld_devices"]])')" '[0, 5, 0]' \
-        "$v: an option keeps llama.cpp to GPU 0 (-sm none, LLAMA_ARG_SPLIT_MODE=none, -dev CUDA0 over the environment's list): its estimate"
+        "$v: an option keeps llama.cpp to GPU 0 (-sm none, LLAMA_ARG_SPLIT_MODE=none, -dev CUDA0 over the environment's list, a split with one share above 0): its estimate"
 done
+is "$(jp "$D/twogputs2.json" 'json.dumps([pl["advice"], pl["advice_withheld_devices"]])')" '[null, 2]' \
+    "--tensor-split 0.5/0.5: two shares, no estimate"
 check "-dev is quoted with the command line" says "$D/twogpudev.txt" 'its command line says: -ngl 2 -dev CUDA0\.'
 "$VT" top --once "$D/twogpu" >"$D/twogpu.top" 2>&1
 check "top makes no estimate either" sh -c "grep -q 'in host memory' '$D/twogpu.top' && ! grep -q 'estimate' '$D/twogpu.top'"
