@@ -336,18 +336,17 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
     const char *args[VT_LAYER_ARGS_MAX];
     code_words(f, "Its command line says: ", args, vt_proc_layer_args(p, args, VT_LAYER_ARGS_MAX));
     code_words(f, "Its environment sets: ", args, vt_proc_layer_env(p, args, VT_LAYER_ARGS_MAX));
+    /* --fit's sentences, plain text with values from the trace: escaped. */
+    void (*const fit_sentences[])(char *, size_t, const vt_proc_t *) = { vt_llama_fit_sentence,
+                                                                        vt_llama_context_sentence };
     char fit[VT_FIT_SENTENCE_MAX];
-    vt_llama_fit_sentence(fit, sizeof fit, p);
-    if (fit[0]) {
-        fputs("<p>", f);
-        vt_html_esc(f, fit);
-        fputs("</p>\n", f);
-    }
-    vt_llama_context_sentence(fit, sizeof fit, p);
-    if (fit[0]) {
-        fputs("<p>", f);
-        vt_html_esc(f, fit);
-        fputs("</p>\n", f);
+    for (size_t i = 0; i < sizeof fit_sentences / sizeof fit_sentences[0]; i++) {
+        fit_sentences[i](fit, sizeof fit, p);
+        if (fit[0]) {
+            fputs("<p>", f);
+            vt_html_esc(f, fit);
+            fputs("</p>\n", f);
+        }
     }
     fputs("</div>\n", f);
 }
