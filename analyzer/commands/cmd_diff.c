@@ -64,8 +64,8 @@ typedef struct side {
     /* The worst process's verdict key (vt_verdict_rank), NULL for none. */
     const char *verdict;
     /* Placement: processes with ggml's records, and with layers named. */
-    int placed, layered, celled;
-    uint64_t layers_gpu, layers_total, host_weights, host_kv, kv_cells;
+    int placed, layered, celled, multi_stream;
+    uint64_t layers_gpu, layers_total, host_weights, host_kv, kv_cells, kv_streams;
 } side_t;
 
 static void usage(FILE *f)
@@ -111,6 +111,9 @@ static void reduce(const vt_report_t *r, side_t *s)
             s->host_kv += vt_place_host(&pl->kv);
             s->celled += pl->kv_cells > 0;
             s->kv_cells += pl->kv_cells;
+            /* Cells of one stream: with -np 4 and no --kv-unified, 4 caches of them. */
+            s->kv_streams += pl->kv_cells ? pl->kv_streams : 0;
+            s->multi_stream |= pl->kv_cells && pl->kv_streams > 1;
         }
         if (pl->known && pl->layers_known) {
             s->layered++;
@@ -358,6 +361,14 @@ static void placement_text(FILE *o, int color, const side_t *s)
             fprintf(o, " %+12" PRId64, (int64_t)(s[1].kv_cells - s[0].kv_cells));
         fputc('\n', o);
     }
+    if (s[0].multi_stream || s[1].multi_stream) {
+        for (int k = 0; k < 2; k++)
+            snprintf(k ? b : a, sizeof a, s[k].kv_streams ? "%" PRIu64 : "-", s[k].kv_streams);
+        fprintf(o, "%-18s %12s %12s", "kv_streams", a, b);
+        if (s[0].kv_streams && s[1].kv_streams)
+            fprintf(o, " %+12" PRId64, (int64_t)(s[1].kv_streams - s[0].kv_streams));
+        fputc('\n', o);
+    }
     static const char *const names[] = { "host_weights", "host_kv" };
     for (int r = 0; r < 2; r++) {
         uint64_t va = r ? s[0].host_kv : s[0].host_weights, vb = r ? s[1].host_kv : s[1].host_weights;
@@ -512,6 +523,10 @@ static void json(FILE *o, char **paths, const side_t *s, const row_t *rw, int n,
                 vt_json_u64(&j, "kv_cells", s[k].kv_cells);
             else
                 vt_json_null(&j, "kv_cells");
+            if (s[k].kv_streams)
+                vt_json_u64(&j, "kv_streams", s[k].kv_streams);
+            else
+                vt_json_null(&j, "kv_streams");
             vt_json_obj_end(&j);
         } else {
             vt_json_null(&j, "placement");

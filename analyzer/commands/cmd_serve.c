@@ -58,7 +58,7 @@ static void usage(FILE *out)
             "http://ADDR:PORT/metrics, reading them again at every scrape. Per process:\n"
             "vramtrace_verdict (1 for the report's verdict), and for a ggml program\n"
             "vramtrace_model_host_bytes (weights, KV cache in host memory) and\n"
-            "vramtrace_layers (on a GPU, total), vramtrace_kv_cache_cells.\n"
+            "vramtrace_layers (on a GPU, total), vramtrace_kv_cache_cells and _streams.\n"
             "\n"
             "  --metrics [ADDR:]PORT  listen there; ADDR defaults to 127.0.0.1\n"
             "                         (give 0.0.0.0 or [::] to be reachable from other\n"
@@ -122,6 +122,7 @@ enum {
     F_LAYERS,
     F_MODELS,
     F_KV_CELLS,
+    F_KV_STREAMS,
     F_EVENTS,
     F_DROPPED,
     F_PARTIAL,
@@ -192,8 +193,13 @@ static const family_t families[F_COUNT] = {
                    "(-ot: their KV cache on a GPU), and the blocks on a GPU with part of their other weights in host "
                    "memory (an override of part of a block, or --fit's)" },
     [F_KV_CELLS] = { "vramtrace_kv_cache_cells", "gauge",
-                     "a ggml program's KV cache cells (its context's tokens over all sequences: llama.cpp's \"N "
-                     "cells\"), at the moment the report pictures; absent where the trace does not say" },
+                     "a ggml program's KV cache cells, llama.cpp's \"N cells\": its context's tokens, each "
+                     "sequence's where vramtrace_kv_cache_streams is over 1, at the moment the report pictures; "
+                     "absent where the trace does not say" },
+    [F_KV_STREAMS] = { "vramtrace_kv_cache_streams", "gauge",
+                       "a ggml program's KV cache streams: 1, one cache every sequence shares; N, one per "
+                       "sequence (llama-server's -np N without --kv-unified), of vramtrace_kv_cache_cells each; "
+                       "absent where the trace does not say" },
     [F_MODELS] = { "vramtrace_models_at_once", "gauge",
                    "a ggml program's models loaded at once (a draft model beside its target: 2); the layer and "
                    "host-memory figures are of the one with the most layers in host memory" },
@@ -318,6 +324,11 @@ static void trace_samples(FILE *const *f, const vt_report_input_t *in)
             fputs("vramtrace_kv_cache_cells{", f[F_KV_CELLS]);
             proc_labels(f[F_KV_CELLS], p);
             fprintf(f[F_KV_CELLS], "} %u\n", pl->kv_cells);
+            if (pl->kv_streams) {
+                fputs("vramtrace_kv_cache_streams{", f[F_KV_STREAMS]);
+                proc_labels(f[F_KV_STREAMS], p);
+                fprintf(f[F_KV_STREAMS], "} %u\n", pl->kv_streams);
+            }
         }
         fputs("vramtrace_models_at_once{", f[F_MODELS]);
         proc_labels(f[F_MODELS], p);

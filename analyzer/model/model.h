@@ -256,11 +256,16 @@ typedef struct vt_placement {
     uint32_t layers_total, layers_gpu;   /* llama.cpp's count: blocks + the output layer */
     uint32_t layers_by_dev[VT_MAX_DEVICES];
     uint32_t kv_blocks, kv_blocks_gpu;
-    /* The KV cache's cells pictured: the most rows of its K or V tensors
-     * (ggml_nrows: kv_size x n_stream, the context llama.cpp made over
-     * all its sequences, "N cells" in its log); 0 where the trace does
-     * not say (shims before it, a recurrent model's states alone). */
-    uint32_t kv_cells;
+    /* The KV cache's cells pictured, as llama.cpp's log counts them ("N
+     * cells": kv_size, one stream's), and its streams: 1, one cache every
+     * sequence shares (--kv-unified, or one sequence); S, S sequences
+     * (-np S) with kv_cells each. Both from the largest cache: its K and
+     * V tensors' rows (ggml_nrows: kv_size x n_stream) over their
+     * per-stream views' rows. kv_streams 0: no views in the trace (a
+     * llama.cpp before streams, 2025), and kv_cells are then the rows,
+     * over all sequences. kv_cells 0: the trace does not say (shims
+     * before it, flat 1-D caches, a recurrent model's states alone). */
+    uint32_t kv_cells, kv_streams;
     uint64_t block_weight_bytes, block_kv_bytes;   /* per block, on average */
     uint64_t ggml_records, tensors, tensors_unattributed;
     /* Buffers ended because their tensors' names were placed again (a

@@ -328,6 +328,7 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
     for (size_t i = 0; i < s->npart; i++)
         output_matrix |= live[s->part[i].buffer] && of_model(f, s->part[i].model, 0) && s->part[i].output_matrix;
     uint64_t out_gpu = 0, out_host = 0;
+    uint32_t kv_all_cells = 0, kv_stream_cells = 0;
     int have_output = 0;
     for (size_t i = 0; i < s->npart; i++) {
         const part_t *pt = &s->part[i];
@@ -350,8 +351,10 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
         if (pt->block < 0)
             continue;
         block_acc_t *a = &acc[pt->block];
-        if (pt->content == C_KV && pt->cells > pl->kv_cells)
-            pl->kv_cells = pt->cells;
+        if (pt->content == C_KV && pt->cells > kv_all_cells) {
+            kv_all_cells = pt->cells;
+            kv_stream_cells = pt->stream_cells;
+        }
         if (pt->content == C_KV) {
             *(on_gpu ? &a->kv_gpu : &a->kv_host) += pt->bytes;
         } else {
@@ -363,6 +366,14 @@ static int picture(vt_model_t *m, const uint8_t *live, const model_filter_t *f)
                 a->dev_bytes = pt->bytes;
             }
         }
+    }
+    /* The largest cache's streams: its tensors' rows over its views'
+     * (kv_size x n_stream over kv_size), where the views divide them. */
+    if (kv_stream_cells && kv_stream_cells <= kv_all_cells && kv_all_cells % kv_stream_cells == 0) {
+        pl->kv_cells = kv_stream_cells;
+        pl->kv_streams = kv_all_cells / kv_stream_cells;
+    } else {
+        pl->kv_cells = kv_all_cells;
     }
     uint64_t block_weights = 0, block_kv = 0, blocks_with_kv = 0, block_experts = 0;
     for (int i = 0; i <= maxblock; i++) {

@@ -356,6 +356,35 @@ static int experts_tensor(const char *name, size_t len)
     return name && (memmem(name, len, "_exps.", 6) != NULL || memmem(name, len, "_chexps.", 8) != NULL);
 }
 
+/* A K or V tensor's rows that count cells: its cells if over one. A
+ * llama.cpp before 2025 made each a flat 1-D tensor of n_embd_gqa x
+ * kv_size elements, whose one row says nothing of them. */
+static uint32_t kv_rows(const char *name, uint64_t rows)
+{
+    if (name[6] != 'k' && name[6] != 'v')
+        return 0;   /* a recurrent model's r and s states: one row per sequence, no context */
+    return rows < 2 ? 0 : rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
+}
+
+/* llama.cpp makes each K and V tensor [n_embd_gqa, kv_size, n_stream] and
+ * then one 2-D view of it per stream, [n_embd_gqa, kv_size]
+ * (llama-kv-cache.cpp, "k_stream"), in the same context: right after the
+ * layer's K and V, whose part is then the latest. A view's rows are the
+ * cells one stream has, the "N cells" llama.cpp's log prints. */
+static void note_stream_view(vt_placement_state_t *s, const vt_rec_ggml_tensor_t *t, size_t len)
+{
+    int kv;
+    uint32_t idx;
+    const char *name = t->name.data;
+    int block = block_of(name, len, &kv);
+    if (block < 0 || !kv || !s->npart || !vt_map_get(&s->live_by_id, t->buffer, &idx))
+        return;
+    part_t *last = &s->part[s->npart - 1];
+    uint32_t cells = kv_rows(name, t->rows);
+    if (last->buffer == idx && last->content == C_KV && last->block == block && cells > last->stream_cells)
+        last->stream_cells = cells;
+}
+
 int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
 {
     if (state_of(m))
@@ -366,9 +395,12 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     uint32_t idx;
     const char *name = t->name.data;
     size_t len = t->name.len;
-    /* ggml names a view "NAME (view)": the same bytes again. */
-    if (len >= 7 && !memcmp(name + len - 7, " (view)", 7))
+    /* ggml names a view "NAME (view)": the same bytes again, but a KV
+     * cache's say how it is split into streams. */
+    if (len >= 7 && !memcmp(name + len - 7, " (view)", 7)) {
+        note_stream_view(s, t, len - 7);
         return 0;
+    }
     if (!vt_map_get(&s->live_by_id, t->buffer, &idx)) {
         pl->tensors_unattributed++;
         return 0;
@@ -391,9 +423,8 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
         return 0;   /* a tensor no name speaks for: its buffer's content decides */
     uint8_t content = kv ? C_KV : C_WEIGHTS;
     uint8_t experts = !kv && block >= 0 && experts_tensor(name, len);
-    /* A K or V tensor's rows are its cells (trace_format.h); a recurrent
-     * model's r and s states have one row per sequence, no context. */
-    uint32_t cells = kv && (name[6] == 'k' || name[6] == 'v') ? (t->rows > UINT32_MAX ? UINT32_MAX : (uint32_t)t->rows) : 0;
+    /* A K or V tensor's rows are its cells over every stream (trace_format.h). */
+    uint32_t cells = kv ? kv_rows(name, t->rows) : 0;
     if (s->npart) {
         part_t *last = &s->part[s->npart - 1];
         if (last->buffer == idx && last->block == block && last->content == content && last->input == input &&
@@ -437,7 +468,7 @@ int vt_m_placement_tensor(vt_model_t *m, const vt_rec_ggml_tensor_t *t)
     if (vt_grow((void **)&s->part, &s->part_cap, s->npart + 1, sizeof *s->part, 64))
         return VT_E_NOMEM;
     s->part[s->npart++] =
-        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, (uint8_t)matrix, model, experts, cells, t->nbytes };
+        (part_t){ idx, (int16_t)block, content, (uint8_t)input, (uint8_t)output, (uint8_t)matrix, model, experts, cells, 0, t->nbytes };
     return 0;
 }
 

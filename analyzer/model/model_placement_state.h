@@ -27,6 +27,7 @@ typedef struct part {
     uint8_t model;     /* weights: the model's number; KV: its cache's (module comment) */
     uint8_t experts;   /* a mixture-of-experts block's experts (ffn_*_exps) */
     uint32_t cells;    /* KV: the most rows of its K or V tensors (the context's cells); 0 not known */
+    uint32_t stream_cells;   /* KV: the most rows of those tensors' per-stream views; 0 none seen */
     uint64_t bytes;
 } part_t;
 

@@ -237,8 +237,10 @@ static void placement(FILE *f, const vt_model_t *m, int pi)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n", f);
-    if (pl->kv_cells)
-        fprintf(f, "<p>KV cache: <b>%u cells</b> (tokens of context, over all sequences).</p>\n", pl->kv_cells);
+    char cells[VT_KV_CELLS_WORDS_MAX];
+    vt_kv_cells_words(cells, sizeof cells, pl);
+    if (cells[0])
+        fprintf(f, "<p>KV cache: <b>%s</b> (%s).</p>\n", cells, vt_kv_cells_scope(pl));
     if (pl->layers_known) {
         fprintf(f, "<p>Layers on a GPU: <b>%u of %u</b> (as llama.cpp counts them: %u block%s%s; on a GPU %u block%s%s)",
                 pl->layers_gpu, pl->layers_total, pl->blocks, pl->blocks == 1 ? "" : "s",

@@ -314,9 +314,10 @@ static void placement_lines(FILE *o, const vt_model_t *m, int headline)
     host_share(o, "  Layer weights:", pl->layer_weights_host, pl->layer_weights, &pl->layer_weights_at);
     uint64_t kv_host = vt_place_host(&pl->kv), kv_all = kv_host + pl->kv.gpu;
     if (kv_all) {
-        char what[64];
-        if (pl->kv_cells)
-            snprintf(what, sizeof what, ";\n  KV cache (%u cells):", pl->kv_cells);
+        char what[32 + VT_KV_CELLS_WORDS_MAX], cells[VT_KV_CELLS_WORDS_MAX];
+        vt_kv_cells_words(cells, sizeof cells, pl);
+        if (cells[0])
+            snprintf(what, sizeof what, ";\n  KV cache (%s):", cells);
         else
             snprintf(what, sizeof what, ";\n  KV cache:");
         host_share(o, what, kv_host, kv_all, &pl->kv);

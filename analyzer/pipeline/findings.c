@@ -219,11 +219,33 @@ static int fit_sentence_start(const vt_proc_t *p, vt_llama_fit_t *fit, char *buf
     return fit->ran;
 }
 
+void vt_kv_cells_words(char *buf, size_t len, const vt_placement_t *pl)
+{
+    if (!pl->kv_cells)
+        snprintf(buf, len, "%s", "");
+    else if (pl->kv_streams > 1)
+        snprintf(buf, len, "%u sequences of %u cells each", pl->kv_streams, pl->kv_cells);
+    else
+        snprintf(buf, len, "%u cell%s", pl->kv_cells, pl->kv_cells == 1 ? "" : "s");
+}
+
+/* A stream is one sequence's own cache where there are several
+ * (llama-kv-cache.cpp: n_stream is n_seq_max unless unified). */
+const char *vt_kv_cells_scope(const vt_placement_t *pl)
+{
+    if (pl->kv_streams > 1)
+        return "tokens of context, each sequence's own: -np without --kv-unified";
+    if (pl->kv_streams == 1)
+        return "tokens of context, one cache every sequence shares";
+    return "tokens of context, over all sequences";
+}
+
 void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p)
 {
     vt_llama_fit_t fit;
-    uint32_t cells = p->placement.kv_cells;
-    if (!fit_sentence_start(p, &fit, buf, len) || fit.ctx || !cells)
+    char cells[VT_KV_CELLS_WORDS_MAX];
+    vt_kv_cells_words(cells, sizeof cells, &p->placement);
+    if (!fit_sentence_start(p, &fit, buf, len) || fit.ctx || !cells[0])
         return;
     char floor[128];
     if (fit.fit_ctx)
@@ -233,14 +255,24 @@ void vt_llama_context_sentence(char *buf, size_t len, const vt_proc_t *p)
         snprintf(floor, sizeof floor, "--fit-ctx (4096 by default%s)",
                  fit.env_recorded ? "" : ", unless LLAMA_ARG_FIT_CTX set another");
     /* common/fit.cpp sizes the context before it counts layers, -ngl given
-     * or not: this holds for every --fit that ran. */
-    snprintf(buf, len,
-             "No -c was given%s, so llama.cpp's --fit chose the context%s: the KV cache has %u cells (tokens of "
-             "context, over all sequences). --fit shrinks the model's trained context, as far as %s, before it leaves "
-             "any layer in host memory; -c sets it, and -c 0 keeps the trained context whole.",
+     * or not: this holds for every --fit that ran. It starts from the
+     * trained context times the streams (v0.4.0) or the sequences (v0.5.0),
+     * and its floor is --fit-ctx times the streams; -c is the context of
+     * all sequences together (llama-context.cpp: n_ctx_seq is n_ctx over
+     * the sequences unless unified). */
+    const char *how = p->placement.kv_streams > 1
+                          ? "--fit starts from the model's trained context for each sequence and shrinks it, as far "
+                            "as %s for each, before it leaves any layer in host memory; -c sets the context of all "
+                            "sequences together, and -c 0 gives them the trained context to share out."
+                          : "--fit starts from the model's trained context (llama.cpp v0.5.0: that times the "
+                            "sequences, -np) and shrinks it, as far as %s, before it leaves any layer in host "
+                            "memory; -c sets it, and -c 0 keeps the trained context whole.";
+    char rest[VT_FIT_SENTENCE_MAX];
+    snprintf(rest, sizeof rest, how, floor);
+    snprintf(buf, len, "No -c was given%s, so llama.cpp's --fit chose the context%s: the KV cache has %s (%s). %s",
              fit.env_recorded ? "" : " on the command line",
              fit.env_recorded ? "" : " unless LLAMA_ARG_CTX_SIZE set it (this trace does not record the environment)",
-             cells, floor);
+             cells, vt_kv_cells_scope(&p->placement), rest);
 }
 
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p)

@@ -277,7 +277,8 @@ typedef struct vt_llama_fit {
     int env_recorded;       /* 0: a trace without the environment, whose default is a guess */
     /* The context: given by -c/--ctx-size or LLAMA_ARG_CTX_SIZE (ctx, NULL
      * when neither: --fit sizes it, shrinking the model's trained context
-     * as far as --fit-ctx before it leaves layers in host memory; any
+     * (for each sequence, or times them: findings.c) as far as --fit-ctx
+     * before it leaves layers in host memory; any
      * value given, 0 too, stops that: common/arg.cpp), and --fit-ctx
      * (fit_ctx, NULL: llama.cpp's default, 4096). */
     const char *ctx, *fit_ctx;
@@ -338,6 +339,13 @@ void vt_advice_withheld_sentence(char *buf, size_t len, const vt_placement_t *pl
  * at 64 bytes): each view escapes it. */
 #define VT_FIT_SENTENCE_MAX 768
 void vt_llama_fit_sentence(char *buf, size_t len, const vt_proc_t *p);
+/* The KV cache's cells in words, "1024 cells" or, with S streams, "4
+ * sequences of 1024 cells each" ("" where kv_cells is 0), and what they
+ * count, "tokens of context, ...": every view says the same. Numbers alone
+ * from the trace; VT_KV_CELLS_WORDS_MAX holds the longest. */
+#define VT_KV_CELLS_WORDS_MAX 64
+void vt_kv_cells_words(char *buf, size_t len, const vt_placement_t *pl);
+const char *vt_kv_cells_scope(const vt_placement_t *pl);
 /* The context --fit chose, when it ran, no -c or LLAMA_ARG_CTX_SIZE was
  * given and the KV cache's cells are in the trace ("" otherwise): its
  * cells, and how --fit sizes it. Plain text (values cut at 64 bytes). */

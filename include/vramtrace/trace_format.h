@@ -176,7 +176,9 @@
  *                   its buffer's GGML_BUFFER record. Then optionally rows
  *                   varint (ggml_nrows: ne[1] x ne[2] x ne[3]; 0 or absent
  *                   = not known, shims before it): a KV cache tensor's
- *                   cells over all its sequences. Older readers skip it.
+ *                   cells over all its streams, and its per-stream
+ *                   views' ("cache_k_l3 (view)", recorded as any
+ *                   tensor) one stream's. Older readers skip it.
  *   VT_REC_GGML_FREE  time_ns varint, buffer varint: ggml_backend_buffer_free
  *                   was called on it. The identity may be reused after.
  *   VT_REC_GGML_LOST  time_ns varint, lost_total varint: GGML_* records

@@ -9,7 +9,7 @@
  * usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe]
  *                     [--n-cpu-moe N] [--no-mmap] [-nkvo] [-ctk T] [-ctv T]
  *                     [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU]
- *                     [--fit on|off] [-fitt MiB] [-fitc N] [--eval]
+ *                     [--fit on|off] [-fitt MiB] [-fitc N] [-np N] [-kvu] [--eval]
  *   NODE_MODULES  where node-llama-cpp's CUDA package is (its backends load
  *                 from its binaries' directory: ggml_backend_load_all_from_path)
  *   options       llama-server's, with its defaults but -c 512 without
@@ -86,6 +86,7 @@ int main(int argc, char **argv)
     enum ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     enum llama_split_mode split = LLAMA_SPLIT_MODE_LAYER;
     int main_gpu = 0, fit = 0, fit_target_mib = 1024, fit_min_ctx = 4096, context_given = 0;
+    int sequences = 1, kv_unified = 0;   /* llama-server's -np N and --kv-unified (common.h's defaults) */
     const char *to_cpu = NULL;   /* -ot PATTERN=CPU: the one target the runner knows */
     /* llama-server's environment, which its command line overrides
      * (common/arg.cpp: LLAMA_ARG_N_GPU_LAYERS, LLAMA_ARG_FIT_TARGET). */
@@ -123,6 +124,10 @@ int main(int argc, char **argv)
             fit_target_mib = atoi(v), i++;
         else if (!strcmp(a, "-fitc"))
             fit_min_ctx = atoi(v), i++;
+        else if (!strcmp(a, "-np") && atoi(v) > 0)
+            sequences = atoi(v), i++;
+        else if (!strcmp(a, "-kvu") || !strcmp(a, "--kv-unified"))
+            kv_unified = 1;
         else if (!strcmp(a, "--eval"))
             eval = 1;
         else
@@ -130,7 +135,7 @@ int main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr, "usage: libllama_run NODE_MODULES MODEL [-ngl N] [-c N] [--cpu-moe] [--n-cpu-moe N] "
-                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--fit on|off] [-fitt MiB] [-fitc N] [--eval]\n");
+                        "[--no-mmap] [-nkvo] [-ctk T] [-ctv T] [-sm none|layer|row] [-mg N] [-ot PATTERN=CPU] [--fit on|off] [-fitt MiB] [-fitc N] [-np N] [-kvu] [--eval]\n");
         return 2;
     }
     char bins[4096];
@@ -176,6 +181,8 @@ int main(int argc, char **argv)
     cp.n_ctx = (uint32_t)context;
     cp.n_batch = cp.n_ubatch = 512;
     cp.offload_kqv = kv_offload;
+    cp.n_seq_max = (uint32_t)sequences;
+    cp.kv_unified = kv_unified;
     cp.type_k = type_k, cp.type_v = type_v;
     if (fit) {
         char common[4200];

@@ -30,6 +30,7 @@ one "KEY BYTES" line each, for tests/t/63-llama-real.t and 63-llama-node.t
                       chose the split (JSON llama_fit; chose -1 for null)
   fit.chose_context   1 when it chose the context (no -c given), -1 for null
   kv_cells            the KV cache's cells (placement.kv_cells), when known
+  kv_streams          its streams (placement.kv_streams), when known
   above_margin        1 when every device stayed above the margin
 """
 import json
@@ -65,6 +66,8 @@ if procs:
         out["offloaded"] = int(pl["offloaded"])
         if pl["kv_cells"] is not None:
             out["kv_cells"] = pl["kv_cells"]
+        if pl["kv_streams"] is not None:
+            out["kv_streams"] = pl["kv_streams"]
         for content in ("weights", "layer_weights", "kv", "compute"):
             for place, v in pl[content]["by_place"].items():
                 out["place.%s.%s" % (content, place)] = v

@@ -112,10 +112,19 @@ check_loaded() {
 kv_cells() {
     cat "$1.log" "$1.out" 2>/dev/null | sed -n 's/^llama_kv_cache: size = .*( *\([0-9]*\) cells.*/\1/p' | tail -1
 }
+# kv_streams FILE: the streams of that line ("N/S seqs": S, n_stream).
+kv_streams() {
+    cat "$1.log" "$1.out" 2>/dev/null | sed -n 's/^llama_kv_cache: size = .* cells, .*layers, *[0-9]*\/\([0-9]*\) seqs).*/\1/p' | tail -1
+}
+# kv_like_llama NAME FILE: the report's cells and streams against that line.
+kv_like_llama() {
+    is "$(val "$2.bytes" kv_cells)/$(val "$2.bytes" kv_streams)" "$(kv_cells "$2")/$(kv_streams "$2")" \
+        "$1 $name: the KV cache's cells and streams = llama.cpp's (its log's N cells, S seqs)"
+}
 check_context() {
     want=$(kv_cells "$2")
     if [ -n "$want" ]; then
-        is "$(val "$2.bytes" kv_cells)" "$want" "$1 $name: the KV cache's cells = llama.cpp's (its log's N cells)"
+        kv_like_llama "$@"
     else
         ok "$1 $name: KV cells # SKIP llama.cpp's KV cache line did not reach the log"
     fi
@@ -592,7 +601,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model as --fit set it"
         check_placement "$@"
         is "$(val "$2.bytes" fit.ran)" 1 "$1 $name: --fit's free-memory queries are in the trace (stacks through common_fit_params)"
-        is "$(val "$2.bytes" kv_cells)" "$(kv_cells "$2")" "$1 $name: the KV cache's cells = llama.cpp's (its log's N cells)"
+        kv_like_llama "$@"
     }
     # On 2 GiB, --fit keeps every layer on the GPU and moves experts out:
     # block 1's whole feed-forward (its router too: 2048 x 4 f32 = 32 KiB,
@@ -681,7 +690,7 @@ if [ -x "$TMP/libllama_run" ]; then
         check "$1 $name: shrunk, not to the floor: 4096 < $c < 32768" test "$c" -gt 4096 -a "$c" -lt 32768
         is "$(val "$2.bytes" place.kv.gpu0)" $((c * 8192)) "$1 $name: the KV cache's bytes are its cells' (8 KiB each)"
         check "$1 $name: the text says --fit chose the context, and how" \
-            says "$2.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has $c cells (tokens of context, over all sequences)\. --fit shrinks the model's trained context, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
+            says "$2.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has $c cells (tokens of context, one cache every sequence shares)\. --fit starts from the model's trained context (llama\.cpp v0\.5\.0: that times the sequences, -np) and shrinks it, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
         "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
         check "$1 $name: so does the HTML page" grep -q "<b>$c cells</b>" "$2.html"
         "$VT" serve --once "$2" >"$2.om" 2>&1
@@ -706,6 +715,40 @@ if [ -x "$TMP/libllama_run" ]; then
         check "$1 $name: no sentence says it did" sh -c "! grep -q 'chose the context' '$2.txt'"
     }
     scenario fit_ctx_whole 1800MiB --fit on -c 0
+    # -np 4 without --kv-unified: llama.cpp makes one cache stream per
+    # sequence, K and V [n_embd_gqa, kv_size, 4], and logs "N cells ...
+    # 4/4 seqs" with N a sequence's. The report took the tensors' rows, 4 x
+    # N, for the cells. --fit starts from the trained context for each
+    # sequence and floors each at --fit-ctx (common/fit.cpp); the -c it
+    # chose is all four together.
+    check_fit_ctx_seqs() {
+        check_fit_common "$@"
+        c=$(fit_ctx "$2") per=$(($(fit_ctx "$2") / 4))
+        is "$(val "$2.bytes" kv_cells)/$(val "$2.bytes" kv_streams)/$(val "$2.bytes" fit.chose_context)/$(val "$2.bytes" verdict.no_spill)" \
+            "$per/4/1/1" "$1 $name: 4 sequences of a quarter of the -c --fit chose, every layer on the GPU"
+        check "$1 $name: each sequence's shrunk, not to the floor: 4096 < $per < 32768" test "$per" -gt 4096 -a "$per" -lt 32768
+        is "$(val "$2.bytes" place.kv.gpu0)" $((c * 8192)) "$1 $name: the KV cache's bytes are all four's cells' (8 KiB each)"
+        check "$1 $name: the text says the sequences and how --fit sized each" \
+            says "$2.txt" "the KV cache has 4 sequences of $per cells each (tokens of context, each sequence's own: -np without --kv-unified)\. --fit starts from the model's trained context for each sequence and shrinks it, as far as --fit-ctx (4096 by default) for each, before it leaves any layer in host memory; -c sets the context of all sequences together, and -c 0 gives them the trained context to share out\."
+        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
+        check "$1 $name: so does the HTML page" grep -q "<b>4 sequences of $per cells each</b>" "$2.html"
+        "$VT" serve --once "$2" >"$2.om" 2>&1
+        check "$1 $name: serve's cells and streams" sh -c \
+            "grep -qE '^vramtrace_kv_cache_cells\{.*\} $per\$' '$2.om' && grep -qE '^vramtrace_kv_cache_streams\{.*\} 4\$' '$2.om'"
+    }
+    scenario fit_ctx_seqs 2100MiB --fit on -np 4
+    # --kv-unified: one stream that the 4 sequences share. v0.5.0's --fit
+    # starts from the trained context times the sequences, v0.4.0's from
+    # the trained context: 8 GiB holds either whole.
+    check_fit_ctx_unified() {
+        check_fit_common "$@"
+        want=32768; [ "$VERSION" = 3.21.1 ] || want=$((4 * 32768))
+        is "$(fit_ctx "$2")/$(val "$2.bytes" kv_cells)/$(val "$2.bytes" kv_streams)" "$want/$want/1" \
+            "$1 $name: one cache of the -c --fit chose ($want: the trained context$([ $want = 32768 ] || echo ' times 4'))"
+        check "$1 $name: the text says one cache all share" \
+            says "$2.txt" "the KV cache has $want cells (tokens of context, one cache every sequence shares)\. --fit starts from the model's trained context (llama\.cpp v0\.5\.0: that times the sequences, -np)"
+    }
+    scenario fit_ctx_unified 8GiB --fit on -np 4 -kvu
     MODEL=$DENSE_MODEL
     FLAVOURS=shipped
 
@@ -775,6 +818,17 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(val "$2.bytes" place.kv.gpu0)" $((2 * 4 * 512 * 512 / 32 * 34)) "$1 $name: the q8_0 KV cache's bytes on the GPU"
     }
     scenario kv_q8 24GiB -ngl 99 -c 512 -ctk q8_0 -ctv q8_0
+    # -np 4 -c 4096, no --kv-unified: 4 streams of 1024 cells, 3 of the
+    # blocks' KV cache with their layers in host memory.
+    check_seqs_partial() {
+        is "$(cat "$2.rc")" 0 "$1 $name: llama.cpp loads the model, 2 layers on the GPU"
+        check_placement "$@"
+        kv_like_llama "$@"
+        is "$(val "$2.bytes" kv_cells)/$(val "$2.bytes" kv_streams)" "1024/4" "$1 $name: 4 streams of -c 4096 / 4 cells"
+        check "$1 $name: the text's KV line names them" \
+            says "$2.txt" 'KV cache (4 sequences of 1024 cells each): 24\.0 MiB of 32\.0 MiB (75\.0%) in host memory'
+    }
+    scenario seqs_partial 700MiB -ngl 2 -c 4096 -np 4
     # 1200 MiB at -c 32768: 448 MiB of context reserve, 345 MiB of weights
     # and 112 MiB of compute buffers leave 112 MiB above the margin, short
     # of the 256 MiB KV cache.

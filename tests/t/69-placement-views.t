@@ -506,7 +506,7 @@ ctx_trace ctxenv 'llama-server,-m,m.gguf' '"LLAMA_ARG_CTX_SIZE=8192"'
 ctx_trace ctxfitc 'llama-server,-m,m.gguf,--fit-ctx,2048' '"LLAMA_ARG_FIT_CTX=1024"'
 ctx_trace ctxzero 'llama-server,-m,m.gguf,-c,0' '"CUDA_VISIBLE_DEVICES=0"'
 check "--fit with no -c: it chose the context, and the KV cache's cells are said" \
-    says "$D/ctxfit.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has 8192 cells (tokens of context, over all sequences)\. --fit shrinks the model's trained context, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
+    says "$D/ctxfit.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has 8192 cells (tokens of context, over all sequences)\. --fit starts from the model's trained context (llama\.cpp v0\.5\.0: that times the sequences, -np) and shrinks it, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
 check "the KV line names the cells" says "$D/ctxfit.txt" "KV cache (8192 cells): 192\.0 MiB of 256\.0 MiB"
 check "a trace without the environment: the choice is conditional, and so is the floor" \
     says "$D/ctxold.txt" "No -c was given on the command line, so llama\.cpp's --fit chose the context unless LLAMA_ARG_CTX_SIZE set it (this trace does not record the environment): the KV cache has 8192 cells .* as far as --fit-ctx (4096 by default, unless LLAMA_ARG_FIT_CTX set another)"
@@ -538,6 +538,68 @@ check "diff: no kv_cells row where neither does" sh -c "! grep -q '^kv_cells' '$
 "$VT" diff --json "$D/ctxfit" "$D/fitdefault" >"$D/dctx.json" 2>&1
 is "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["a"]["placement"]["kv_cells"], d["b"]["placement"]["kv_cells"])' "$D/dctx.json")" \
     "8192 None" "diff --json: placement.kv_cells, null where not recorded"
+
+# ---- The KV cache's streams: llama.cpp makes K and V [n_embd_gqa,
+# kv_size, n_stream] and a view of each per stream, [n_embd_gqa, kv_size]
+# (one stream per sequence with -np N and no --kv-unified). Its log's "N
+# cells" are a view's rows; the report said the tensor's, N x n_stream. ----
+# streams_trace NAME ROWS VIEW_ROWS VIEWS [VIEW_BUFFER] [ARGV]: ctxfit's
+# trace, each K and V tensor of ROWS rows followed by VIEWS views of
+# VIEW_ROWS rows (in VIEW_BUFFER, default their tensor's).
+streams_trace() {
+    awk -v rows="$2" -v vrows="$3" -v views="$4" -v vbuf="${5:-}" '
+        /name=cache_[kv]_l[0-9]+$/ {
+            print $0 " rows=" rows
+            split($0, f, " "); buf = f[3]; if (vbuf != "") buf = "buffer=" vbuf
+            name = substr($NF, 6); data[substr(name, 7, 1)] = f[4]
+            if (substr(name, 7, 1) == "v")
+                for (s = 0; s < views; s++)
+                    for (kv = 0; kv < 2; kv++) {
+                        c = kv ? "v" : "k"; n = name; n = substr(n, 1, 6) c substr(n, 8)
+                        printf "ggml_tensor t=2500000 %s %s nbytes=1MiB name=\"%s (view)\" rows=%d\n", buf, data[c], n, vrows
+                    }
+            next
+        }
+        { print }' "$D/partial.vt" >"$D/streams.vt"
+    fit_trace "$1" "${6:-llama-server,-m,m.gguf}" '"CUDA_VISIBLE_DEVICES=0"' "$D/streams.vt"
+}
+streams_trace seqs 4096 1024 4
+streams_trace unified 8192 8192 1
+streams_trace ragged 4096 1000 4
+streams_trace wideview 1024 4096 1
+streams_trace flat 1 0 0
+streams_trace strayview 4096 1024 4 0x9
+check "4 streams: the KV line says the sequences and their cells" \
+    says "$D/seqs.txt" "KV cache (4 sequences of 1024 cells each): 192\.0 MiB of 256\.0 MiB"
+check "and --fit's sentence sizes each sequence's context" \
+    says "$D/seqs.txt" "the KV cache has 4 sequences of 1024 cells each (tokens of context, each sequence's own: -np without --kv-unified)\. --fit starts from the model's trained context for each sequence and shrinks it, as far as --fit-ctx (4096 by default) for each, before it leaves any layer in host memory; -c sets the context of all sequences together, and -c 0 gives them the trained context to share out\."
+check "1 stream: one cache every sequence shares" \
+    says "$D/unified.txt" "the KV cache has 8192 cells (tokens of context, one cache every sequence shares)\. --fit starts from the model's trained context (llama\.cpp v0\.5\.0: that times the sequences, -np) and shrinks it"
+cells_streams() { jp "$1" 'json.dumps([pl["kv_cells"], pl["kv_streams"]])'; }
+is "$(cells_streams "$D/seqs.json") $(cells_streams "$D/unified.json") $(cells_streams "$D/ctxfit.json")" \
+    "[1024, 4] [8192, 1] [8192, null]" "JSON kv_cells and kv_streams: a view's rows and the tensor's over them; null without views"
+is "$(cells_streams "$D/ragged.json") $(cells_streams "$D/wideview.json") $(cells_streams "$D/strayview.json")" \
+    "[4096, null] [1024, null] [4096, null]" \
+    "views that do not divide the rows, have more of them, or lie in another buffer: the tensor's rows, streams unknown"
+check "and those say the cells over all sequences" says "$D/ragged.txt" "the KV cache has 4096 cells (tokens of context, over all sequences)"
+is "$(cells_streams "$D/flat.json")" "[null, null]" "a flat 1-D cache (one row): no cells"
+check "and no sentence of them" sh -c "! grep -q 'cells' '$D/flat.txt'"
+"$VT" serve --once "$D/seqs" >"$D/seqs.om" 2>&1
+check "serve: vramtrace_kv_cache_cells and _streams" sh -c \
+    "grep -qE '^vramtrace_kv_cache_cells\{.*pid=\"312\".*\} 1024\$' '$D/seqs.om' && grep -qE '^vramtrace_kv_cache_streams\{.*pid=\"312\".*\} 4\$' '$D/seqs.om'"
+"$VT" serve --once "$D/ctxfit" >"$D/ctxfit2.om" 2>&1
+check "serve: no streams where the trace has no views" sh -c "! grep -q '^vramtrace_kv_cache_streams{' '$D/ctxfit2.om'"
+"$VT" report --html "$D/seqs.html" "$D/seqs" >/dev/null 2>&1
+check "the HTML page: the sequences, and what they count" \
+    grep -q "<b>4 sequences of 1024 cells each</b> (tokens of context, each sequence's own: -np without --kv-unified)" "$D/seqs.html"
+is "$(views_disagree "$D/seqs")" "" "4 streams: report, top, serve, the HTML page, the gate and diff agree"
+"$VT" diff --color never "$D/seqs" "$D/unified" >"$D/dseqs.txt" 2>&1
+is "$(grep -E '^kv_(cells|streams) ' "$D/dseqs.txt" | tr -s ' ')" "kv_cells 1024 8192 +7168
+kv_streams 4 1 -3" "diff: each run's cells and streams"
+check "diff: no kv_streams row where no run has more than one" sh -c "! grep -q '^kv_streams' '$D/dctx.txt'"
+"$VT" diff --json "$D/seqs" "$D/ctxfit" >"$D/dseqs.json" 2>&1
+is "$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["a"]["placement"]["kv_streams"], d["b"]["placement"]["kv_streams"])' "$D/dseqs.json")" \
+    "4 None" "diff --json: placement.kv_streams, null where not known"
 
 # ---- Layers on one GPU of two: llama.cpp's -sm layer would spread a
 # larger -ngl over both (shares from free memory or -ts), so one card's

@@ -107,14 +107,17 @@ for pid, p in procs.items():
             bad.append("pid %d: report layers.%s %d, serve vramtrace_layers{where=%s} %s" %
                        (pid, key, pl[key], where, layers.get((pid, where))))
 
-# serve's KV cache cells, where the report names layers and knows them.
+# serve's KV cache cells and streams, where the report names layers and knows them.
 cells = {int(l["pid"]): v for l, v in samples("vramtrace_kv_cache_cells")}
+streams = {int(l["pid"]): v for l, v in samples("vramtrace_kv_cache_streams")}
 for pid, p in procs.items():
     pl = p.get("placement") or {}
     if pid not in listed or not pl.get("layers"):
         continue
     if cells.get(pid) != pl.get("kv_cells"):
         bad.append("pid %d: report kv_cells %s, serve vramtrace_kv_cache_cells %s" % (pid, pl.get("kv_cells"), cells.get(pid)))
+    if streams.get(pid) != pl.get("kv_streams"):
+        bad.append("pid %d: report kv_streams %s, serve vramtrace_kv_cache_streams %s" % (pid, pl.get("kv_streams"), streams.get(pid)))
 
 # The HTML index: "(pid N)</a>: words".
 html_words = {int(m.group(1)): m.group(2).strip() for m in re.finditer(r"\(pid (\d+)\)</a>: ([^<(]+)", page)}
