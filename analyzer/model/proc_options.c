@@ -91,11 +91,11 @@ static int positive_shares(const char *v)
     return n;
 }
 
-/* An option's value as llama.cpp reads it: the command line's, else its
- * LLAMA_ARG_* variable's. */
-static const char *option_value(const vt_proc_t *p, const char *const *names, size_t nnames, const char *env)
+const char *vt_proc_option(const vt_proc_t *p, const char *const *names, size_t nnames, const char *env, int *from_env)
 {
     const char *v = vt_proc_arg_value(p, names, nnames, NULL);
+    if (from_env)
+        *from_env = !v;
     return v ? v : vt_proc_env_value(p, env);
 }
 
@@ -103,14 +103,14 @@ int vt_proc_one_gpu(const vt_proc_t *p)
 {
     static const char *const sm[] = { "-sm", "--split-mode" }, *const dev[] = { "-dev", "--device" },
                              *const ts[] = { "-ts", "--tensor-split" };
-    const char *mode = option_value(p, sm, 2, "LLAMA_ARG_SPLIT_MODE");
+    const char *mode = vt_proc_option(p, sm, 2, "LLAMA_ARG_SPLIT_MODE", NULL);
     if (mode && !strcmp(mode, "none"))
         return 1;
     /* A list of one device (parse_device_list: names split at ','); "none"
      * offloads nothing, and so no layer more either. */
-    const char *devices = option_value(p, dev, 2, "LLAMA_ARG_DEVICE");
+    const char *devices = vt_proc_option(p, dev, 2, "LLAMA_ARG_DEVICE", NULL);
     if (devices && devices[0] && !strchr(devices, ',') && strcmp(devices, "none"))
         return 1;
     /* A split that gives every layer to one GPU (-ts 1,0). */
-    return positive_shares(option_value(p, ts, 2, "LLAMA_ARG_TENSOR_SPLIT")) == 1;
+    return positive_shares(vt_proc_option(p, ts, 2, "LLAMA_ARG_TENSOR_SPLIT", NULL)) == 1;
 }

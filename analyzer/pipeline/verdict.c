@@ -202,9 +202,13 @@ size_t vt_proc_layer_env(const vt_proc_t *p, const char **out, size_t cap)
     return n;
 }
 
-static const char *arg_value(const vt_proc_t *p, const char *const *names, size_t nnames)
+/* vt_proc_option, saying where its value came from (VT_FROM_*). */
+static const char *option_from(const vt_proc_t *p, const char *const *names, size_t nnames, const char *env, int *from)
 {
-    return vt_proc_arg_value(p, names, nnames, NULL);
+    int from_env;
+    const char *v = vt_proc_option(p, names, nnames, env, &from_env);
+    *from = !v ? VT_FROM_DEFAULT : from_env ? VT_FROM_ENV : VT_FROM_ARGV;
+    return v;
 }
 
 /* --n-cpu-moe 0 adds no override (common.h's llm_add_n_cpu_ffn_overrides
@@ -278,22 +282,13 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
     /* common/arg.cpp: the environment first, then the command line over it. */
     static const char *const ngl[] = { "-ngl", "--gpu-layers", "--n-gpu-layers" };
     static const char *const fitt[] = { "-fitt", "--fit-target" };
-    const char *n = arg_value(p, ngl, 3);
-    if (n)
-        out->ngl_from = VT_FROM_ARGV;
-    else if ((n = vt_proc_env_value(p, "LLAMA_ARG_N_GPU_LAYERS")))
-        out->ngl_from = VT_FROM_ENV;
+    const char *n = option_from(p, ngl, 3, "LLAMA_ARG_N_GPU_LAYERS", &out->ngl_from);
     /* auto (and -1, its number) is the default --fit sets. */
     if (n && strcmp(n, "auto") && strcmp(n, "-1"))
         out->ngl = n;
     else
         out->ngl_from = VT_FROM_DEFAULT;
-    const char *t = arg_value(p, fitt, 2);
-    if (t)
-        out->target_from = VT_FROM_ARGV;
-    else if ((t = vt_proc_env_value(p, "LLAMA_ARG_FIT_TARGET")))
-        out->target_from = VT_FROM_ENV;
-    out->target = t;
+    const char *t = out->target = option_from(p, fitt, 2, "LLAMA_ARG_FIT_TARGET", &out->target_from);
     /* One number is every device's margin, in MiB; a list (MiB0,MiB1,...)
      * is quoted as given. llama.cpp's default: 1024 MiB each. */
     if (!t) {
@@ -308,14 +303,8 @@ void vt_proc_llama_fit(const vt_proc_t *p, vt_llama_fit_t *out)
     out->env_recorded = p->env_recorded;
     fit_overrides(p, out);
     static const char *const ctx[] = { "-c", "--ctx-size" }, *const fitc[] = { "-fitc", "--fit-ctx" };
-    if ((out->ctx = arg_value(p, ctx, 2)))
-        out->ctx_from = VT_FROM_ARGV;
-    else if ((out->ctx = vt_proc_env_value(p, "LLAMA_ARG_CTX_SIZE")))
-        out->ctx_from = VT_FROM_ENV;
-    if ((out->fit_ctx = arg_value(p, fitc, 2)))
-        out->fit_ctx_from = VT_FROM_ARGV;
-    else if ((out->fit_ctx = vt_proc_env_value(p, "LLAMA_ARG_FIT_CTX")))
-        out->fit_ctx_from = VT_FROM_ENV;
+    out->ctx = option_from(p, ctx, 2, "LLAMA_ARG_CTX_SIZE", &out->ctx_from);
+    out->fit_ctx = option_from(p, fitc, 2, "LLAMA_ARG_FIT_CTX", &out->fit_ctx_from);
 }
 
 int vt_proc_fit_chose(const vt_proc_t *p)
