@@ -335,6 +335,19 @@ static const char *signed_size(char buf[VT_SIZE_BUF + 1], int64_t v)
  * some of the model in host memory: layers on a GPU of all (more is
  * better), then layer weights and KV cache in host memory (more is
  * worse); "-" for a run without ggml's records. */
+/* A row of counts: each side's ("-" where it has none), and their delta
+ * where both have one. */
+static void count_row(FILE *o, const char *name, int have_a, uint64_t a, int have_b, uint64_t b)
+{
+    char va[24], vb[24];
+    snprintf(va, sizeof va, have_a ? "%" PRIu64 : "-", a);
+    snprintf(vb, sizeof vb, have_b ? "%" PRIu64 : "-", b);
+    fprintf(o, "%-18s %12s %12s", name, va, vb);
+    if (have_a && have_b)
+        fprintf(o, " %+12" PRId64, (int64_t)(b - a));
+    fputc('\n', o);
+}
+
 static void placement_text(FILE *o, int color, const side_t *s)
 {
     const char *off = color ? "\033[0m" : "", *up = color ? "\033[31m" : "", *down = color ? "\033[32m" : "";
@@ -353,22 +366,10 @@ static void placement_text(FILE *o, int color, const side_t *s)
         fputc('\n', o);
     }
     /* The context each run made: a KV cache of more cells holds more. */
-    if (s[0].celled || s[1].celled) {
-        for (int k = 0; k < 2; k++)
-            snprintf(k ? b : a, sizeof a, s[k].celled ? "%" PRIu64 : "-", s[k].kv_cells);
-        fprintf(o, "%-18s %12s %12s", "kv_cells", a, b);
-        if (s[0].celled && s[1].celled)
-            fprintf(o, " %+12" PRId64, (int64_t)(s[1].kv_cells - s[0].kv_cells));
-        fputc('\n', o);
-    }
-    if (s[0].multi_stream || s[1].multi_stream) {
-        for (int k = 0; k < 2; k++)
-            snprintf(k ? b : a, sizeof a, s[k].kv_streams ? "%" PRIu64 : "-", s[k].kv_streams);
-        fprintf(o, "%-18s %12s %12s", "kv_streams", a, b);
-        if (s[0].kv_streams && s[1].kv_streams)
-            fprintf(o, " %+12" PRId64, (int64_t)(s[1].kv_streams - s[0].kv_streams));
-        fputc('\n', o);
-    }
+    if (s[0].celled || s[1].celled)
+        count_row(o, "kv_cells", s[0].celled, s[0].kv_cells, s[1].celled, s[1].kv_cells);
+    if (s[0].multi_stream || s[1].multi_stream)
+        count_row(o, "kv_streams", s[0].kv_streams > 0, s[0].kv_streams, s[1].kv_streams > 0, s[1].kv_streams);
     static const char *const names[] = { "host_weights", "host_kv" };
     for (int r = 0; r < 2; r++) {
         uint64_t va = r ? s[0].host_kv : s[0].host_weights, vb = r ? s[1].host_kv : s[1].host_weights;

@@ -681,6 +681,15 @@ if [ -x "$TMP/libllama_run" ]; then
     # bytes = 8 KiB a cell.
     python3 tests/llama/make_gguf.py "$TMP/long.gguf" 4 0 ctx=32768
     MODEL=$TMP/long.gguf
+    # ctx_views FLAVOUR DIR WORDS CELLS STREAMS: the HTML page and serve
+    # say the KV cache's cells as the text does.
+    ctx_views() {
+        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
+        check "$1 $name: so does the HTML page" grep -q "<b>$3</b>" "$2.html"
+        "$VT" serve --once "$2" >"$2.om" 2>&1
+        check "$1 $name: serve's cells and streams" sh -c \
+            "grep -qE '^vramtrace_kv_cache_cells\{.*\} $4\$' '$2.om' && grep -qE '^vramtrace_kv_cache_streams\{.*\} $5\$' '$2.om'"
+    }
     fit_ctx() { sed -n 's/^fit [0-9]*: -ngl -*[0-9]* -c \([0-9]*\)$/\1/p' "$1.out"; }
     check_fit_ctx() {
         check_fit_common "$@"
@@ -691,10 +700,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(val "$2.bytes" place.kv.gpu0)" $((c * 8192)) "$1 $name: the KV cache's bytes are its cells' (8 KiB each)"
         check "$1 $name: the text says --fit chose the context, and how" \
             says "$2.txt" "No -c was given, so llama\.cpp's --fit chose the context: the KV cache has $c cells (tokens of context, one cache every sequence shares)\. --fit starts from the model's trained context (llama\.cpp v0\.5\.0: that times the sequences, -np) and shrinks it, as far as --fit-ctx (4096 by default), before it leaves any layer in host memory; -c sets it, and -c 0 keeps the trained context whole\."
-        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
-        check "$1 $name: so does the HTML page" grep -q "<b>$c cells</b>" "$2.html"
-        "$VT" serve --once "$2" >"$2.om" 2>&1
-        check "$1 $name: serve's vramtrace_kv_cache_cells" grep -qE "^vramtrace_kv_cache_cells\{.*\} $c\$" "$2.om"
+        ctx_views "$1" "$2" "$c cells" "$c" 1
     }
     scenario fit_ctx 2100MiB --fit on
     # 1800 MiB: at 4096 cells the model still does not fit, and --fit
@@ -730,11 +736,7 @@ if [ -x "$TMP/libllama_run" ]; then
         is "$(val "$2.bytes" place.kv.gpu0)" $((c * 8192)) "$1 $name: the KV cache's bytes are all four's cells' (8 KiB each)"
         check "$1 $name: the text says the sequences and how --fit sized each" \
             says "$2.txt" "the KV cache has 4 sequences of $per cells each (tokens of context, each sequence's own: -np without --kv-unified)\. --fit starts from the model's trained context for each sequence and shrinks it, as far as --fit-ctx (4096 by default) for each, before it leaves any layer in host memory; -c sets the context of all sequences together, and -c 0 gives them the trained context to share out\."
-        "$VT" report --html "$2.html" "$2" >/dev/null 2>&1
-        check "$1 $name: so does the HTML page" grep -q "<b>4 sequences of $per cells each</b>" "$2.html"
-        "$VT" serve --once "$2" >"$2.om" 2>&1
-        check "$1 $name: serve's cells and streams" sh -c \
-            "grep -qE '^vramtrace_kv_cache_cells\{.*\} $per\$' '$2.om' && grep -qE '^vramtrace_kv_cache_streams\{.*\} 4\$' '$2.om'"
+        ctx_views "$1" "$2" "4 sequences of $per cells each" "$per" 4
     }
     scenario fit_ctx_seqs 2100MiB --fit on -np 4
     # --kv-unified: one stream that the 4 sequences share. v0.5.0's --fit
