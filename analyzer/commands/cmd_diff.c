@@ -112,8 +112,8 @@ static void reduce(const vt_report_t *r, side_t *s)
             s->celled += pl->kv_cells > 0;
             s->kv_cells += pl->kv_cells;
             /* Cells of one stream: with -np 4 and no --kv-unified, 4 caches of them. */
-            s->kv_streams += pl->kv_cells ? pl->kv_streams : 0;
-            s->multi_stream |= pl->kv_cells && pl->kv_streams > 1;
+            s->kv_streams += pl->kv_streams;
+            s->multi_stream |= pl->kv_streams > 1;
         }
         if (pl->known && pl->layers_known) {
             s->layered++;

@@ -264,7 +264,8 @@ typedef struct vt_placement {
      * per-stream views' rows. kv_streams 0: no views in the trace (a
      * llama.cpp before streams, 2025), and kv_cells are then the rows,
      * over all sequences. kv_cells 0: the trace does not say (shims
-     * before it, flat 1-D caches, a recurrent model's states alone). */
+     * before it, flat 1-D caches, a recurrent model's states alone);
+     * kv_streams is then 0 too. */
     uint32_t kv_cells, kv_streams;
     uint64_t block_weight_bytes, block_kv_bytes;   /* per block, on average */
     uint64_t ggml_records, tensors, tensors_unattributed;

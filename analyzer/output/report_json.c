@@ -491,7 +491,7 @@ static void placement(vt_json_t *j, const vt_proc_t *p)
         vt_json_u64(j, "kv_cells", pl->kv_cells);
     else
         vt_json_null(j, "kv_cells");
-    if (pl->kv_cells && pl->kv_streams)
+    if (pl->kv_streams)
         vt_json_u64(j, "kv_streams", pl->kv_streams);
     else
         vt_json_null(j, "kv_streams");

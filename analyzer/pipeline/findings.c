@@ -226,7 +226,7 @@ void vt_kv_cells_words(char *buf, size_t len, const vt_placement_t *pl)
     else if (pl->kv_streams > 1)
         snprintf(buf, len, "%u sequences of %u cells each", pl->kv_streams, pl->kv_cells);
     else
-        snprintf(buf, len, "%u cell%s", pl->kv_cells, pl->kv_cells == 1 ? "" : "s");
+        snprintf(buf, len, "%u cells", pl->kv_cells);   /* never 1: kv_rows */
 }
 
 /* A stream is one sequence's own cache where there are several
