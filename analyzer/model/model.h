@@ -624,8 +624,8 @@ const char *vt_proc_arg_flag(const vt_proc_t *p, const char *const *names, size_
 /* The value of NAME=VALUE in the recorded environment, or NULL. */
 const char *vt_proc_env_value(const vt_proc_t *p, const char *name);
 /* An option's value as llama.cpp reads it: the command line's (names), else
- * its LLAMA_ARG_* variable's (env), else NULL; *from_env (may be NULL) says
- * which gave it. */
+ * its LLAMA_ARG_* variable's (env), else NULL; *from_env (may be NULL) is
+ * 0 where the command line gave it, 1 otherwise. */
 const char *vt_proc_option(const vt_proc_t *p, const char *const *names, size_t nnames, const char *env, int *from_env);
 /* common/arg.cpp's is_truthy and is_falsey, for a flag's variable. */
 int vt_llama_truthy(const char *v);
